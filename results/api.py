@@ -1,0 +1,201 @@
+"""The versioned JSON API, ``/api/v1/``: run ingestion (native and imported formats) and reads.
+
+Writes need a per-user token (``Authorization: Bearer pw_…``). Reads accept a token, a
+logged-in session, or nobody when ``PILOTWEB_PUBLIC_READ`` is on.
+"""
+
+from typing import Any
+
+from django.conf import settings
+from django.http import Http404, HttpRequest
+from django.urls import reverse
+from ninja import NinjaAPI, Query, Schema
+from ninja.errors import AuthenticationError, ValidationError
+from ninja.responses import Status
+from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.security import HttpBearer, SessionAuth
+from pydantic import ValidationError as PydanticValidationError
+
+from . import selectors, services
+from .ingest import ImportFormatError, import_document
+from .models import ApiToken, Metric, Result, Run
+from .schemas import ErrorOut, RunCreatedOut, RunDetailOut, RunIn, RunOut, SeriesOut, describe_errors
+
+
+class TokenAuth(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str) -> Any:
+        row = (
+            ApiToken.objects.select_related("user")
+            .filter(digest=services.token_digest(token), revoked=False, user__is_active=True)
+            .first()
+        )
+        if row is None:
+            return None
+        services.touch_api_token(token=row)
+        request.user = row.user
+        return row.user
+
+
+def public_read(request: HttpRequest) -> Any:
+    return request.user if settings.PILOTWEB_PUBLIC_READ else None
+
+
+READ_AUTH = [TokenAuth(), SessionAuth(), public_read]
+
+api = NinjaAPI(
+    title="Pilot Web API",
+    version="1",
+    description="Ingest benchmark runs and read results, series and comparisons.",
+    urls_namespace="api-v1",
+    auth=TokenAuth(),
+)
+
+
+@api.exception_handler(ValidationError)
+def on_validation_error(request: HttpRequest, error: ValidationError):
+    return api.create_response(request, describe_errors(error.errors), status=422)
+
+
+@api.exception_handler(services.IngestError)
+def on_ingest_error(request: HttpRequest, error: services.IngestError):
+    body = {"detail": str(error), "errors": [{"field": error.field, "message": error.message}]}
+    return api.create_response(request, body, status=error.status)
+
+
+@api.exception_handler(ImportFormatError)
+def on_format_error(request: HttpRequest, error: ImportFormatError):
+    return api.create_response(request, {"detail": str(error), "errors": [{"field": "file", "message": str(error)}]},
+                               status=400)
+
+
+@api.exception_handler(AuthenticationError)
+def on_unauthenticated(request: HttpRequest, error: AuthenticationError):
+    body = {"detail": "Authentication required: send 'Authorization: Bearer <token>'.", "errors": []}
+    response = api.create_response(request, body, status=401)
+    response["WWW-Authenticate"] = "Bearer"
+    return response
+
+
+def _created(request: HttpRequest, outcome: services.IngestOutcome):
+    body = {
+        "id": outcome.run.pk,
+        "created": outcome.created,
+        "url": request.build_absolute_uri(reverse("api-v1:run_detail", args=[outcome.run.pk])),
+        "results": outcome.run.results.count(),
+    }
+    return Status(201 if outcome.created else 200, body)
+
+
+@api.post("/runs", response={200: RunCreatedOut, 201: RunCreatedOut, 400: ErrorOut, 409: ErrorOut, 422: ErrorOut},
+          url_name="run_create", summary="Post a run in the native format")
+def create_run(request: HttpRequest, document: RunIn):
+    return _created(request, services.ingest_run(document=document, user=request.auth))
+
+
+class ImportParams(Schema):
+    format: str = "native"
+    project: str | None = None
+    machine: str | None = None
+    commit: str | None = None
+    branch: str = ""
+    pull_request: int | None = None
+    kind: Run.Kind | None = None
+    run_key: str | None = None
+
+
+@api.post("/runs/import", response={200: RunCreatedOut, 201: RunCreatedOut, 400: ErrorOut, 409: ErrorOut,
+                                    422: ErrorOut},
+          url_name="run_import", summary="Post a results file in any supported format")
+def import_run(request: HttpRequest, params: Query[ImportParams]):
+    """The body is the file itself (or a multipart upload named ``file``); ``format`` is one of
+    native, pyperf, pytest-benchmark, google-benchmark, hyperfine."""
+    upload = request.FILES.get("file")
+    content = upload.read() if upload is not None else request.body
+    overrides: dict[str, Any] = {"kind": params.kind, "run_key": params.run_key}
+    if params.project:
+        overrides["project"] = {"name": params.project}
+    if params.machine:
+        overrides["machine"] = {"name": params.machine}
+    if params.commit:
+        overrides["revision"] = {"commit": params.commit, "branch": params.branch,
+                                 "pull_request": params.pull_request}
+    raw = import_document(format_name=params.format, content=content, overrides=overrides)
+    try:
+        document = RunIn.model_validate(raw)
+    except PydanticValidationError as error:
+        return Status(422, describe_errors(error.errors()))
+    return _created(request, services.ingest_run(document=document, user=request.auth))
+
+
+class RunFilters(Schema):
+    project: str | None = None
+    machine: str | None = None
+    branch: str | None = None
+    kind: Run.Kind | None = None
+
+
+def _run_out(run: Run) -> dict:
+    revision = run.revision
+    return {
+        "id": run.pk, "project": run.project.slug, "machine": run.machine.name, "kind": run.kind,
+        "status": run.status, "commit": revision.commit if revision else None,
+        "branch": revision.branch if revision else None, "pull_request": revision.pull_request if revision else None,
+        "started_at": run.started_at, "finished_at": run.finished_at, "source": run.source, "run_key": run.run_key,
+    }
+
+
+def _result_out(result: Result) -> dict:
+    metric = result.metric
+    return {
+        "id": result.pk, "benchmark": metric.benchmark.name, "metric": metric.name, "unit": metric.unit,
+        "direction": metric.direction, "mean": result.mean, "subsession_size": result.subsession_size,
+        "variance": result.variance, "n": result.n, "sample_count": result.sample_count,
+        "confidence_level": result.confidence_level, "ci_low": result.ci_low, "ci_high": result.ci_high,
+        "warmup_removed": result.warmup_removed, "autocorrelation": result.autocorrelation,
+        "independent": result.independent, "converged": result.converged, "samples_shape": result.samples_shape,
+    }
+
+
+@api.get("/runs", response=list[RunOut], auth=READ_AUTH, url_name="run_list", summary="List runs")
+@paginate(LimitOffsetPagination)
+def list_runs(request: HttpRequest, filters: Query[RunFilters]):
+    kind = filters.kind.value if filters.kind else None
+    return [_run_out(run) for run in selectors.runs(project=filters.project, machine=filters.machine,
+                                                     branch=filters.branch, kind=kind)]
+
+
+@api.get("/runs/{run_id}", response=RunDetailOut, auth=READ_AUTH, url_name="run_detail",
+         summary="One run with its results")
+def run_detail(request: HttpRequest, run_id: int):
+    try:
+        run = selectors.run_with_results(run_id=run_id)
+    except Run.DoesNotExist:
+        raise Http404(f"No run {run_id}.") from None
+    return {**_run_out(run), "environment": run.environment,
+            "results": [_result_out(result) for result in run.results.all()]}
+
+
+class SeriesFilters(Schema):
+    machine: str | None = None
+    branch: str | None = None
+    limit: int = 500
+
+
+@api.get("/metrics/{metric_id}/series", response=SeriesOut, auth=READ_AUTH, url_name="metric_series",
+         summary="One metric's results over time")
+def metric_series(request: HttpRequest, metric_id: int, filters: Query[SeriesFilters]):
+    try:
+        metric, results = selectors.metric_series(metric_id=metric_id, machine=filters.machine,
+                                                  branch=filters.branch, limit=max(1, min(filters.limit, 5000)))
+    except Metric.DoesNotExist:
+        raise Http404(f"No metric {metric_id}.") from None
+    points = [
+        {"run_id": result.run_id, "started_at": result.run.started_at,
+         "commit": result.run.revision.commit if result.run.revision else None,
+         "machine": result.run.machine.name, "mean": result.mean, "ci_low": result.ci_low,
+         "ci_high": result.ci_high, "subsession_size": result.subsession_size, "variance": result.variance,
+         "n": result.n}
+        for result in results
+    ]
+    return {"metric_id": metric.pk, "benchmark": metric.benchmark.name, "metric": metric.name, "unit": metric.unit,
+            "direction": metric.direction, "points": points}

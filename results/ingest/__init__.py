@@ -1,0 +1,40 @@
+"""Importers: each format is a pure function from file content to a (partial) native document."""
+
+from collections.abc import Callable
+from typing import Any
+
+from . import google_benchmark, hyperfine, native, pyperf, pytest_benchmark
+from .base import ImportFormatError
+
+FORMATS: dict[str, Callable[[bytes | str], dict[str, Any]]] = {
+    "native": native.parse,
+    "pyperf": pyperf.parse,
+    "pytest-benchmark": pytest_benchmark.parse,
+    "google-benchmark": google_benchmark.parse,
+    "hyperfine": hyperfine.parse,
+}
+
+
+def import_document(*, format_name: str, content: bytes | str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """Parse ``content`` in ``format_name`` and complete it into a native run document.
+
+    ``overrides`` holds what the caller states about the run (``project``, ``machine``,
+    ``revision``, ``kind``, ``run_key``); what the file says about the machine (hostname,
+    CPU, OS) fills the machine fields the caller left out.
+    """
+    try:
+        parse = FORMATS[format_name]
+    except KeyError:
+        raise ImportFormatError(
+            f"format: unknown format {format_name!r}; choose one of {', '.join(sorted(FORMATS))}."
+        ) from None
+    document = parse(content)
+    hints = document.pop("machine", None) or {}
+    for key, value in overrides.items():
+        if value is not None:
+            document[key] = value
+    if isinstance(document.get("machine"), dict):
+        document["machine"] = {**hints, **document["machine"]}
+    if format_name != "native":
+        document.setdefault("kind", "imported")
+    return document

@@ -1,0 +1,267 @@
+"""The stored truth: projects, machines, benchmarks and their metrics, revisions, runs, results.
+
+Every invariant the statistics rely on is a database constraint, so no code path (admin,
+API, shell, a future bug) can store a result the numerical core would choke on.
+"""
+
+import numpy as np
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+SAMPLE_DTYPE = np.dtype("<f8")
+
+
+class Direction(models.TextChoices):
+    LOWER_IS_BETTER = "lower_is_better", "lower is better"
+    HIGHER_IS_BETTER = "higher_is_better", "higher is better"
+
+
+class Project(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    slug = models.SlugField(max_length=100, unique=True)
+    repository_url = models.URLField(blank=True)
+    default_branch = models.CharField(max_length=200, default="main")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Machine(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    hostname = models.CharField(max_length=255, blank=True)
+    cpu_model = models.CharField(max_length=255, blank=True)
+    cores = models.PositiveIntegerField(null=True, blank=True, help_text="Logical CPU cores.")
+    memory_bytes = models.PositiveBigIntegerField(null=True, blank=True)
+    os = models.CharField("OS", max_length=255, blank=True)
+    hardware = models.JSONField(default=dict, blank=True, help_text="Further details captured on the machine.")
+    queue = models.CharField(
+        max_length=100, unique=True, help_text="The Celery queue this machine's benchmark worker consumes."
+    )
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(cores__isnull=True) | Q(cores__gte=1), name="machine_cores_positive"),
+            models.CheckConstraint(condition=~Q(queue=""), name="machine_queue_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Benchmark(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="benchmarks")
+    name = models.CharField(max_length=500)
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["project", "name"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="benchmark_unique_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Metric(models.Model):
+    """A performance index of a benchmark: what is measured, in which unit, which way is better."""
+
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="metrics")
+    name = models.CharField(max_length=200)
+    unit = models.CharField(max_length=50)
+    direction = models.CharField(max_length=20, choices=Direction.choices, default=Direction.LOWER_IS_BETTER)
+    threshold = models.FloatField(
+        default=0.02, help_text="Practical-significance threshold θ: relative changes inside ±θ count as no change."
+    )
+    confidence_level = models.FloatField(default=0.95)
+    target_width = models.FloatField(
+        default=0.10, help_text="Target full width of the confidence interval, relative to the mean."
+    )
+
+    class Meta:
+        ordering = ["benchmark", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["benchmark", "name"], name="metric_unique_name"),
+            models.CheckConstraint(condition=Q(threshold__gte=0), name="metric_threshold_non_negative"),
+            models.CheckConstraint(
+                condition=Q(confidence_level__gt=0, confidence_level__lt=1), name="metric_confidence_level_in_0_1"
+            ),
+            models.CheckConstraint(condition=Q(target_width__gt=0), name="metric_target_width_positive"),
+            models.CheckConstraint(condition=Q(direction__in=Direction.values), name="metric_direction_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.benchmark.name} · {self.name}"
+
+
+class Revision(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="revisions")
+    commit = models.CharField(max_length=64)
+    branch = models.CharField(max_length=200, blank=True)
+    pull_request = models.PositiveIntegerField(null=True, blank=True)
+    author = models.CharField(max_length=255, blank=True)
+    message = models.TextField(blank=True)
+    timestamp = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-timestamp", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "commit", "branch"], name="revision_unique_commit_branch"),
+            models.CheckConstraint(condition=~Q(commit=""), name="revision_commit_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return self.commit[:12]
+
+
+class RunKind(models.TextChoices):
+    NIGHTLY = "nightly"
+    PR = "pr", "pull request"
+    MANUAL = "manual"
+    IMPORTED = "imported"
+
+
+class RunStatus(models.TextChoices):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class Run(models.Model):
+    Kind = RunKind
+    Status = RunStatus
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
+    machine = models.ForeignKey(Machine, on_delete=models.PROTECT, related_name="runs")
+    revision = models.ForeignKey(Revision, on_delete=models.PROTECT, related_name="runs", null=True, blank=True)
+    kind = models.CharField(max_length=20, choices=RunKind.choices)
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.COMPLETED)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    environment = models.JSONField(default=dict, blank=True)
+    source = models.CharField(max_length=200, blank=True, help_text="What produced the run, e.g. 'pyperf 2.10.0'.")
+    run_key = models.CharField(
+        max_length=200, null=True, blank=True, help_text="Client-supplied key that makes re-posting idempotent."
+    )
+    payload_digest = models.CharField(max_length=64, blank=True, help_text="SHA-256 of the posted document.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "run_key"], condition=Q(run_key__isnull=False), name="run_unique_key"
+            ),
+            models.CheckConstraint(condition=Q(kind__in=RunKind.values), name="run_kind_valid"),
+            models.CheckConstraint(condition=Q(status__in=RunStatus.values), name="run_status_valid"),
+            models.CheckConstraint(
+                condition=Q(finished_at__isnull=True) | Q(finished_at__gte=F("started_at")),
+                name="run_finished_after_started",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["project", "machine", "kind", "-started_at"], name="run_history_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project} #{self.pk} ({self.kind})"
+
+
+class Result(models.Model):
+    """One metric measured in one run, summarised as Pilot prescribes.
+
+    ``mean``, ``subsession_size``, ``variance`` (of the subsession means) and ``n`` (number
+    of subsessions) are all any later comparison needs; the raw samples, when given, are kept
+    as little-endian float64 bytes with their shape (axis 0 the top level, last axis the
+    measurements), so nothing is lost and bootstraps can resample them.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
+    metric = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="results")
+    mean = models.FloatField()
+    subsession_size = models.PositiveIntegerField()
+    variance = models.FloatField(help_text="Variance (ddof=1) of the subsession means.")
+    n = models.PositiveIntegerField(help_text="Number of subsessions.")
+    sample_count = models.PositiveBigIntegerField(help_text="Number of raw samples behind the summary.")
+    confidence_level = models.FloatField(default=0.95)
+    ci_low = models.FloatField(null=True, blank=True)
+    ci_high = models.FloatField(null=True, blank=True)
+    warmup_removed = models.PositiveIntegerField(default=0)
+    autocorrelation = models.FloatField(
+        null=True, blank=True, help_text="Lag-1 autocorrelation of the subsession means achieved."
+    )
+    independent = models.BooleanField(
+        default=True,
+        help_text="False when no subsession size brought |r1| within bounds: the interval may be too narrow.",
+    )
+    converged = models.BooleanField(default=True, help_text="The confidence interval reached the metric's target.")
+    samples = models.BinaryField(null=True, blank=True, editable=False)
+    samples_shape = models.JSONField(null=True, blank=True, editable=False)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["run", "metric"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "metric"], name="result_unique_run_metric"),
+            models.CheckConstraint(condition=Q(variance__gte=0), name="result_variance_non_negative"),
+            models.CheckConstraint(condition=Q(subsession_size__gte=1), name="result_subsession_size_positive"),
+            models.CheckConstraint(condition=Q(n__gte=1), name="result_n_positive"),
+            models.CheckConstraint(
+                condition=Q(sample_count__gte=F("n") * F("subsession_size")), name="result_samples_cover_subsessions"
+            ),
+            models.CheckConstraint(
+                condition=Q(confidence_level__gt=0, confidence_level__lt=1), name="result_confidence_level_in_0_1"
+            ),
+            models.CheckConstraint(
+                condition=(Q(ci_low__isnull=True) & Q(ci_high__isnull=True))
+                | Q(ci_low__lte=F("mean"), ci_high__gte=F("mean")),
+                name="result_ci_contains_mean",
+            ),
+            models.CheckConstraint(
+                condition=Q(autocorrelation__isnull=True) | Q(autocorrelation__gte=-1, autocorrelation__lte=1),
+                name="result_autocorrelation_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(samples__isnull=True, samples_shape__isnull=True)
+                | Q(samples__isnull=False, samples_shape__isnull=False),
+                name="result_samples_with_shape",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.metric} = {self.mean:g}"
+
+    def samples_array(self) -> np.ndarray | None:
+        """The raw samples with their levels, or None when only the summary was stored."""
+        if self.samples is None:
+            return None
+        return np.frombuffer(bytes(self.samples), dtype=SAMPLE_DTYPE).reshape(self.samples_shape)
+
+
+class ApiToken(models.Model):
+    """A per-user API token. Only a SHA-256 digest is stored; the token is shown once, at creation."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=200, help_text="What the token is for, e.g. 'nightly CI'.")
+    prefix = models.CharField(max_length=12, help_text="The first characters, to recognise a token.")
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["user", "name"]
+        verbose_name = "API token"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

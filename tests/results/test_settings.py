@@ -1,0 +1,61 @@
+"""Settings come from the environment; production refuses to start without its secrets."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_settings(**environment: str) -> subprocess.CompletedProcess:
+    clean = {key: value for key, value in os.environ.items()
+             if key not in ("DJANGO_SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "DEBUG", "REDIS_URL")}
+    return subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); from django.conf import settings; "
+                               "print(settings.DATABASES['default']['ENGINE'], settings.DEBUG, settings.REDIS_URL)"],
+        cwd=ROOT, env={**clean, "DJANGO_SETTINGS_MODULE": "pilotweb.settings", **environment},
+        capture_output=True, text=True,
+    )
+
+
+def test_development_defaults_work_with_nothing_set():
+    loaded = load_settings()
+
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.split() == ["django.db.backends.sqlite3", "True", "redis://127.0.0.1:6379/0"]
+
+
+@pytest.mark.parametrize("missing", ["DJANGO_SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL"])
+def test_production_refuses_to_start_without_a_required_setting(missing):
+    environment = {"DEBUG": "false", "DJANGO_SECRET_KEY": "s" * 50, "ALLOWED_HOSTS": "pilot.example.com",
+                   "DATABASE_URL": "postgres://pilot@db.example.com/pilot"}
+    del environment[missing]
+
+    loaded = load_settings(**environment)
+
+    assert loaded.returncode != 0
+    assert "ImproperlyConfigured" in loaded.stderr and missing in loaded.stderr
+
+
+def test_production_starts_when_everything_is_set():
+    loaded = load_settings(DEBUG="false", DJANGO_SECRET_KEY="s" * 50, ALLOWED_HOSTS="pilot.example.com",
+                           DATABASE_URL="postgres://pilot@db.example.com/pilot", REDIS_URL="redis://cache:6379/1")
+
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.split() == ["django.db.backends.postgresql", "False", "redis://cache:6379/1"]
+
+
+def test_a_malformed_boolean_is_a_clear_error():
+    loaded = load_settings(DEBUG="maybe")
+
+    assert "DEBUG must be true or false" in loaded.stderr
+
+
+def test_the_numerical_core_imports_without_django():
+    probe = subprocess.run([sys.executable, "-c", "import sys, results.stats; print('django' in sys.modules)"],
+                           cwd=ROOT, capture_output=True, text=True)
+
+    assert probe.stdout.strip() == "False", probe.stderr
