@@ -29,12 +29,15 @@ def import_document(*, format_name: str, content: bytes | str, overrides: dict[s
             f"format: unknown format {format_name!r}; choose one of {', '.join(sorted(FORMATS))}."
         ) from None
     document = parse(content)
-    hints = document.pop("machine", None) or {}
+    described = document.pop("machine", None)
     for key, value in overrides.items():
         if value is not None:
             document[key] = value
-    if isinstance(document.get("machine"), dict):
-        document["machine"] = {**hints, **document["machine"]}
+    stated = document.get("machine")
+    if isinstance(described, dict) and isinstance(stated, dict):
+        document["machine"] = {**described, **stated}
+    elif described is not None and stated is None:
+        document["machine"] = described
     if format_name != "native":
         document.setdefault("kind", "imported")
     return document

@@ -14,6 +14,7 @@ axis holds the measurements, e.g. process runs x values) or ``summary`` (``mean`
 """
 
 import json
+import math
 from typing import Any
 
 
@@ -27,3 +28,14 @@ def load_json(content: bytes | str, *, format_name: str) -> Any:
         return json.loads(content)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ImportFormatError(f"{format_name}: the file is not valid JSON ({error}).") from None
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with non-finite floats, which strict JSON cannot hold, replaced by None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [json_safe(item) for item in value]
+    return value

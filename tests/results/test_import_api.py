@@ -1,0 +1,147 @@
+"""Every importer end to end: the real tool output (tests/data/README.md says how it was made) posted
+through the API or the management command, stored, and checked against the tool's own reported means."""
+
+import json
+from io import StringIO
+from pathlib import Path
+
+import pyperf
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import Client
+
+from results.models import Result, Run
+
+pytestmark = pytest.mark.django_db
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+GOOGLE_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def pyperf_means(name: str) -> dict[tuple[str, str], float]:
+    suite = pyperf.BenchmarkSuite.load(str(DATA / name))
+    return {(bench.get_name(), "time"): bench.mean() for bench in suite.get_benchmarks()}
+
+
+def pytest_benchmark_means(name: str) -> dict[tuple[str, str], float]:
+    report = json.loads((DATA / name).read_text())
+    return {(bench["fullname"], "time"): bench["stats"]["mean"] for bench in report["benchmarks"]}
+
+
+def google_means(name: str) -> dict[tuple[str, str], float]:
+    report = json.loads((DATA / name).read_text())
+    return {
+        (row["run_name"], metric): row[metric] * GOOGLE_UNITS[row["time_unit"]]
+        for row in report["benchmarks"] if row.get("aggregate_name") == "mean"
+        for metric in ("real_time", "cpu_time")
+    }
+
+
+def hyperfine_means(name: str) -> dict[tuple[str, str], float]:
+    report = json.loads((DATA / name).read_text())
+    return {(result["command"], "time"): result["mean"] for result in report["results"]}
+
+
+CASES = [
+    ("pyperf", "pyperf_single.json", pyperf_means),
+    ("pyperf", "pyperf_suite.json", pyperf_means),
+    ("pytest-benchmark", "pytest_benchmark_data.json", pytest_benchmark_means),
+    ("pytest-benchmark", "pytest_benchmark_summary.json", pytest_benchmark_means),
+    ("google-benchmark", "google_benchmark_repetitions.json", google_means),
+    ("hyperfine", "hyperfine.json", hyperfine_means),
+]
+
+
+def stored_means(run_id: int) -> dict[tuple[str, str], float]:
+    return {(r.metric.benchmark.name, r.metric.name): r.mean
+            for r in Result.objects.filter(run_id=run_id).select_related("metric__benchmark")}
+
+
+@pytest.mark.parametrize(("format_name", "file_name", "tool_means"), CASES)
+def test_real_tool_output_posted_through_the_api_matches_the_tools_means(api, format_name, file_name, tool_means):
+    response = api.post(
+        f"/api/v1/runs/import?format={format_name}&project=Tools&machine=vm&commit=abc123&branch=main",
+        data=(DATA / file_name).read_bytes(), content_type="application/octet-stream",
+    )
+
+    assert response.status_code == 201, response.content
+    run = Run.objects.get(pk=response.json()["id"])
+    assert run.kind == "imported" and run.revision.commit == "abc123"
+    expected = tool_means(file_name)
+    results = {(r.metric.benchmark.name, r.metric.name): r
+               for r in Result.objects.filter(run=run).select_related("metric__benchmark")}
+    assert results.keys() == expected.keys()
+    for key, tool_mean in expected.items():
+        result = results[key]
+        raw = result.samples_array()
+        if raw is None:
+            assert result.mean == pytest.approx(tool_mean, rel=1e-9)
+            continue
+        # Nothing is lost: the stored samples average to the tool's mean ...
+        assert raw.mean() == pytest.approx(tool_mean, rel=1e-9)
+        # ... and the summary is over what subsession analysis keeps (spec §2 drops the oldest remainder).
+        kept = raw if raw.ndim > 1 else raw[raw.size - result.n * result.subsession_size:]
+        assert result.mean == pytest.approx(kept.mean(), rel=1e-12)
+
+
+def test_a_multipart_upload_is_accepted(api):
+    with open(DATA / "hyperfine.json", "rb") as upload:
+        response = api.post("/api/v1/runs/import?format=hyperfine&project=Tools&machine=vm", {"file": upload})
+
+    assert response.status_code == 201, response.content
+
+
+def test_the_native_format_imports_as_is(api):
+    document = {"project": {"name": "Native"}, "machine": {"name": "vm"}, "kind": "manual",
+                "results": [{"benchmark": "b", "samples": [1.0, 2.0, 3.0]}]}
+
+    response = api.post("/api/v1/runs/import?format=native", data=json.dumps(document),
+                         content_type="application/json")
+
+    assert response.status_code == 201
+    assert Run.objects.get().kind == "manual"
+
+
+@pytest.mark.parametrize(("query", "content", "status", "field"), [
+    ("format=pyperf&project=P&machine=m", b"not json", 400, "file"),
+    ("format=excel&project=P&machine=m", b"{}", 400, "file"),
+    ("format=hyperfine&machine=m", (DATA / "hyperfine.json").read_bytes(), 422, "project"),
+    ("format=hyperfine&project=P", (DATA / "hyperfine.json").read_bytes(), 422, "machine"),
+])
+def test_a_bad_import_is_refused_and_writes_nothing(api, query, content, status, field):
+    response = api.post(f"/api/v1/runs/import?{query}", data=content, content_type="application/octet-stream")
+
+    assert response.status_code == status, response.content
+    assert response.json()["errors"][0]["field"] == field
+    assert Run.objects.count() == 0
+
+
+def test_imports_need_a_token(db):
+    response = Client().post("/api/v1/runs/import?format=hyperfine&project=P&machine=m",
+                             data=(DATA / "hyperfine.json").read_bytes(), content_type="application/octet-stream")
+
+    assert response.status_code == 401
+    assert Run.objects.count() == 0
+
+
+def test_the_management_command_imports_a_file_once_per_run_key():
+    arguments = [str(DATA / "pyperf_suite.json"), "--format", "pyperf", "--project", "Tools", "--machine", "vm",
+                 "--run-key", "suite-1"]
+    out = StringIO()
+    call_command("import_results", *arguments, stdout=out)
+    call_command("import_results", *arguments, stdout=out)
+
+    assert "Imported run" in out.getvalue() and "Already imported run" in out.getvalue()
+    assert Run.objects.count() == 1
+    assert stored_means(Run.objects.get().pk) == pytest.approx(pyperf_means("pyperf_suite.json"), rel=1e-9)
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    (["missing.json", "--format", "pyperf", "--project", "P", "--machine", "m"], "cannot read"),
+    ([str(DATA / "hyperfine.json"), "--format", "pyperf", "--project", "P", "--machine", "m"], "pyperf"),
+    ([str(DATA / "hyperfine.json"), "--format", "hyperfine", "--machine", "m"], "project"),
+])
+def test_the_management_command_explains_what_is_wrong(arguments, message):
+    with pytest.raises(CommandError, match=message):
+        call_command("import_results", *arguments, stdout=StringIO())
+    assert Run.objects.count() == 0
