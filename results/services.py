@@ -7,7 +7,7 @@ anywhere in a batch writes nothing.
 
 import hashlib
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
@@ -62,13 +62,14 @@ class IngestOutcome:
     created: bool
 
 
-def summarize_samples(samples: np.ndarray, *, confidence_level: float) -> Summary:
+def summarize_samples(samples: np.ndarray) -> Summary:
     """Summarise raw samples the Pilot way; the one place ingestion turns samples into statistics.
 
     One-level samples go through subsession analysis (spec §2). When no subsession size
     qualifies, the per-sample statistics are kept but marked not independent, so the
     interval is never presented as trustworthy. Samples with levels take the top-level
-    units (e.g. process runs) as the subsessions (spec §6).
+    units (e.g. process runs) as the subsessions (spec §6). The interval is added by
+    :func:`with_intervals`, for all results of a run at once.
     """
     if samples.ndim == 1:
         try:
@@ -82,46 +83,43 @@ def summarize_samples(samples: np.ndarray, *, confidence_level: float) -> Summar
     else:
         means = samples.reshape(samples.shape[0], -1).mean(axis=1)
         subsession_size, independent = int(np.prod(samples.shape[1:])), True
-    return summarize_subsessions(
-        means, subsession_size=subsession_size, sample_count=samples.size,
-        confidence_level=confidence_level, independent=independent,
-    )
-
-
-def summarize_subsessions(
-    means: np.ndarray, *, subsession_size: int, sample_count: int, confidence_level: float, independent: bool
-) -> Summary:
     n = len(means)
-    variance = float(np.var(means, ddof=1)) if n > 1 else 0.0
-    autocorrelation = float(stats.autocorrelation(means)) if n > 2 else None
-    return _summary(
-        mean=float(np.mean(means)), subsession_size=subsession_size, variance=variance, n=n,
-        sample_count=sample_count, confidence_level=confidence_level,
-        autocorrelation=autocorrelation, independent=independent,
+    return Summary(
+        mean=float(np.mean(means)), subsession_size=subsession_size,
+        variance=float(np.var(means, ddof=1)) if n > 1 else 0.0, n=n, sample_count=samples.size,
+        ci_low=None, ci_high=None,
+        autocorrelation=float(stats.autocorrelation(means)) if n > 2 else None, independent=independent,
     )
 
 
-def _summary(*, mean: float, subsession_size: int, variance: float, n: int, sample_count: int,
-             confidence_level: float, autocorrelation: float | None, independent: bool) -> Summary:
-    low = high = None
-    if n > 1:
-        interval = stats.mean_interval(mean, variance, n, confidence=confidence_level)
-        low, high = min(float(interval.low), mean), max(float(interval.high), mean)
-    return Summary(mean=mean, subsession_size=subsession_size, variance=variance, n=n, sample_count=sample_count,
-                   ci_low=low, ci_high=high, autocorrelation=autocorrelation, independent=independent)
-
-
-def _summarize_result(result: ResultIn, field: str) -> tuple[Summary, np.ndarray | None]:
-    if result.summary is not None:
-        given = result.summary
-        summary = _summary(
-            mean=given.mean, subsession_size=given.subsession_size, variance=given.variance, n=given.n,
-            sample_count=given.n * given.subsession_size, confidence_level=result.confidence_level,
-            autocorrelation=None, independent=True,
+def with_intervals(summaries: list[Summary], *, confidence_levels: list[float]) -> list[Summary]:
+    """The summaries with their confidence intervals (spec §3), computed in one call per level."""
+    completed = list(summaries)
+    for confidence in set(confidence_levels):
+        chosen = [i for i, (summary, level) in enumerate(zip(summaries, confidence_levels))
+                  if level == confidence and summary.n > 1]
+        if not chosen:
+            continue
+        interval = stats.mean_interval(
+            np.array([summaries[i].mean for i in chosen]), np.array([summaries[i].variance for i in chosen]),
+            np.array([summaries[i].n for i in chosen]), confidence=confidence,
         )
-        return summary, None
-    samples = result.samples
-    return summarize_samples(samples, confidence_level=result.confidence_level), samples
+        for i, low, high in zip(chosen, np.atleast_1d(interval.low), np.atleast_1d(interval.high)):
+            mean = summaries[i].mean
+            # min/max guard the stored invariant low <= mean <= high against rounding.
+            completed[i] = replace(summaries[i], ci_low=min(float(low), mean), ci_high=max(float(high), mean))
+    return completed
+
+
+def _summarize_result(result: ResultIn) -> Summary:
+    if result.summary is None:
+        return summarize_samples(result.samples)
+    given = result.summary
+    return Summary(
+        mean=given.mean, subsession_size=given.subsession_size, variance=given.variance, n=given.n,
+        sample_count=given.n * given.subsession_size, ci_low=None, ci_high=None, autocorrelation=None,
+        independent=True,
+    )
 
 
 def document_digest(document: RunIn) -> str:
@@ -146,20 +144,20 @@ def ingest_run(*, document: RunIn, user: AbstractBaseUser | None) -> IngestOutco
             return IngestOutcome(run=existing, created=False)
 
     seen: set[tuple[str, str]] = set()
-    prepared = []
     for index, result in enumerate(document.results):
-        field = f"results[{index}]"
         key = (result.benchmark, result.metric)
         if key in seen:
-            raise IngestError(field, f"benchmark {result.benchmark!r} metric {result.metric!r} appears twice")
+            raise IngestError(f"results[{index}]", f"benchmark {result.benchmark!r} metric {result.metric!r} "
+                                                   "appears twice")
         seen.add(key)
-        prepared.append((result, field, *_summarize_result(result, field)))
+    summaries = with_intervals([_summarize_result(result) for result in document.results],
+                               confidence_levels=[result.confidence_level for result in document.results])
 
     try:
         with transaction.atomic():
             return IngestOutcome(
                 run=_write_run(document=document, project_slug=project_slug, digest=digest, user=user,
-                               prepared=prepared),
+                               summaries=summaries),
                 created=True,
             )
     except IntegrityError:
@@ -179,7 +177,7 @@ def _existing_run(*, project_slug: str, run_key: str, digest: str) -> Run | None
 
 
 def _write_run(*, document: RunIn, project_slug: str, digest: str, user: AbstractBaseUser | None,
-               prepared: list) -> Run:
+               summaries: list[Summary]) -> Run:
     project = Project.objects.filter(slug=project_slug).first()
     if project is None:
         if Project.objects.filter(name=document.project.name).exists():
@@ -190,7 +188,7 @@ def _write_run(*, document: RunIn, project_slug: str, digest: str, user: Abstrac
         )
     machine = _machine(document)
     revision = _revision(document, project)
-    metrics = _metrics(project, [(result, field) for result, field, _, _ in prepared])
+    metrics = _metrics(project, [(result, f"results[{index}]") for index, result in enumerate(document.results)])
 
     started_at = document.started_at or document.finished_at or timezone.now()
     run = Run.objects.create(
@@ -200,7 +198,8 @@ def _write_run(*, document: RunIn, project_slug: str, digest: str, user: Abstrac
         created_by=user if user is not None and user.is_authenticated else None,
     )
     rows = []
-    for result, _, summary, samples in prepared:
+    for result, summary in zip(document.results, summaries):
+        samples = result.samples
         metric = metrics[(result.benchmark, result.metric)]
         converged = result.converged
         if converged is None:
@@ -217,7 +216,7 @@ def _write_run(*, document: RunIn, project_slug: str, digest: str, user: Abstrac
             samples_shape=None if samples is None else list(samples.shape),
             metadata=result.metadata,
         ))
-    Result.objects.bulk_create(rows, batch_size=500)
+    Result.objects.bulk_create(rows)
     Machine.objects.filter(pk=machine.pk).update(last_seen_at=timezone.now())
     return run
 
