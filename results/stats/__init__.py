@@ -1,0 +1,53 @@
+"""The numerical core of Pilot Web: Pilot's and Kalibera & Jones's statistics.
+
+numpy and scipy only; nothing here imports Django. The formulas are stated in
+``shared/spec/statistics.md`` (sections cited in each docstring).
+"""
+
+from ._base import ConfidenceInterval, NotEnoughSamples, StatisticsError
+from ._compare import WelchResult, welch_required_subsessions, welch_test
+from ._hierarchical import (
+    RepetitionPlan,
+    VarianceComponents,
+    plan_repetitions,
+    predicted_half_width,
+    variance_components,
+)
+from ._ratio import RatioResult, ratio_bootstrap, ratio_fieller, ratio_fieller_from_stats
+from ._subsessions import (
+    MeanInterval,
+    SubsessionResult,
+    autocorrelation,
+    mean_interval,
+    required_subsessions,
+    subsessions,
+)
+from ._verdict import Direction, Verdict, format_change, verdict
+
+__all__ = [
+    "ConfidenceInterval",
+    "Direction",
+    "MeanInterval",
+    "NotEnoughSamples",
+    "RatioResult",
+    "RepetitionPlan",
+    "StatisticsError",
+    "SubsessionResult",
+    "VarianceComponents",
+    "Verdict",
+    "WelchResult",
+    "autocorrelation",
+    "format_change",
+    "mean_interval",
+    "plan_repetitions",
+    "predicted_half_width",
+    "ratio_bootstrap",
+    "ratio_fieller",
+    "ratio_fieller_from_stats",
+    "required_subsessions",
+    "subsessions",
+    "variance_components",
+    "verdict",
+    "welch_required_subsessions",
+    "welch_test",
+]

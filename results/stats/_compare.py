@@ -1,0 +1,186 @@
+"""Comparing two results by Welch's unequal-variance t-test (spec §5; Pilot §III-F).
+
+Both sides are summarized by their subsession statistics (mean, variance, n),
+exactly what a stored result keeps, so history can be compared without raw data.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from ._base import (
+    ConfidenceInterval,
+    StatisticsError,
+    as_array,
+    as_counts,
+    check_confidence,
+    scalar_or_array,
+)
+
+__all__ = ["WelchResult", "welch_required_subsessions", "welch_test"]
+
+
+@dataclass(frozen=True)
+class WelchResult:
+    """Result of :func:`welch_test`.
+
+    Attributes
+    ----------
+    statistic : float or ndarray
+        ``t = (mean_a - mean_b) / sqrt(variance_a/n_a + variance_b/n_b)``.
+    pvalue : float or ndarray
+        Two-sided p-value, ``2 * T_df(-|t|)``.
+    df : float or ndarray
+        Welch–Satterthwaite degrees of freedom (not floored).
+    difference : float or ndarray
+        ``mean_a - mean_b``.
+    standard_error : float or ndarray
+        ``sqrt(variance_a/n_a + variance_b/n_b)``.
+    """
+
+    statistic: float
+    pvalue: float
+    df: float
+    difference: float
+    standard_error: float
+
+    def confidence_interval(self, confidence=0.95):
+        """CI of the difference ``mean_a - mean_b``: ``d ∓ t_{(1+c)/2, df} * se``.
+
+        This is Pilot's ``pilot_p_eq`` interval. Where both variances are zero
+        the interval collapses to the difference itself.
+        """
+        confidence = check_confidence(confidence)
+        half_width = stats.t.ppf((1.0 + confidence) / 2.0, self.df) * self.standard_error
+        return ConfidenceInterval(
+            scalar_or_array(self.difference - half_width),
+            scalar_or_array(self.difference + half_width),
+        )
+
+
+def welch_test(mean_a, variance_a, n_a, mean_b, variance_b, n_b):
+    """Welch's two-sided t-test from subsession statistics (spec §5).
+
+    Computed by ``scipy.stats.ttest_ind_from_stats(..., equal_var=False)`` with
+    ``std = sqrt(variance)``. All six arguments broadcast, so thousands of
+    series are tested in one call.
+
+    Parameters
+    ----------
+    mean_a, variance_a, n_a : array_like
+        Mean, unbiased variance (``>= 0``) and number of subsessions
+        (``>= 2``) of side A.
+    mean_b, variance_b, n_b : array_like
+        The same for side B.
+
+    Returns
+    -------
+    WelchResult
+
+    Notes
+    -----
+    Degenerate cases, handled without warnings:
+
+    * Zero variance on one side only: an ordinary Welch test; the df reduce
+      to ``n - 1`` of the side that varies.
+    * Zero variance on both sides, different means: the difference is certain,
+      ``statistic = ±inf``, ``pvalue = 0`` (as scipy).
+    * Zero variance on both sides, equal means: no evidence of a difference,
+      ``statistic = 0``, ``pvalue = 1`` (scipy returns NaN here).
+
+    In both all-zero cases the Welch–Satterthwaite df are 0/0; ``df`` is then
+    reported as ``n_a + n_b - 2``, which does not affect the p-value.
+    """
+    mean_a = as_array(mean_a, "mean_a")
+    variance_a = as_array(variance_a, "variance_a", minimum=0.0)
+    n_a = as_counts(n_a, "n_a")
+    mean_b = as_array(mean_b, "mean_b")
+    variance_b = as_array(variance_b, "variance_b", minimum=0.0)
+    n_b = as_counts(n_b, "n_b")
+    mean_a, variance_a, n_a, mean_b, variance_b, n_b = np.broadcast_arrays(
+        mean_a, variance_a, n_a, mean_b, variance_b, n_b
+    )
+
+    error_a = variance_a / n_a
+    error_b = variance_b / n_b
+    degenerate = (error_a + error_b) == 0.0
+    # Give scipy a harmless variance where both are zero; those entries are overwritten below.
+    safe_a = np.where(degenerate, 1.0, variance_a)
+    result = stats.ttest_ind_from_stats(
+        mean_a, np.sqrt(safe_a), n_a, mean_b, np.sqrt(variance_b), n_b, equal_var=False
+    )
+    safe_error_a = np.where(degenerate, 1.0, error_a)
+    df = (safe_error_a + error_b) ** 2 / (
+        safe_error_a**2 / (n_a - 1) + error_b**2 / (n_b - 1)
+    )
+
+    difference = mean_a - mean_b
+    statistic = np.where(degenerate, np.copysign(np.inf, difference), result.statistic)
+    statistic = np.where(degenerate & (difference == 0.0), 0.0, statistic)
+    pvalue = np.where(degenerate, np.where(difference == 0.0, 1.0, 0.0), result.pvalue)
+    df = np.where(degenerate, n_a + n_b - 2.0, df)
+    return WelchResult(
+        statistic=scalar_or_array(statistic),
+        pvalue=scalar_or_array(pvalue),
+        df=scalar_or_array(df),
+        difference=scalar_or_array(difference),
+        standard_error=scalar_or_array(np.sqrt(error_a + error_b)),
+    )
+
+
+def welch_required_subsessions(mean_a, variance_a, mean_b, variance_b, *, alpha=0.05):
+    """Subsessions per side needed to resolve the observed difference (spec §5).
+
+    The smallest m ≥ 2 with ``δ / sqrt((s_A² + s_B²)/m) >= t_{1-α/2, ν(m)}``,
+    where ``δ = |mean_a - mean_b|`` and ``ν(m) = (m-1)(s_A²+s_B²)² / (s_A⁴+s_B⁴)``
+    is the Welch–Satterthwaite df with m subsessions on both sides.
+
+    Parameters
+    ----------
+    mean_a, variance_a, mean_b, variance_b : float
+        Means and subsession variances (``>= 0``) of the two sides.
+    alpha : float, optional
+        Significance level in (0, 1).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    StatisticsError
+        If the means are equal: no number of subsessions resolves a zero
+        difference.
+
+    Notes
+    -----
+    Pilot (``pilot_optimal_sample_size_for_eq_test``) keeps the baseline's n
+    fixed, evaluates t at the current Welch df and returns the *truncated*
+    ``v_new / ((δ/t)² - v_base/n_base)`` for the new side only.
+    """
+    alpha = check_confidence(alpha, "alpha")
+    values = {}
+    for name, value, minimum in (
+        ("mean_a", mean_a, None),
+        ("variance_a", variance_a, 0.0),
+        ("mean_b", mean_b, None),
+        ("variance_b", variance_b, 0.0),
+    ):
+        array = as_array(value, name, minimum=minimum)
+        if array.ndim != 0:
+            raise ValueError(f"`{name}` must be a single number.")
+        values[name] = float(array)
+    difference = abs(values["mean_a"] - values["mean_b"])
+    if difference == 0.0:
+        raise StatisticsError("`mean_a` equals `mean_b`: there is no difference to resolve.")
+    total = values["variance_a"] + values["variance_b"]
+    if total == 0.0:
+        return 2
+    squares = values["variance_a"] ** 2 + values["variance_b"] ** 2
+    level = 1.0 - alpha / 2.0
+    # t > z for every df, so the normal-theory count is a lower bound to start from.
+    m = max(2, int(np.ceil(total * (stats.norm.ppf(level) / difference) ** 2)))
+    while difference / np.sqrt(total / m) < stats.t.ppf(level, (m - 1) * total**2 / squares):
+        m += 1
+    return m
