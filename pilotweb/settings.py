@@ -106,6 +106,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
     }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # A file, not memory, so that worker processes started by integration tests share the test database.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -153,4 +156,13 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+}
+
+# Sessions whose worker died are resumed from their stored rounds (runner.services.recover_stale_sessions).
+CELERY_BEAT_SCHEDULE = {
+    "recover-stale-sessions": {
+        "task": "runner.tasks.recover_stale_sessions",
+        "schedule": 60.0,
+        "options": {"queue": "analysis"},
+    },
 }

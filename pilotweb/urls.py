@@ -3,6 +3,9 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from results.api import api
+from runner.api import router as runner_router
+
+api.add_router("/", runner_router)
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -102,8 +102,8 @@ class ResultIn(Schema):
 
     @model_validator(mode="after")
     def samples_or_summary(self) -> "ResultIn":
-        if (self.samples is None) == (self.summary is None):
-            raise ValueError("give either 'samples' or 'summary' (mean, subsession_size, variance, n), not both")
+        if self.samples is None and self.summary is None:
+            raise ValueError("give 'samples', or 'summary' (mean, subsession_size, variance, n), or both")
         return self
 
 

@@ -112,12 +112,15 @@ def with_intervals(summaries: list[Summary], *, confidence_levels: list[float]) 
 
 
 def _summarize_result(result: ResultIn) -> Summary:
+    """A given summary is stored as given (a runner computes it after warm-up removal, or by WPS);
+    otherwise it is computed from the samples."""
     if result.summary is None:
         return summarize_samples(result.samples)
     given = result.summary
     return Summary(
         mean=given.mean, subsession_size=given.subsession_size, variance=given.variance, n=given.n,
-        sample_count=given.n * given.subsession_size, ci_low=None, ci_high=None, autocorrelation=None,
+        sample_count=max(given.n * given.subsession_size, 0 if result.samples is None else result.samples.size),
+        ci_low=None, ci_high=None, autocorrelation=None,
         independent=True,
     )
 

@@ -38,5 +38,5 @@ def redis_url():
 @pytest.fixture
 def celery_worker(redis_url, tmp_path):
     """A real Celery worker process consuming the analysis queue through the real Redis."""
-    with worker_process(redis_url=redis_url, queues=["analysis"], log=tmp_path / "worker.log") as name:
-        yield name
+    with worker_process(redis_url=redis_url, queues=["analysis"], log=tmp_path / "worker.log") as worker:
+        yield worker

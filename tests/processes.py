@@ -1,6 +1,7 @@
 """Real servers and workers for integration tests: Redis and Celery worker processes."""
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -59,10 +60,16 @@ def real_redis() -> Iterator[str]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+@dataclasses.dataclass(frozen=True)
+class Worker:
+    name: str
+    pid: int
+
+
 @contextlib.contextmanager
 def worker_process(*, redis_url: str, queues: list[str], log: Path, environment: dict | None = None,
-                   name: str | None = None) -> Iterator[str]:
-    """Start ``celery worker`` in its own process group; yields the worker's node name."""
+                   name: str | None = None) -> Iterator[Worker]:
+    """Start ``celery worker`` in its own process group (its pid is the group's id)."""
     name = name or f"test-{os.getpid()}-{time.monotonic_ns()}@localhost"
     process = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "pilotweb", "worker", "--queues", ",".join(queues), "--concurrency",
@@ -72,12 +79,13 @@ def worker_process(*, redis_url: str, queues: list[str], log: Path, environment:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     try:
-        yield name
+        yield Worker(name=name, pid=process.pid)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
             process.wait()

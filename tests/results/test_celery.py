@@ -13,6 +13,6 @@ def test_a_real_worker_answers_through_real_redis(redis_url, celery_worker):
     deadline = time.monotonic() + 60
     replies = []
     while not replies and time.monotonic() < deadline:
-        replies = app.control.ping(destination=[celery_worker], timeout=1.0)
+        replies = app.control.ping(destination=[celery_worker.name], timeout=1.0)
 
-    assert replies and celery_worker in replies[0]
+    assert replies and celery_worker.name in replies[0]

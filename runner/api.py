@@ -1,0 +1,108 @@
+"""Runner endpoints of ``/api/v1/``: jobs, run now, cancel, and a session's progress."""
+
+from datetime import datetime
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest
+from ninja import Router, Schema
+from ninja.responses import Status
+from ninja.security import SessionAuth
+
+from results.api import READ_AUTH, TokenAuth
+
+from . import selectors, services
+from .models import Job, Session
+
+router = Router(tags=["runner"])
+WRITE_AUTH = [TokenAuth(), SessionAuth()]
+
+
+class SessionOut(Schema):
+    id: int
+    job_id: int
+    job: str
+    status: str
+    trigger: str
+    revisions: list[dict[str, Any]]
+    queued_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    rounds_done: int
+    progress: dict[str, Any]
+    outcome: dict[str, Any]
+    error: str
+    run_ids: list[int]
+
+
+class JobOut(Schema):
+    id: int
+    project: str
+    name: str
+    benchmark: str
+    machine: str
+    queue: str
+    workload_kind: str
+    enabled: bool
+    last_session: SessionOut | None
+
+
+class RunNowIn(Schema):
+    revisions: list[dict[str, str]] = []
+
+
+def session_out(session: Session) -> dict:
+    return {
+        "id": session.pk, "job_id": session.job_id, "job": session.job.name, "status": session.status,
+        "trigger": session.trigger, "revisions": session.revisions, "queued_at": session.queued_at,
+        "started_at": session.started_at, "finished_at": session.finished_at,
+        "rounds_done": session.progress.get("rounds_done", 0), "progress": session.progress,
+        "outcome": session.outcome, "error": session.error, "run_ids": [run.pk for run in session.runs.all()],
+    }
+
+
+def _staff(request: HttpRequest) -> None:
+    if not request.user.is_staff:
+        raise PermissionDenied(services.STAFF_ONLY)
+
+
+@router.get("/jobs", response=list[JobOut], auth=READ_AUTH, url_name="job_list", summary="Jobs and their last session")
+def list_jobs(request: HttpRequest):
+    return [
+        {"id": job.pk, "project": job.project.slug, "name": job.name, "benchmark": job.benchmark,
+         "machine": job.machine.name, "queue": job.machine.queue, "workload_kind": job.workload_kind,
+         "enabled": job.enabled, "last_session": session_out(job.last_session) if job.last_session else None}
+        for job in selectors.jobs_with_last_session()
+    ]
+
+
+@router.post("/jobs/{job_id}/run", response={201: SessionOut, 403: dict}, auth=WRITE_AUTH, url_name="job_run",
+             summary="Run a job now (staff)")
+def run_job(request: HttpRequest, job_id: int, body: RunNowIn):
+    _staff(request)
+    job = Job.objects.select_related("machine").filter(pk=job_id).first()
+    if job is None:
+        raise Http404(f"No job {job_id}.")
+    session = services.start_session(job=job, user=request.user, revisions=body.revisions)
+    return Status(201, session_out(selectors.session(session_id=session.pk)))
+
+
+@router.post("/sessions/{session_id}/cancel", response={200: SessionOut, 403: dict}, auth=WRITE_AUTH,
+             url_name="session_cancel", summary="Cancel a session (staff)")
+def cancel(request: HttpRequest, session_id: int):
+    _staff(request)
+    try:
+        session = selectors.session(session_id=session_id)
+    except Session.DoesNotExist:
+        raise Http404(f"No session {session_id}.") from None
+    services.cancel_session(session=session, user=request.user)
+    return session_out(selectors.session(session_id=session_id))
+
+
+@router.get("/sessions/{session_id}", response=SessionOut, auth=READ_AUTH, url_name="session_detail",
+            summary="A session's status and progress")
+def session_detail(request: HttpRequest, session_id: int):
+    try:
+        return session_out(selectors.session(session_id=session_id))
+    except Session.DoesNotExist:
+        raise Http404(f"No session {session_id}.") from None

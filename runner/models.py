@@ -1,0 +1,251 @@
+"""Benchmark jobs, their sessions and every round a session ran.
+
+A job says what to run and how precisely; a session is one execution of it on the job's
+machine; a round is one run of the workload with one work amount. Rounds are committed one by
+one as they finish, so a session whose worker dies loses nothing it had measured.
+"""
+
+import numpy as np
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import F, Q
+from django_celery_beat.models import PeriodicTask
+
+from results.models import SAMPLE_DTYPE, Direction, Machine, Project, Run, RunKind
+
+from . import workloads
+from .session import MetricSpec
+
+
+class WorkloadKind(models.TextChoices):
+    BUILTIN = "builtin", "built-in Python workload"
+    COMMAND = "command", "command (argument list, no shell)"
+
+
+class ReadingMode(models.TextChoices):
+    WALL_TIME = "wall_time", "wall time of the process"
+    JSON_LINES = "json_lines", "JSON lines on stdout"
+
+
+class WarmupMethod(models.TextChoices):
+    EDM = "edm", "EDM change points on unit readings"
+    WPS = "wps", "WPS regression on round durations"
+    NONE = "none", "none"
+
+
+class Job(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="jobs")
+    name = models.CharField(max_length=200)
+    benchmark = models.CharField(max_length=500, help_text="The benchmark its results are stored under.")
+    machine = models.ForeignKey(Machine, on_delete=models.PROTECT, related_name="jobs",
+                                help_text="Its sessions run on this machine's queue, one at a time.")
+    workload_kind = models.CharField(max_length=20, choices=WorkloadKind.choices, default=WorkloadKind.BUILTIN)
+    builtin = models.CharField(max_length=100, blank=True, help_text="Name of a built-in workload.")
+    parameters = models.JSONField(default=dict, blank=True, help_text="Parameters of the built-in workload.")
+    command = models.JSONField(
+        default=list, blank=True,
+        help_text='Argument list, never run through a shell; placeholders {work_amount} and {revision}.',
+    )
+    setup_command = models.JSONField(
+        default=list, blank=True, help_text="Run once per revision before the rounds (e.g. check out and build)."
+    )
+    working_directory = models.CharField(max_length=500, blank=True)
+    environment = models.JSONField(default=dict, blank=True)
+    reading_mode = models.CharField(max_length=20, choices=ReadingMode.choices, default=ReadingMode.WALL_TIME)
+    metrics = models.JSONField(
+        default=list, blank=True,
+        help_text='For commands: [{"name": "time", "unit": "s", "direction": "lower_is_better"}, …].',
+    )
+    round_timeout = models.FloatField(default=300.0, help_text="Seconds before a round is killed.")
+    confidence_level = models.FloatField(default=0.95)
+    target_width = models.FloatField(default=0.10, help_text="Target full CI width, relative to the mean.")
+    max_autocorrelation = models.FloatField(default=0.1)
+    work_min = models.FloatField(default=1.0, help_text="Smallest valid work amount.")
+    work_max = models.FloatField(default=1000.0, help_text="Largest valid work amount.")
+    min_round_duration = models.FloatField(default=0.05, help_text="Shorter rounds are stored but not analysed.")
+    budget_seconds = models.FloatField(default=600.0)
+    budget_rounds = models.PositiveIntegerField(default=1000)
+    warmup = models.CharField(max_length=10, choices=WarmupMethod.choices, default=WarmupMethod.EDM)
+    enabled = models.BooleanField(default=True)
+    schedule = models.OneToOneField(PeriodicTask, on_delete=models.SET_NULL, null=True, blank=True,
+                                    related_name="job", help_text="The cron schedule that starts its sessions.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["project", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="job_unique_name"),
+            models.CheckConstraint(condition=Q(workload_kind__in=WorkloadKind.values), name="job_workload_kind_valid"),
+            models.CheckConstraint(condition=~Q(workload_kind=WorkloadKind.BUILTIN, builtin=""),
+                                   name="job_builtin_named"),
+            models.CheckConstraint(condition=Q(reading_mode__in=ReadingMode.values), name="job_reading_mode_valid"),
+            models.CheckConstraint(condition=Q(warmup__in=WarmupMethod.values), name="job_warmup_valid"),
+            models.CheckConstraint(condition=Q(round_timeout__gt=0), name="job_round_timeout_positive"),
+            models.CheckConstraint(condition=Q(confidence_level__gt=0, confidence_level__lt=1),
+                                   name="job_confidence_level_in_0_1"),
+            models.CheckConstraint(condition=Q(target_width__gt=0), name="job_target_width_positive"),
+            models.CheckConstraint(condition=Q(max_autocorrelation__gt=0, max_autocorrelation__lt=1),
+                                   name="job_max_autocorrelation_in_0_1"),
+            models.CheckConstraint(condition=Q(work_min__gt=0, work_max__gt=F("work_min")),
+                                   name="job_work_range_valid"),
+            models.CheckConstraint(condition=Q(min_round_duration__gte=0), name="job_min_round_duration"),
+            models.CheckConstraint(condition=Q(budget_seconds__gt=0, budget_rounds__gte=1), name="job_budget_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.workload_kind == WorkloadKind.BUILTIN:
+            builtin = workloads.BUILTIN_WORKLOADS.get(self.builtin)
+            if builtin is None:
+                errors["builtin"] = (f"Unknown built-in workload {self.builtin!r}; choose one of "
+                                     f"{', '.join(sorted(workloads.BUILTIN_WORKLOADS))}.")
+            else:
+                _collect(errors, "parameters", lambda: builtin.make(self.parameters))
+        else:
+            _collect(errors, "command", lambda: workloads.check_command(self.command))
+            if self.reading_mode == ReadingMode.JSON_LINES and not self.metrics:
+                errors["metrics"] = "A command that prints JSON lines must declare the metrics it reports."
+        if self.setup_command:
+            _collect(errors, "setup_command", lambda: workloads.check_command(self.setup_command, setup=True))
+        if not isinstance(self.environment, dict):
+            errors["environment"] = "Give the environment as an object of names to string values."
+        else:
+            _collect(errors, "environment", lambda: workloads.check_environment(self.environment))
+        _collect(errors, "metrics", self._declared_metrics)
+        if errors:
+            raise ValidationError(errors)
+
+    def _declared_metrics(self) -> list[MetricSpec]:
+        if not isinstance(self.metrics, list):
+            raise ValueError("Give the metrics as a list of {name, unit, direction} objects.")
+        specs = []
+        for index, metric in enumerate(self.metrics):
+            if not isinstance(metric, dict) or not metric.get("name") or not metric.get("unit"):
+                raise ValueError(f"Metric #{index + 1} needs a name and a unit.")
+            if metric.get("direction", Direction.LOWER_IS_BETTER) not in Direction.values:
+                raise ValueError(f"Metric {metric['name']!r}: direction must be one of "
+                                 f"{', '.join(Direction.values)}.")
+            specs.append(MetricSpec(metric["name"], metric["unit"],
+                                    metric.get("direction", Direction.LOWER_IS_BETTER)))
+        return specs
+
+    def metric_specs(self) -> tuple[MetricSpec, ...]:
+        """The metrics a session of this job measures."""
+        if self.workload_kind == WorkloadKind.BUILTIN:
+            return workloads.BUILTIN_WORKLOADS[self.builtin].metrics
+        if self.reading_mode == ReadingMode.WALL_TIME:
+            return (workloads.WALL_TIME,)
+        return tuple(self._declared_metrics())
+
+
+def _collect(errors: dict[str, str], field: str, check) -> None:
+    try:
+        check()
+    except ValueError as error:
+        errors[field] = str(error)
+
+
+class SessionStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    CONVERGED = "converged", "converged (CI within target)"
+    BUDGET_EXHAUSTED = "budget_exhausted", "budget exhausted"
+    RESOLVED = "resolved", "difference resolved"
+    UNRESOLVED = "unresolved", "no difference resolved within budget"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+
+FINISHED_STATUSES = [SessionStatus.CONVERGED, SessionStatus.BUDGET_EXHAUSTED, SessionStatus.RESOLVED,
+                     SessionStatus.UNRESOLVED, SessionStatus.CANCELLED, SessionStatus.FAILED]
+
+
+class SessionTrigger(models.TextChoices):
+    SCHEDULE = "schedule"
+    MANUAL = "manual"
+    CONFIRMATION = "confirmation"
+
+
+class Session(models.Model):
+    """One execution of a job. A comparison session interleaves rounds of several revisions."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="sessions")
+    status = models.CharField(max_length=20, choices=SessionStatus.choices, default=SessionStatus.QUEUED)
+    trigger = models.CharField(max_length=20, choices=SessionTrigger.choices, default=SessionTrigger.MANUAL)
+    run_kind = models.CharField(max_length=20, choices=RunKind.choices, default=RunKind.MANUAL)
+    revisions = models.JSONField(
+        default=list, blank=True,
+        help_text='The workloads compared, in order: [{"label": "A", "commit": "…", "branch": "…"}, …]; '
+                  "one entry (or none) for a plain session.",
+    )
+    attempt = models.PositiveIntegerField(default=0, help_text="Bumped on every (re)start; stale deliveries skip.")
+    worker = models.CharField(max_length=255, blank=True)
+    process_group = models.IntegerField(null=True, blank=True, help_text="Of the running workload, for cancel.")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    queued_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    progress = models.JSONField(default=dict, blank=True)
+    outcome = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    runs = models.ManyToManyField(Run, blank=True, related_name="sessions")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                     related_name="+")
+
+    class Meta:
+        ordering = ["-queued_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=SessionStatus.values), name="session_status_valid"),
+            models.CheckConstraint(condition=Q(trigger__in=SessionTrigger.values), name="session_trigger_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.job} session #{self.pk}"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED_STATUSES
+
+
+class Round(models.Model):
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="rounds")
+    index = models.PositiveIntegerField()
+    workload = models.CharField(max_length=50, help_text="Label of the workload run (one per revision).")
+    work_amount = models.FloatField()
+    duration = models.FloatField()
+    readings = models.JSONField(default=dict)
+    unit_readings = models.BinaryField(null=True, blank=True, editable=False)
+    unit_counts = models.JSONField(default=dict, blank=True,
+                                   help_text="Unit readings per metric, in the order they are packed.")
+    analysed = models.BooleanField(default=True, help_text="False for rounds shorter than the minimum duration.")
+    monitor = models.JSONField(default=dict, blank=True)
+    finished_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "index"], name="round_unique_index"),
+            models.CheckConstraint(condition=Q(duration__gte=0), name="round_duration_non_negative"),
+            models.CheckConstraint(condition=Q(work_amount__gt=0), name="round_work_amount_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"round {self.index} ({self.workload})"
+
+    def unit_readings_by_metric(self) -> dict[str, np.ndarray]:
+        if not self.unit_readings:
+            return {}
+        values = np.frombuffer(bytes(self.unit_readings), dtype=SAMPLE_DTYPE)
+        out, offset = {}, 0
+        for metric, count in self.unit_counts.items():
+            out[metric] = values[offset:offset + count]
+            offset += count
+        return out

@@ -1,0 +1,368 @@
+"""Writes of the runner: jobs and their schedules, starting, cancelling and recovering sessions.
+
+Only staff may define, change or schedule a job, or start or cancel its sessions: a job runs
+commands on benchmark machines.
+"""
+
+import dataclasses
+import json
+import socket
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+
+import numpy as np
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import connection, transaction
+from django.db.models import Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+from django_celery_beat.models import CrontabSchedule, PeriodicTask
+from django_celery_beat.validators import crontab_validator
+
+from results import services as result_services
+from results.models import SAMPLE_DTYPE, RunKind
+from results.schemas import RunIn
+
+from . import session as session_loop
+from . import workloads
+from .models import Job, Round, Session, SessionStatus, SessionTrigger, WorkloadKind
+
+STAFF_ONLY = "Only staff may define, schedule, start or cancel benchmark jobs."
+HEARTBEAT_INTERVAL = timedelta(seconds=20)
+HEARTBEAT_STALE_AFTER = timedelta(minutes=2)
+MAX_ATTEMPTS = 3
+JOB_FIELDS = {
+    "project", "name", "benchmark", "machine", "workload_kind", "builtin", "parameters", "command", "setup_command",
+    "working_directory", "environment", "reading_mode", "metrics", "round_timeout", "confidence_level",
+    "target_width", "max_autocorrelation", "work_min", "work_max", "min_round_duration", "budget_seconds",
+    "budget_rounds", "warmup", "enabled",
+}
+
+
+def _require_staff(user: AbstractBaseUser | None) -> None:
+    if user is None or not user.is_active or not user.is_staff:
+        raise PermissionDenied(STAFF_ONLY)
+
+
+@transaction.atomic
+def create_job(*, user: AbstractBaseUser, cron: str = "", **fields) -> Job:
+    """Define a job (staff only); ``cron`` ("m h dom mon dow"), when given, schedules it."""
+    _require_staff(user)
+    unknown = set(fields) - JOB_FIELDS
+    if unknown:
+        raise TypeError(f"unknown job fields: {', '.join(sorted(unknown))}")
+    job = Job(**fields, created_by=user)
+    job.full_clean()
+    job.save()
+    if cron:
+        set_schedule(job=job, cron=cron, user=user)
+    return job
+
+
+@transaction.atomic
+def update_job(*, job: Job, user: AbstractBaseUser, **fields) -> Job:
+    _require_staff(user)
+    unknown = set(fields) - JOB_FIELDS
+    if unknown:
+        raise TypeError(f"unknown job fields: {', '.join(sorted(unknown))}")
+    for name, value in fields.items():
+        setattr(job, name, value)
+    job.full_clean()
+    job.save()
+    if job.schedule is not None and job.schedule.enabled != job.enabled:
+        PeriodicTask.objects.filter(pk=job.schedule.pk).update(enabled=job.enabled)
+    return job
+
+
+@transaction.atomic
+def set_schedule(*, job: Job, cron: str, user: AbstractBaseUser) -> PeriodicTask | None:
+    """Schedule ``job`` by a cron expression, or remove its schedule when ``cron`` is empty.
+
+    Schedules are django-celery-beat rows, read by the beat scheduler while it runs.
+    """
+    _require_staff(user)
+    if not cron.strip():
+        if job.schedule is not None:
+            job.schedule.delete()
+        return None
+    try:
+        crontab_validator(cron)
+    except ValidationError as error:
+        raise ValidationError({"cron": error.messages}) from None
+    minute, hour, day_of_month, month_of_year, day_of_week = cron.split()
+    crontab, _ = CrontabSchedule.objects.get_or_create(
+        minute=minute, hour=hour, day_of_month=day_of_month, month_of_year=month_of_year, day_of_week=day_of_week,
+        timezone=timezone.get_current_timezone_name(),
+    )
+    task, _ = PeriodicTask.objects.update_or_create(
+        name=f"Benchmark job #{job.pk}",
+        defaults={"task": "runner.tasks.start_scheduled_session", "crontab": crontab, "interval": None,
+                  "args": json.dumps([job.pk]), "enabled": job.enabled, "queue": "analysis"},
+    )
+    if job.schedule_id != task.pk:
+        job.schedule = task
+        job.save(update_fields=["schedule"])
+    return task
+
+
+def start_session(*, job: Job, user: AbstractBaseUser | None, trigger: str = SessionTrigger.MANUAL,
+                  run_kind: str = RunKind.MANUAL, revisions: list[dict] | None = None) -> Session:
+    """Queue a session of ``job`` on its machine's queue ("run now", a schedule, or a confirmation).
+
+    ``revisions`` with two or more entries makes an interleaved comparison session.
+    Scheduled and confirmation sessions are started by the system (``user`` None).
+    """
+    if trigger == SessionTrigger.MANUAL:
+        _require_staff(user)
+    labels = [entry.get("label") for entry in revisions or []]
+    if len(set(labels)) != len(labels) or any(not label for label in labels):
+        raise ValidationError({"revisions": "every revision needs a distinct, non-empty label"})
+    with transaction.atomic():
+        session = Session.objects.create(job=job, trigger=trigger, run_kind=run_kind, revisions=revisions or [],
+                                         requested_by=user if trigger == SessionTrigger.MANUAL else None)
+        _enqueue_on_commit(session)
+    return session
+
+
+def _enqueue_on_commit(session: Session) -> None:
+    from .tasks import run_session
+
+    session_id, attempt, queue = session.pk, session.attempt, session.job.machine.queue
+    transaction.on_commit(lambda: run_session.apply_async(args=[session_id, attempt], queue=queue))
+
+
+def cancel_session(*, session: Session, user: AbstractBaseUser) -> Session:
+    """Cancel a queued or running session; a running workload's process group is killed now."""
+    _require_staff(user)
+    with transaction.atomic():
+        session = Session.objects.select_for_update().get(pk=session.pk)
+        if session.finished:
+            return session
+        if session.status == SessionStatus.QUEUED:
+            session.status, session.finished_at = SessionStatus.CANCELLED, timezone.now()
+            session.save(update_fields=["status", "finished_at"])
+            return session
+        session.cancel_requested = True
+        session.save(update_fields=["cancel_requested"])
+        process_group = session.process_group
+    if process_group:
+        workloads.kill_process_group(process_group)
+    return session
+
+
+def recover_stale_sessions(*, now=None) -> list[Session]:
+    """Resume sessions whose worker died (no heartbeat for a while) from their stored rounds,
+    or mark them failed, keeping their rounds, once they have been tried ``MAX_ATTEMPTS`` times."""
+    now = now or timezone.now()
+    recovered = []
+    stale = Session.objects.filter(status=SessionStatus.RUNNING, heartbeat_at__lt=now - HEARTBEAT_STALE_AFTER)
+    for session_id in stale.values_list("pk", flat=True):
+        with transaction.atomic():
+            session = Session.objects.select_for_update().select_related("job__machine").get(pk=session_id)
+            if session.status != SessionStatus.RUNNING or session.heartbeat_at >= now - HEARTBEAT_STALE_AFTER:
+                continue
+            if session.attempt >= MAX_ATTEMPTS:
+                session.status, session.finished_at = SessionStatus.FAILED, now
+                session.error = (f"The worker stopped sending heartbeats {MAX_ATTEMPTS} times; "
+                                 f"the {session.rounds.count()} rounds measured are kept.")
+                session.save(update_fields=["status", "finished_at", "error"])
+            else:
+                session.status, session.attempt, session.process_group = SessionStatus.QUEUED, session.attempt + 1, None
+                session.save(update_fields=["status", "attempt", "process_group"])
+                _enqueue_on_commit(session)
+            recovered.append(session)
+    return recovered
+
+
+class _Heartbeat(threading.Thread):
+    """Refreshes a running session's heartbeat while a long round runs, so it is not taken for dead."""
+
+    def __init__(self, session_id: int, interval: float) -> None:
+        super().__init__(name=f"heartbeat-{session_id}", daemon=True)
+        self.session_id, self.interval, self.stopped = session_id, interval, threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stopped.wait(self.interval):
+                Session.objects.filter(pk=self.session_id, status=SessionStatus.RUNNING).update(
+                    heartbeat_at=timezone.now())
+        finally:
+            connection.close()
+
+
+def execute_session(*, session_id: int, attempt: int) -> Session | None:
+    """Run a queued session to its end on this worker: Pilot's loop (:mod:`runner.session`) with
+    every finished round committed before the next starts, then the runs written in one transaction.
+
+    A delivery whose ``attempt`` is not the session's current one (a redelivered message of a
+    session that was since resumed, finished or cancelled) does nothing and returns None.
+    """
+    now = timezone.now()
+    claimed = Session.objects.filter(pk=session_id, attempt=attempt, status=SessionStatus.QUEUED).update(
+        status=SessionStatus.RUNNING, worker=socket.gethostname(), heartbeat_at=now,
+        started_at=Coalesce("started_at", Value(now)),
+    )
+    if not claimed:
+        return None
+    session = Session.objects.select_related("job__project", "job__machine").get(pk=session_id)
+    job = session.job
+    heartbeat = _Heartbeat(session.pk, HEARTBEAT_INTERVAL.total_seconds())
+    heartbeat.start()
+    try:
+        outcome = session_loop.run_session(
+            _workloads(session),
+            job.metric_specs(),
+            _targets(job),
+            previous_rounds=[_record(row) for row in session.rounds.order_by("index")],
+            on_round=lambda record, progress: _store_round(session, record, progress),
+            should_stop=lambda: Session.objects.filter(pk=session.pk, cancel_requested=True).exists(),
+        )
+    except workloads.WorkloadError as error:
+        if Session.objects.filter(pk=session.pk, cancel_requested=True).exists():
+            return _fail(session, "Cancelled while a round ran; the rounds measured before are kept.",
+                         status=SessionStatus.CANCELLED)
+        return _fail(session, f"The workload failed: {error}")
+    except Exception as error:
+        _fail(session, f"Unexpected error: {type(error).__name__}: {error}")
+        raise
+    finally:
+        heartbeat.stopped.set()
+        heartbeat.join()
+    return _finish(session, outcome)
+
+
+def _workloads(session: Session) -> dict[str, Callable]:
+    job = session.job
+    revisions = session.revisions or [{"label": "A", "commit": ""}]
+
+    def remember_process_group(pid: int) -> None:
+        Session.objects.filter(pk=session.pk).update(process_group=pid)
+
+    built = {}
+    for revision in revisions:
+        commit = revision.get("commit", "")
+        if job.workload_kind == WorkloadKind.BUILTIN:
+            built[revision["label"]] = workloads.builtin_workload(job.builtin, job.parameters)
+            continue
+        options = {"cwd": job.working_directory or None, "env": job.environment, "timeout": job.round_timeout,
+                   "revision": commit, "on_start": remember_process_group}
+        if job.setup_command:
+            workloads.setup_command(job.setup_command, **options)
+        built[revision["label"]] = workloads.command_workload(job.command, reading_mode=job.reading_mode, **options)
+    return built
+
+
+def _targets(job: Job) -> session_loop.SessionTargets:
+    return session_loop.SessionTargets(
+        confidence=job.confidence_level, target_width=job.target_width,
+        max_autocorrelation=job.max_autocorrelation, work_range=(job.work_min, job.work_max),
+        min_round_duration=job.min_round_duration, budget_seconds=job.budget_seconds,
+        budget_rounds=job.budget_rounds, warmup=job.warmup,
+    )
+
+
+def _record(row: Round) -> session_loop.RoundRecord:
+    return session_loop.RoundRecord(
+        index=row.index, workload=row.workload, work_amount=row.work_amount, analysed=row.analysed,
+        outcome=session_loop.RoundOutcome(
+            duration=row.duration, readings=row.readings,
+            unit_readings={metric: values.tolist() for metric, values in row.unit_readings_by_metric().items()},
+        ),
+    )
+
+
+def _store_round(session: Session, record: session_loop.RoundRecord, progress: session_loop.Progress) -> None:
+    units = {metric: np.asarray(values, dtype=SAMPLE_DTYPE) for metric, values in record.outcome.unit_readings.items()}
+    with transaction.atomic():
+        Round.objects.create(
+            session=session, index=record.index, workload=record.workload, work_amount=record.work_amount,
+            duration=record.outcome.duration, readings=dict(record.outcome.readings),
+            unit_readings=b"".join(values.tobytes() for values in units.values()) or None,
+            unit_counts={metric: len(values) for metric, values in units.items()}, analysed=record.analysed,
+        )
+        Session.objects.filter(pk=session.pk).update(
+            progress=progress_summary(progress), heartbeat_at=timezone.now(), process_group=None)
+
+
+def progress_summary(progress: session_loop.Progress) -> dict:
+    """A session's progress as stored and served by the API (rounds, CI width vs target, time)."""
+    return {
+        "rounds_done": progress.rounds_done,
+        "elapsed": progress.elapsed,
+        "estimated_remaining": progress.estimated_remaining,
+        "metrics": [
+            {"workload": item.workload, "metric": item.metric, "relative_width": item.relative_width,
+             "target_width": item.target_width, "converged": item.converged}
+            for item in progress.metrics
+        ],
+    }
+
+
+def _fail(session: Session, message: str, *, status: str = SessionStatus.FAILED) -> Session:
+    Session.objects.filter(pk=session.pk).update(status=status, error=message,
+                                                 finished_at=timezone.now(), process_group=None)
+    session.refresh_from_db()
+    return session
+
+
+def _finish(session: Session, outcome: session_loop.SessionOutcome) -> Session:
+    job = session.job
+    specs = {spec.name: spec for spec in job.metric_specs()}
+    revisions = {entry["label"]: entry for entry in session.revisions} or {"A": {}}
+    with transaction.atomic():
+        for label, estimates in outcome.estimates.items():
+            results = [
+                _result_document(spec=specs[name], estimate=estimate, job=job,
+                                 samples=session_loop.analysed_samples(outcome.rounds, name, label, _targets(job)))
+                for name, estimate in estimates.items() if estimate.valid
+            ]
+            if not results:
+                continue
+            revision = revisions.get(label, {})
+            document = RunIn.model_validate({
+                "project": {"name": job.project.name, "slug": job.project.slug},
+                "machine": {"name": job.machine.name},
+                "revision": {"commit": revision["commit"], "branch": revision.get("branch", "")}
+                if revision.get("commit") else None,
+                "kind": session.run_kind,
+                "started_at": session.started_at,
+                "finished_at": timezone.now(),
+                "source": f"pilotweb session #{session.pk}",
+                "environment": {"session": session.pk, "workload": label, "job": job.name},
+                "results": results,
+            })
+            run = result_services.ingest_run(document=document, user=session.requested_by).run
+            session.runs.add(run)
+        session.status = outcome.status.value
+        session.finished_at = timezone.now()
+        session.process_group = None
+        session.outcome = {
+            "message": outcome.message,
+            "elapsed": outcome.elapsed,
+            "additional_seconds_needed": outcome.additional_seconds_needed,
+            "estimates": {label: {name: _estimate_summary(estimate) for name, estimate in estimates.items()}
+                          for label, estimates in outcome.estimates.items()},
+            "comparisons": [dataclasses.asdict(pair) for pair in outcome.comparisons],
+        }
+        session.save(update_fields=["status", "finished_at", "process_group", "outcome"])
+    return session
+
+
+def _estimate_summary(estimate: session_loop.MetricEstimate) -> dict:
+    return {key: value for key, value in dataclasses.asdict(estimate).items() if key != "confidence"}
+
+
+def _result_document(*, spec: session_loop.MetricSpec, estimate: session_loop.MetricEstimate, job: Job,
+                     samples: np.ndarray | None) -> dict:
+    return {
+        "benchmark": job.benchmark, "metric": spec.name, "unit": spec.unit, "direction": str(spec.direction),
+        "confidence_level": job.confidence_level, "warmup_removed": estimate.warmup_removed,
+        "converged": estimate.converged,
+        "summary": {"mean": estimate.mean, "subsession_size": estimate.subsession_size,
+                    "variance": estimate.variance, "n": estimate.n},
+        "samples": None if samples is None or samples.size == 0 else samples.tolist(),
+        "metadata": {"method": estimate.method, "message": estimate.message},
+    }

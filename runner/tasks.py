@@ -1,0 +1,24 @@
+"""Celery tasks: thin. Each takes ids, loads, calls one service, and owns only its retry policy."""
+
+from celery import shared_task
+
+from . import services
+from .models import Job, SessionTrigger
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def run_session(session_id: int, attempt: int) -> None:
+    """Execute one session. Delivered to the session's machine queue; a worker there runs one at a time."""
+    services.execute_session(session_id=session_id, attempt=attempt)
+
+
+@shared_task(ignore_result=True)
+def start_scheduled_session(job_id: int) -> None:
+    job = Job.objects.select_related("machine").filter(pk=job_id, enabled=True).first()
+    if job is not None:
+        services.start_session(job=job, user=None, trigger=SessionTrigger.SCHEDULE, run_kind="nightly")
+
+
+@shared_task(ignore_result=True)
+def recover_stale_sessions() -> None:
+    services.recover_stale_sessions()

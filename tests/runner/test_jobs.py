@@ -1,0 +1,95 @@
+"""Jobs, schedules and sessions: who may do what, and what gets stored."""
+
+import json
+
+import pytest
+from django.core.exceptions import PermissionDenied, ValidationError
+from django_celery_beat.models import PeriodicTask
+
+from runner import services
+from runner.models import Job, Session, SessionStatus
+from tests.factories import MachineFactory, ProjectFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def job_fields(**overrides) -> dict:
+    fields = {"project": ProjectFactory(), "name": "sort", "benchmark": "sort 100k", "machine": MachineFactory(),
+              "workload_kind": "builtin", "builtin": "sort", "work_min": 1, "work_max": 100}
+    return {**fields, **overrides}
+
+
+def test_staff_create_a_job_with_a_cron_schedule(staff):
+    job = services.create_job(user=staff, cron="0 2 * * *", **job_fields())
+
+    task = PeriodicTask.objects.get(pk=job.schedule_id)
+    assert task.task == "runner.tasks.start_scheduled_session"
+    assert json.loads(task.args) == [job.pk]
+    assert (task.crontab.minute, task.crontab.hour) == ("0", "2")
+    assert job.created_by == staff
+
+
+def test_an_ordinary_user_cannot_create_change_schedule_or_run_a_job(user, staff):
+    job = services.create_job(user=staff, **job_fields())
+
+    with pytest.raises(PermissionDenied):
+        services.create_job(user=user, **job_fields(name="mine"))
+    with pytest.raises(PermissionDenied):
+        services.update_job(job=job, user=user, budget_seconds=5)
+    with pytest.raises(PermissionDenied):
+        services.set_schedule(job=job, cron="* * * * *", user=user)
+    with pytest.raises(PermissionDenied):
+        services.start_session(job=job, user=user)
+    assert Job.objects.count() == 1 and Session.objects.count() == 0
+    assert PeriodicTask.objects.filter(name__startswith="Benchmark job").count() == 0
+
+
+@pytest.mark.parametrize(("fields", "field"), [
+    ({"work_min": 10, "work_max": 5}, "__all__"),
+    ({"confidence_level": 1.0}, "__all__"),
+    ({"builtin": "no-such-workload"}, "builtin"),
+    ({"workload_kind": "command", "builtin": "", "command": []}, "command"),
+    ({"workload_kind": "command", "builtin": "", "command": ["echo", "{work_amount"]}, "command"),
+    ({"workload_kind": "command", "builtin": "", "command": ["echo", "{home}"]}, "command"),
+    ({"workload_kind": "command", "builtin": "", "command": "echo hello"}, "command"),
+    ({"environment": {"PATH": 3}}, "environment"),
+    ({"workload_kind": "command", "builtin": "", "command": ["true"],
+      "metrics": [{"name": "x", "unit": "s", "direction": "up"}]}, "metrics"),
+])
+def test_an_invalid_job_is_refused_with_the_field_named(staff, fields, field):
+    with pytest.raises(ValidationError) as raised:
+        services.create_job(user=staff, **job_fields(**fields))
+
+    assert field in raised.value.message_dict
+    assert Job.objects.count() == 0
+
+
+def test_an_invalid_cron_expression_is_refused_and_nothing_is_written(staff):
+    with pytest.raises(ValidationError) as raised:
+        services.create_job(user=staff, cron="every night", **job_fields())
+
+    assert "cron" in raised.value.message_dict
+    assert Job.objects.count() == 0
+
+
+def test_removing_and_disabling_a_schedule(staff):
+    job = services.create_job(user=staff, cron="30 1 * * 1-5", **job_fields())
+
+    services.update_job(job=job, user=staff, enabled=False)
+    assert PeriodicTask.objects.get(pk=job.schedule_id).enabled is False
+
+    services.set_schedule(job=job, cron="", user=staff)
+    job.refresh_from_db()
+    assert job.schedule is None and not PeriodicTask.objects.filter(name__startswith="Benchmark job").exists()
+
+
+def test_cancelling_a_queued_session_finishes_it(staff, django_capture_on_commit_callbacks):
+    job = services.create_job(user=staff, **job_fields())
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        session = services.start_session(job=job, user=staff)
+    assert len(callbacks) == 1 and session.status == SessionStatus.QUEUED
+
+    services.cancel_session(session=session, user=staff)
+
+    session.refresh_from_db()
+    assert session.status == SessionStatus.CANCELLED and session.finished_at is not None
