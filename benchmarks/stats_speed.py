@@ -21,6 +21,7 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from results.stats import (
+    edm,
     ratio_bootstrap,
     ratio_fieller_from_stats,
     subsessions,
@@ -123,7 +124,49 @@ def measure_subsessions_and_components():
     ]
 
 
-MEASUREMENTS = [measure_bootstrap, measure_welch_and_fieller, measure_subsessions_and_components]
+def warm_up_series(n, seed=0):
+    """Cache-then-disk throughput: 160 for the first 20%, then 100, the last 10% at 80; noise sd 5."""
+    level = np.full(n, 100.0)
+    level[: n // 5] = 160.0
+    level[9 * n // 10 :] = 80.0
+    return level + np.random.default_rng(seed).normal(0.0, 5.0, n)
+
+
+def measure_edm():
+    """EDM at 10^3..10^5 readings (target: 10^5 <= 5 s); `--quick` skips the slow exact runs."""
+    quick = "--quick" in sys.argv
+    rows = []
+    variants = [("multi", {}), ("percent (Pilot)", {"percent": 0.25, "rescale": False})]
+    for n in (1_000, 10_000, 100_000):
+        data = warm_up_series(n)
+        for label, options in variants:
+            result = edm(data, **options)
+            seconds = best_time(
+                lambda data=data, options=options: edm(data, **options),
+                repeats=1 if n >= 100_000 else 3,
+            )
+            how = "exact" if result.exact else f"two-pass, grid {result.grid}"
+            rows.append(
+                (f"edm {label}, n = {n:,} ({how}) -> {list(result.change_points)}", f"{seconds:.2f} s")
+            )
+            if n == 10_000 and not quick:
+                exact = edm(data, exact_limit=None, **options)
+                seconds = best_time(
+                    lambda data=data, options=options: edm(data, exact_limit=None, **options),
+                    repeats=1,
+                )
+                rows.append(
+                    (f"edm {label}, n = {n:,} (exact) -> {list(exact.change_points)}", f"{seconds:.2f} s")
+                )
+    return rows
+
+
+MEASUREMENTS = [
+    measure_bootstrap,
+    measure_welch_and_fieller,
+    measure_subsessions_and_components,
+    measure_edm,
+]
 
 
 def main():

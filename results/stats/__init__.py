@@ -24,6 +24,10 @@ from ._subsessions import (
 )
 from ._verdict import Direction, Verdict, format_change, verdict
 
+# Warm-up / cool-down removal (spec §4): change points, stable phase, WPS model.
+from ._changepoint import EDMResult, StablePhaseResult, edm, stable_phase
+from ._wps import WPSResult, round_increment, work_amounts, wps_fit
+
 __all__ = [
     "ConfidenceInterval",
     "Direction",
@@ -50,4 +54,13 @@ __all__ = [
     "verdict",
     "welch_required_subsessions",
     "welch_test",
+    # Warm-up / cool-down removal (spec §4).
+    "EDMResult",
+    "StablePhaseResult",
+    "WPSResult",
+    "edm",
+    "round_increment",
+    "stable_phase",
+    "work_amounts",
+    "wps_fit",
 ]

@@ -1,0 +1,604 @@
+"""Change points by E-Divisive with Medians, and the stable phase between them (spec §4).
+
+EDM (James, Kejariwal & Matteson 2014, "Leveraging cloud data to mitigate user
+experience from 'breaking bad'", reference implementation: the BreakoutDetection
+R package) places change points by dynamic programming over the squared
+difference of the medians of adjacent segments. Pilot (Li et al., §III-A) runs it
+on unit readings and keeps the *stable phase*: the longest segment, provided it
+holds more than half of the samples.
+"""
+
+import itertools
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._base import NotEnoughSamples, StatisticsError, as_sample, check_positive_int
+
+__all__ = ["EDMResult", "StablePhaseResult", "edm", "stable_phase"]
+
+DEFAULT_BETA = 0.008  # BreakoutDetection's default for method="multi"
+DEFAULT_EXACT_LIMIT = 2000  # candidate positions solved exactly by default; see edm's Notes
+
+# Candidate change points are bounded in tiles of this many candidates.
+_TILE = 128
+# Blocks with at most this many (t, s) pairs are evaluated without bounds.
+_DIRECT_PAIRS = 4096
+# Relative slack added to every upper bound so that rounding can never prune a
+# candidate that the exact recurrence would accept.
+_BOUND_SLACK = 1e-9
+
+
+@dataclass(frozen=True)
+class EDMResult:
+    """Change points found by :func:`edm`.
+
+    Attributes
+    ----------
+    change_points : tuple of int
+        Sorted 0-based indices at which a new segment starts (R's ``loc``).
+    n : int
+        Number of samples analysed.
+    min_size : int
+        Minimum segment length used.
+    degree : int
+        Penalty degree used (0, 1 or 2).
+    beta : float or None
+        Penalty of the ``"multi"`` variant, None for the percent variant.
+    percent : float or None
+        Required relative gain of the percent variant, None for ``"multi"``.
+    rescaled : bool
+        Whether the samples were rescaled to [0, 1] first.
+    grid : int
+        1 when the exact recurrence was solved; otherwise the spacing of the
+        candidate grid of the first pass of the long-series approximation
+        (see :func:`edm`, Notes).
+    """
+
+    change_points: tuple
+    n: int
+    min_size: int
+    degree: int
+    beta: float | None
+    percent: float | None
+    rescaled: bool
+    grid: int
+
+    @property
+    def exact(self):
+        """Whether the change points solve the exact EDM recurrence."""
+        return self.grid == 1
+
+    @property
+    def segments(self):
+        """The ``(start, stop)`` bounds of every segment, in order."""
+        bounds = (0, *self.change_points, self.n)
+        return tuple(itertools.pairwise(bounds))
+
+
+@dataclass(frozen=True)
+class StablePhaseResult:
+    """The stable phase chosen by :func:`stable_phase`.
+
+    Attributes
+    ----------
+    dominant : bool
+        True when the longest segment holds more than half of the samples.
+        When False there is no stable phase: `start` and `stop` are None and
+        `segment` and `values` raise :class:`StatisticsError`.
+    start, stop : int or None
+        Bounds of the stable phase, ``x[start:stop]``.
+    longest : tuple of int
+        ``(start, stop)`` of the longest segment (the earliest on ties),
+        reported even when it is not dominant.
+    reason : str
+        Why there is no stable phase; empty when `dominant`.
+    change_points : tuple of int
+        The change points from :func:`edm`.
+    n : int
+        Number of samples.
+    """
+
+    dominant: bool
+    start: int | None
+    stop: int | None
+    longest: tuple
+    reason: str
+    change_points: tuple
+    n: int
+    samples: np.ndarray = field(repr=False, compare=False)
+
+    @property
+    def segment(self):
+        """The stable phase as a :class:`slice` of the samples."""
+        if not self.dominant:
+            raise StatisticsError(self.reason)
+        return slice(self.start, self.stop)
+
+    @property
+    def values(self):
+        """The samples of the stable phase (read-only)."""
+        return self.samples[self.segment]
+
+
+def edm(
+    x, *, min_size=30, beta=None, degree=1, percent=None, rescale=True, exact_limit=DEFAULT_EXACT_LIMIT
+):
+    """Change points by E-Divisive with Medians (spec §4).
+
+    The same dynamic program as BreakoutDetection's
+    ``breakout(Z, min.size, method="multi", beta, degree)``: with ``F[s]`` the
+    best statistic for the prefix ``x[:s]``,
+
+        F[s] = max over t of  F[t] + (t-p)(s-t)/(s-p)² · (med x[p:t] - med x[t:s])² - β·G(k_t)
+
+    where ``p`` is the previous change point chosen for the prefix ``x[:t]``,
+    ``k_t`` the number of change points in that prefix and G the penalty
+    (degree 0: 0, 1: 1, 2: 2k + 1). Every segment holds at least `min_size`
+    samples; ties go to the earliest t.
+
+    Parameters
+    ----------
+    x : array_like
+        Samples in time order (1-D, finite), at least `min_size` of them.
+    min_size : int, optional
+        Minimum segment length, at least 2.
+    beta : float, optional
+        Penalty per change point of the default ("multi") variant, ``>= 0``;
+        0.008 when omitted. It is compared with squared differences of
+        medians, so it is scale dependent: see `rescale`.
+    degree : {0, 1, 2}, optional
+        Degree of the penalty G.
+    percent : float, optional
+        Use the percent variant (BreakoutDetection's ``EDM_percent``, which
+        Pilot uses with ``min_size=30, percent=0.25, degree=1``) instead of a
+        β penalty: statistics start at 0 and a new change point is kept only if
+        it raises the statistic by at least ``percent · G(k)`` of its previous
+        value. Cannot be combined with `beta`.
+    rescale : bool, optional
+        Rescale `x` to [0, 1] first, as R's ``breakout()`` does, so that
+        `beta` means the same for any unit. A constant series then has no
+        change points. The percent variant is invariant to rescaling (up to
+        rounding); Pilot calls it on raw data, i.e. ``rescale=False``.
+    exact_limit : int or None, optional
+        Series with at most this many candidate positions
+        (``n - 2*min_size + 1``) are solved exactly; longer ones by the
+        two-pass approximation of the Notes, flagged by ``result.exact``.
+        None always solves exactly (the time can grow as n² log n).
+
+    Returns
+    -------
+    EDMResult
+
+    Raises
+    ------
+    NotEnoughSamples
+        If `x` holds fewer than `min_size` samples. Between `min_size` and
+        ``2 * min_size - 1`` samples no change point is possible and the
+        result is empty.
+
+    Notes
+    -----
+    The recurrence needs the median of ``x[t:s]`` for every pair
+    ``min_size <= t <= s - min_size``, Θ(n²) pairs; BreakoutDetection walks them
+    all with balanced trees. Here medians of arbitrary windows come from a
+    wavelet matrix over the ranks of `x` (O(log n) each, vectorised), and
+    whole tiles of candidate t are skipped when an upper bound of their
+    statistic cannot beat the best value already known for s. The bound uses
+    order statistics of the window common to the tile (the median of a window
+    that adds e samples to a core of the tile lies between the core's order
+    statistics e/2 ranks either side of its median) and the largest
+    normalisation factor over the tile, plus a relative slack of 1e-9 against
+    rounding. Skipping never changes the result: the output is the exact
+    recurrence, tie rule included; only the running time depends on the data
+    (near O(n log n) when few candidates compete, O(n² log n) at worst).
+
+    References
+    ----------
+    N. A. James, A. Kejariwal, D. S. Matteson, "Leveraging cloud data to
+    mitigate user experience from 'breaking bad'", IEEE Big Data 2016
+    (arXiv:1411.7955, 2014). twitter/BreakoutDetection, ``src/edm-multi.cpp``
+    and ``src/edm-per.cpp``. Y. Li et al., "Pilot", §III-A.
+    """
+    min_size = check_positive_int(min_size, "min_size", minimum=2)
+    if isinstance(degree, bool) or degree not in (0, 1, 2):
+        raise ValueError(f"`degree` must be 0, 1 or 2; got {degree!r}.")
+    if beta is not None and percent is not None:
+        raise ValueError("Pass either `beta` (multi variant) or `percent` (percent variant), not both.")
+    if percent is None:
+        beta = _nonnegative(DEFAULT_BETA if beta is None else beta, "beta")
+    else:
+        percent = _nonnegative(percent, "percent")
+    if not isinstance(rescale, bool):
+        raise ValueError(f"`rescale` must be True or False; got {rescale!r}.")
+    if exact_limit is not None:
+        exact_limit = check_positive_int(exact_limit, "exact_limit")
+    x = as_sample(x, "x")
+    if x.size < min_size:
+        raise NotEnoughSamples(
+            f"`x` holds {x.size} samples; EDM needs at least `min_size` = {min_size}.",
+            needed=min_size - x.size,
+        )
+
+    low, high = x.min(), x.max()
+    change_points = ()
+    grid = 1
+    if not (rescale and low == high):
+        z = (x - low) / (high - low) if rescale else x
+        change_points, grid = _search(z, min_size, beta, percent, degree, exact_limit)
+    return EDMResult(
+        change_points=change_points,
+        n=int(x.size),
+        min_size=min_size,
+        degree=degree,
+        beta=beta,
+        percent=percent,
+        rescaled=rescale,
+        grid=grid,
+    )
+
+
+def stable_phase(
+    x, *, min_size=30, beta=None, degree=1, percent=None, rescale=True, exact_limit=DEFAULT_EXACT_LIMIT
+):
+    """The stable phase of a series: its dominant segment between change points (spec §4).
+
+    The change points come from :func:`edm` (all options are passed on). The
+    stable phase is the longest segment, and only if it holds more than half of
+    the samples; otherwise the result says "no dominant stable phase"
+    (``dominant=False`` with a `reason`). This removes any number of warm-up
+    segments at the start and cool-down segments at the end (Pilot §III-A).
+
+    Parameters
+    ----------
+    x : array_like
+        Samples in time order (1-D, finite), at least `min_size` of them.
+    min_size, beta, degree, percent, rescale, exact_limit
+        As for :func:`edm`.
+
+    Returns
+    -------
+    StablePhaseResult
+
+    Notes
+    -----
+    Pilot (``pilot_find_dominant_segment``) returns the first segment that is
+    the longest so far and longer than ``n // 2``; at most one segment can be,
+    so the rules agree. Pilot detects with ``percent=0.25, rescale=False``.
+    """
+    found = edm(
+        x,
+        min_size=min_size,
+        beta=beta,
+        degree=degree,
+        percent=percent,
+        rescale=rescale,
+        exact_limit=exact_limit,
+    )
+    samples = np.array(as_sample(x, "x"))  # a private, read-only copy
+    samples.flags.writeable = False
+    segments = found.segments
+    longest = max(segments, key=lambda bounds: bounds[1] - bounds[0])
+    dominant = longest[1] - longest[0] > found.n // 2
+    reason = ""
+    if not dominant:
+        reason = (
+            f"No dominant stable phase: the longest segment, [{longest[0]}, {longest[1]}), "
+            f"holds {longest[1] - longest[0]} of {found.n} samples, not more than half."
+        )
+    return StablePhaseResult(
+        dominant=dominant,
+        start=longest[0] if dominant else None,
+        stop=longest[1] if dominant else None,
+        longest=longest,
+        reason=reason,
+        change_points=found.change_points,
+        n=found.n,
+        samples=samples,
+    )
+
+
+def _search(z, min_size, beta, percent, degree, exact_limit):
+    """Change points and the first-pass grid spacing (1: exact recurrence)."""
+    n = z.size
+    if n < 2 * min_size:
+        return (), 1
+    search = _EDMSearch(z, min_size, beta, percent, degree, _WaveletMatrix(z))
+    everywhere = np.arange(min_size, n - min_size + 1)
+    if exact_limit is None or everywhere.size <= exact_limit:
+        return search.change_points(everywhere), 1
+    grid = -(-everywhere.size // exact_limit)
+    coarse = everywhere[::grid]
+    found = np.asarray(search.change_points(coarse), dtype=np.int64)
+    near = (found[:, None] + np.arange(-grid, grid + 1)).ravel()
+    refined = np.union1d(coarse, near[(near >= min_size) & (near <= n - min_size)])
+    return search.change_points(refined), grid
+
+
+def _nonnegative(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"`{name}` must be a number; got {value!r}.")
+    value = float(value)
+    if not (np.isfinite(value) and value >= 0.0):
+        raise ValueError(f"`{name}` must be finite and at least 0; got {value}.")
+    return value
+
+
+class _WaveletMatrix:
+    """Order statistics of any window ``z[lo:hi]``, vectorised over windows.
+
+    Built over the ranks of `z` (a permutation of ``0 .. n-1``; equal values get
+    consecutive ranks), one level per bit of the rank, so that the k-th
+    smallest value of a window costs one pass over the ``ceil(log2 n)`` levels.
+    """
+
+    def __init__(self, z):
+        order = np.argsort(z, kind="stable")
+        self.sorted = z[order]
+        ranks = np.empty(z.size, dtype=np.int64)
+        ranks[order] = np.arange(z.size)
+        self.bits = max(1, int(z.size - 1).bit_length())
+        # Per level, where a window bound lands if the search goes to the 0 side / the 1 side.
+        self.to_zero = np.empty((self.bits, z.size + 1), dtype=np.int64)
+        self.to_one = np.empty((self.bits, z.size + 1), dtype=np.int64)
+        positions = np.arange(z.size + 1)
+        current = ranks
+        for level in range(self.bits):
+            bit = (current >> (self.bits - 1 - level)) & 1
+            self.to_zero[level, 0] = 0
+            np.cumsum(1 - bit, out=self.to_zero[level, 1:])
+            self.to_one[level] = self.to_zero[level, -1] + positions - self.to_zero[level]
+            current = np.concatenate((current[bit == 0], current[bit == 1]))
+
+    def kth(self, lo, hi, k):
+        """Value of rank `k` (0-based) in each window ``z[lo:hi]``."""
+        bounds = np.stack((lo, hi))
+        k = np.asarray(k, dtype=np.int64)
+        rank = np.zeros(k.shape, dtype=np.int64)
+        for level in range(self.bits):
+            zero_side = self.to_zero[level][bounds]
+            in_zeros = zero_side[1] - zero_side[0]
+            one = k >= in_zeros
+            k = k - in_zeros * one
+            bounds = np.where(one, self.to_one[level][bounds], zero_side)
+            rank = 2 * rank + one
+        return self.sorted[rank]
+
+    def median(self, lo, hi, extra=None):
+        """Median of each window ``z[lo:hi]`` (even counts average the middle two).
+
+        `extra`, a tuple ``(lo, hi, k)``, adds k-th value queries answered in the
+        same pass; their values are returned second.
+        """
+        length = hi - lo
+        even = length % 2 == 0
+        middle = (length - 1) // 2
+        parts = [(lo, hi, middle), (lo[even], hi[even], middle[even] + 1)]
+        if extra is not None:
+            parts.append(extra)
+        values = self.kth(*(np.concatenate(column) for column in zip(*parts)))
+        median = values[: lo.size]
+        median[even] = (median[even] + values[lo.size : lo.size + even.sum()]) / 2
+        return median, values[lo.size + even.sum() :]
+
+
+class _EDMSearch:
+    """The EDM dynamic program over the prefixes ending at candidate positions.
+
+    `candidates` are the positions allowed as change points (all of
+    ``min_size .. n - min_size`` for the exact recurrence); F is computed at
+    every candidate and at n.
+    """
+
+    def __init__(self, z, min_size, beta, percent, degree, tree):
+        self.n = z.size
+        self.m = min_size
+        self.beta = beta
+        self.percent = percent
+        self.degree = degree
+        self.initial = 0.0 if percent is not None else -3.0
+        self.tree = tree
+
+    def penalty(self, number):
+        """G(k) of BreakoutDetection's helper.cpp for an array of change-point counts."""
+        if self.degree == 0:
+            return np.zeros(number.shape)
+        if self.degree == 1:
+            return np.ones(number.shape)
+        return 2.0 * number + 1.0
+
+    def change_points(self, candidates):
+        n, m = self.n, self.m
+        self.candidates = candidates
+        self.F = np.full(n + 1, self.initial)
+        self.prev = np.zeros(n + 1, dtype=np.int64)
+        self.number = np.zeros(n + 1, dtype=np.int64)
+        self.left_median = np.zeros(n + 1)
+        self.score = np.zeros(n + 1)  # F[t] - β·G(number[t]): the part of the statistic fixed by t
+        tiles = candidates.size // _TILE + 1
+        self.tile_score = np.full(tiles, -np.inf)
+        self.tile_median_low = np.full(tiles, np.inf)
+        self.tile_median_high = np.full(tiles, -np.inf)
+        self.tile_run_low = np.full(tiles, np.iinfo(np.int64).max)
+        self.tile_run_high = np.zeros(tiles, dtype=np.int64)
+        # Prefixes shorter than 2m hold no change point: those candidates are final at once.
+        ends = np.append(candidates[candidates >= 2 * m], n)
+        self.pending = candidates[candidates < 2 * m]
+        block_start = 0
+        while block_start < ends.size:
+            # Every candidate t <= s - m of the ends s < ends[block_start] + m is already final.
+            block_stop = np.searchsorted(ends, ends[block_start] + m)
+            self.solve_block(ends[block_start:block_stop])
+            self.pending = ends[block_start:block_stop]
+            block_start = block_stop
+        found = []
+        at = n
+        while at:
+            if self.prev[at]:
+                found.append(int(self.prev[at]))
+            at = self.prev[at]
+        return tuple(sorted(found))
+
+    def finalize(self, left_median):
+        """Record what the pending candidates contribute, now that their F is final."""
+        t = self.pending
+        self.left_median[t] = left_median
+        score = self.F[t]
+        if self.percent is None:
+            score = score - self.beta * self.penalty(self.number[t])
+        self.score[t] = score
+        tile = np.searchsorted(self.candidates, t) // _TILE
+        run = t - self.prev[t]
+        np.maximum.at(self.tile_score, tile, score)
+        np.minimum.at(self.tile_median_low, tile, left_median)
+        np.maximum.at(self.tile_median_high, tile, left_median)
+        np.minimum.at(self.tile_run_low, tile, run)
+        np.maximum.at(self.tile_run_high, tile, run)
+
+    def solve_block(self, s):
+        """Compute F, prev and number at the prefix ends `s` (all within m of each other)."""
+        m = self.m
+        count = np.searchsorted(self.candidates, s[-1] - m, side="right")
+        first = np.searchsorted(self.candidates, m)
+        pending_windows = (self.prev[self.pending], self.pending)
+        if (count - first) * s.size <= _DIRECT_PAIRS:
+            # Few pairs: evaluate them all, in the same pass as the pending left medians.
+            t = self.candidates[first:count]
+            t_pairs, s_pairs = self.valid_pairs(t, s)
+            left, right = self.tree.median(*pending_windows, extra=self.median_queries(t_pairs, s_pairs))
+            self.finalize(left)
+            right = self.pair_medians(right, t_pairs, s_pairs)
+            candidates = (t_pairs, s_pairs, self.statistic(t_pairs, s_pairs, right))
+        else:
+            candidates = self.pruned_candidates(s, first, count, pending_windows)
+        if candidates[0].size == 0:
+            return
+        best, winner = self.best_per_end(*candidates, s)
+        better = best > self.initial
+        s, best, winner = s[better], best[better], winner[better]
+        self.F[s] = best
+        self.prev[s] = winner
+        self.number[s] = self.number[winner] + 1
+        if self.percent is not None:
+            self.percent_check(s)
+
+    def pruned_candidates(self, s, first, count, pending_windows):
+        """Exact statistics of the pairs that an upper bound cannot rule out."""
+        tiles = np.arange(first // _TILE, (count - 1) // _TILE + 1)
+        first_t = self.candidates[np.maximum(tiles * _TILE, first)]
+        last_t = self.candidates[np.minimum(tiles * _TILE + _TILE, count) - 1]
+        # Windows x[t:s] of a tile all contain the core x[last_t:s[0]] and add at most `extra` samples.
+        core = s[0] - last_t
+        extra = (last_t - first_t) + (s[-1] - s[0])
+        low_rank = (core - extra - 1) // 2
+        high_rank = (core + extra) // 2
+        left, order = self.tree.median(
+            *pending_windows,
+            extra=(
+                np.concatenate((last_t, last_t)),
+                np.full(2 * tiles.size, s[0]),
+                np.concatenate((np.clip(low_rank, 0, core - 1), np.clip(high_rank, 0, core - 1))),
+            ),
+        )
+        self.finalize(left)
+        right_low = np.where(low_rank >= 0, order[: tiles.size], self.tree.sorted[0])
+        right_high = np.where(high_rank < core, order[tiles.size :], self.tree.sorted[-1])
+        gap = np.maximum(
+            self.tile_median_high[tiles] - right_low, right_high - self.tile_median_low[tiles]
+        )
+        # (t-p)(s-t)/(s-p)² = r/(1+r)² with r = (t-p)/(s-t) peaks at r = 1.
+        ratio = np.clip(
+            1.0, self.tile_run_low[tiles] / (s[-1] - first_t), self.tile_run_high[tiles] / core
+        )
+        bound = self.bound(self.tile_score[tiles], ratio, gap)
+        threshold = np.full(s.size, self.initial)
+        alive = bound > self.initial
+        found = []
+        if np.count_nonzero(alive) > 1:
+            # Evaluate the most promising tile first: its values raise the bar for the rest.
+            seed = np.argmax(np.where(alive, bound, -np.inf))
+            t = self.candidates[max(tiles[seed] * _TILE, first) : min(tiles[seed] * _TILE + _TILE, count)]
+            found.append(self.exact(t, s))
+            threshold = np.maximum(threshold, self.best_per_end(*found[0], s)[0])
+            alive[seed] = False
+            alive &= bound >= threshold.min()
+        if np.any(alive):
+            rows = (tiles[alive] * _TILE)[:, None] + np.arange(_TILE)
+            rows = rows[(rows >= first) & (rows < count)]
+            tile = rows // _TILE - tiles[0]
+            t = self.candidates[rows]
+            run = t - self.prev[t]
+            ratio = np.clip(1.0, run / (s[-1] - t), run / (s[0] - t))
+            median = self.left_median[t]
+            gap = np.maximum(median - right_low[tile], right_high[tile] - median)
+            row_bound = self.bound(self.score[t], ratio, gap)
+            found.append(self.exact(t, s, row_bound, threshold))
+        if not found:
+            return (np.empty(0, dtype=np.int64),) * 3
+        return tuple(np.concatenate(column) for column in zip(*found))
+
+    @staticmethod
+    def bound(score, ratio, gap):
+        """score + r/(1+r)² · gap², plus a relative slack so rounding never prunes a winner."""
+        gain = ratio / (1.0 + ratio) ** 2 * gap * gap
+        return score + gain + _BOUND_SLACK * (np.abs(score) + gain + 1.0)
+
+    def valid_pairs(self, t, s):
+        t_pairs, s_pairs = np.broadcast_arrays(t[:, None], s[None, :])
+        keep = t_pairs <= s_pairs - self.m
+        return t_pairs[keep], s_pairs[keep]
+
+    @staticmethod
+    def median_queries(lo, hi):
+        """k-th value queries whose answers `pair_medians` turns into window medians."""
+        length = hi - lo
+        middle = (length - 1) // 2
+        return np.concatenate((lo, lo)), np.concatenate((hi, hi)), np.concatenate((middle, length // 2))
+
+    @staticmethod
+    def pair_medians(values, lo, hi):
+        lower, upper = values[: lo.size], values[lo.size :]
+        return np.where((hi - lo) % 2 == 0, (lower + upper) / 2, lower)
+
+    def exact(self, t, s, row_bound=None, threshold=None):
+        """Exact statistic of every valid pair (t, s), skipping those bounded below `threshold`."""
+        t_pairs, s_pairs = np.broadcast_arrays(t[:, None], s[None, :])
+        keep = t_pairs <= s_pairs - self.m
+        if threshold is not None:
+            keep &= row_bound[:, None] >= threshold[None, :]
+        t_pairs, s_pairs = t_pairs[keep], s_pairs[keep]
+        right, _ = self.tree.median(t_pairs, s_pairs)
+        return t_pairs, s_pairs, self.statistic(t_pairs, s_pairs, right)
+
+    def statistic(self, t, s, right):
+        """BreakoutDetection's candidate value, in its order of floating-point operations."""
+        prev = self.prev[t]
+        normalize = ((t - prev) * (s - t)) / ((s - prev) ** 2).astype(float)
+        difference = self.left_median[t] - right
+        value = self.F[t] + normalize * (difference * difference)
+        if self.percent is None:
+            value = value - self.beta * self.penalty(self.number[t])
+        return value
+
+    def percent_check(self, s):
+        """EDM_percent: keep a new change point only if it raises F by percent·G(k)·F[prev]."""
+        prev = self.prev[s]
+        weak = (prev != 0) & (
+            self.F[s] - self.F[prev] < self.percent * self.penalty(self.number[prev]) * self.F[prev]
+        )
+        s, prev = s[weak], prev[weak]
+        self.number[s] = self.number[prev]
+        self.F[s] = self.F[prev]
+        self.prev[s] = self.prev[prev]
+
+    @staticmethod
+    def best_per_end(t, s_pairs, value, s):
+        """Largest value per end s and the earliest t reaching it."""
+        index = np.searchsorted(s, s_pairs)
+        best = np.full(s.size, -np.inf)
+        np.maximum.at(best, index, value)
+        hit = value == best[index]
+        winner = np.full(s.size, np.iinfo(np.int64).max)
+        np.minimum.at(winner, index[hit], t[hit])
+        return best, winner

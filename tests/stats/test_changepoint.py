@@ -1,0 +1,315 @@
+"""EDM change points and the stable phase (spec §4), against BreakoutDetection's and Pilot's vectors."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from results.stats import NotEnoughSamples, StatisticsError, edm, stable_phase
+
+# The external reference vectors, copied from the project's shared reference set (see its README.md).
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "reference"
+
+
+def load(name):
+    return json.loads((REFERENCE / name).read_text())
+
+
+def naive_edm(z, min_size, *, beta=None, percent=None, degree=1):
+    """Literal transcription of the EDM_multi / EDM_percent recurrences on unscaled data.
+
+    Semantics from twitter-BreakoutDetection-EDM.json ("semantics"); O(n²) calls of np.median.
+    """
+    z = np.asarray(z, dtype=float)
+    n = z.size
+    penalty = {0: lambda k: 0.0, 1: lambda k: 1.0, 2: lambda k: 2.0 * k + 1.0}[degree]
+    initial = 0.0 if percent is not None else -3.0
+    beta = 0.008 if beta is None else beta
+    F, prev, number = [initial] * (n + 1), [0] * (n + 1), [0] * (n + 1)
+    for s in range(2 * min_size, n + 1):
+        for t in range(min_size, s - min_size + 1):
+            p = prev[t]
+            normalize = ((t - p) * (s - t)) / float((s - p) ** 2)
+            value = F[t] + normalize * (np.median(z[p:t]) - np.median(z[t:s])) ** 2
+            if percent is None:
+                value -= beta * penalty(number[t])
+            if value > F[s]:
+                F[s], prev[s], number[s] = value, t, number[t] + 1
+        p = prev[s]
+        if percent is not None and p and F[s] - F[p] < percent * penalty(number[p]) * F[p]:
+            F[s], prev[s], number[s] = F[p], prev[p], number[p]
+    found, at = [], n
+    while at:
+        if prev[at]:
+            found.append(prev[at])
+        at = prev[at]
+    return sorted(found)
+
+
+def steps(*pieces):
+    return np.concatenate([np.full(length, level) for length, level in pieces])
+
+
+# --- Pilot (pilot-bench.json, cases pilot.edm.*; EDM_percent, min 30, 0.25, degree 1, raw data) ---
+
+PILOT = {"min_size": 30, "percent": 0.25, "degree": 1, "rescale": False}
+
+
+def test_pilot_change_in_mean():
+    data = steps((30, 1.1), (30, 5.1), (30, 1.1))
+    # pilot-bench.json, pilot.edm.change_in_mean: [30, 60]
+    assert edm(data, **PILOT).change_points == (30, 60)
+
+
+def test_pilot_find_one_changepoint_steps():
+    # pilot-bench.json, pilot.edm.find_one_changepoint: none for 30 samples, 30 for 60 samples.
+    assert edm(np.full(30, 1.1), **PILOT).change_points == ()
+    assert edm(steps((30, 1.1), (30, 5.1)), **PILOT).change_points == (30,)
+
+
+def test_pilot_no_dominant_segment():
+    result = stable_phase(steps((30, 1.1), (30, 5.1), (30, 1.1)), **PILOT)
+    # pilot-bench.json, pilot.edm.dominant_segment_none: ERR_NO_DOMINANT_SEGMENT (30, 30, 30)
+    assert not result.dominant
+    assert result.start is None and result.stop is None
+    assert result.longest == (0, 30)
+    assert "No dominant stable phase" in result.reason
+    with pytest.raises(StatisticsError, match="No dominant stable phase"):
+        _ = result.segment
+    with pytest.raises(StatisticsError, match="No dominant stable phase"):
+        _ = result.values
+
+
+def test_pilot_dominant_segment():
+    data = steps((30, 1.1), (130, 5.1), (30, 1.1))
+    result = stable_phase(data, **PILOT)
+    # pilot-bench.json, pilot.edm.dominant_segment: changepoints [30, 131], segment [30, 131)
+    assert result.change_points == (30, 131)
+    assert result.dominant and result.reason == ""
+    assert (result.start, result.stop) == (30, 131)
+    assert result.segment == slice(30, 131)
+    np.testing.assert_array_equal(result.values, data[30:131])
+
+
+def test_dominant_rule_is_pilots():
+    # Pilot: the first segment that is longest so far with length > n // 2 (integer division).
+    half = stable_phase(steps((60, 1.1), (60, 5.1)), **PILOT)
+    assert half.change_points == (60,) and not half.dominant  # 60 is not > 120 // 2
+    assert half.longest == (0, 60)  # the earliest of equally long segments
+    odd = stable_phase(steps((40, 1.1), (41, 5.1)), **PILOT)
+    assert odd.change_points == (40,) and odd.dominant  # 41 > 81 // 2 = 40
+    assert (odd.start, odd.stop) == (40, 81)
+    whole = stable_phase(np.full(45, 2.0), **PILOT)
+    assert whole.change_points == () and whole.dominant and whole.segment == slice(0, 45)
+
+
+# --- BreakoutDetection through R / the ankane ports (ankane-breakout.json; R rescales to [0, 1]) ---
+
+
+def test_series30_multi():
+    series30 = load("ankane-breakout.json")["data"]["series30"]
+    # ankane-breakout.json, series30.multi: breakout(x, min.size=5, method='multi') -> [10, 15, 20]
+    assert edm(series30, min_size=5).change_points == (10, 15, 20)
+
+
+def test_series30_percent():
+    series30 = load("ankane-breakout.json")["data"]["series30"]
+    # ankane-breakout.json, series30.percent: percent=0.5 -> [8, 19]
+    assert edm(series30, min_size=5, percent=0.5).change_points == (8, 19)
+    # twitter-BreakoutDetection-EDM.json, derived ankane.series30.percent (raw data) and percent_025
+    assert edm(series30, min_size=5, percent=0.5, rescale=False).change_points == (8, 19)
+    assert edm(series30, min_size=5, percent=0.25).change_points == (8, 19)
+
+
+def test_simple_step():
+    simple20 = load("ankane-breakout.json")["data"]["simple20"]
+    # ankane-breakout.json, simple.multi -> [10]; simple.min11 -> [] (n = 20 < 2 * 11)
+    assert edm(simple20, min_size=5).change_points == (10,)
+    assert edm(simple20, min_size=11).change_points == ()
+    # twitter-BreakoutDetection-EDM.json, derived ankane.simple.percent_025 -> [10]
+    assert edm(simple20, min_size=5, percent=0.25).change_points == (10,)
+
+
+def test_constant_and_almost_constant():
+    constant = np.ones(100)
+    almost = constant.copy()
+    almost[50] = 2.0
+    # ankane-breakout.json, constant and almost_constant: [] with defaults and with percent=1
+    for data in (constant, almost):
+        assert edm(data).change_points == ()
+        assert edm(data, percent=1.0).change_points == ()
+    # Unscaled, a constant series has no positive statistic either.
+    assert edm(constant, rescale=False).change_points == ()
+
+
+def test_scribe():
+    scribe = load("twitter-BreakoutDetection-EDM.json")["data"]["Scribe"]
+    # twitter-BreakoutDetection-EDM.json, derived cases (compiled upstream C++ @7ae3fc4):
+    assert edm(scribe, min_size=24, beta=0.001).change_points == (47, 87)  # scribe.multi.readme
+    assert edm(scribe, min_size=24).change_points == ()  # scribe.multi.default_beta
+    assert edm(scribe, **PILOT).change_points == (47, 116)  # scribe.percent.pilot_defaults_raw
+    assert edm(scribe, min_size=30, percent=0.25).change_points == (47, 116)  # ..._scaled
+    assert edm(scribe, min_size=24, percent=0.25).change_points == (26, 51, 116)  # percent.min24
+
+
+def test_result_fields():
+    result = edm(steps((30, 1.1), (30, 5.1), (30, 1.1)), **PILOT)
+    assert result.segments == ((0, 30), (30, 60), (60, 90))
+    assert (result.n, result.min_size, result.degree) == (90, 30, 1)
+    assert result.percent == 0.25 and result.beta is None and not result.rescaled
+    assert result.exact and result.grid == 1
+    default = edm(np.arange(40.0))
+    assert default.beta == 0.008 and default.percent is None and default.rescaled
+
+
+# --- Exactness of the pruned search ---
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_matches_the_recurrence_on_random_series(seed):
+    rng = np.random.default_rng(seed)
+    n, min_size = 150, 4
+    levels = np.repeat(rng.normal(0.0, 2.0, size=5), n // 5)
+    data = levels + rng.standard_t(2, size=n)
+    if seed == 1:
+        data = np.round(data)  # many ties
+    z = (data - data.min()) / (data.max() - data.min())
+    for options in ({"beta": 0.001}, {"beta": 0.01, "degree": 2}, {"beta": 0.0, "degree": 0}):
+        expected = naive_edm(z, min_size, **options)
+        assert list(edm(data, min_size=min_size, exact_limit=None, **options).change_points) == expected
+    for options in ({"percent": 0.25}, {"percent": 0.5, "degree": 2}):
+        expected = naive_edm(data, min_size, **options)
+        got = edm(data, min_size=min_size, rescale=False, exact_limit=None, **options)
+        assert list(got.change_points) == expected
+
+
+def test_pruning_is_exact_where_bounds_matter():
+    # Long enough that tiles of candidates are bounded and skipped (not evaluated directly).
+    rng = np.random.default_rng(11)
+    data = steps((120, 0.0), (180, 2.0), (100, -1.0)) + rng.normal(0.0, 1.0, 400)
+    z = (data - data.min()) / (data.max() - data.min())
+    expected = naive_edm(z, 8, beta=0.001)
+    assert list(edm(data, min_size=8, beta=0.001, exact_limit=None).change_points) == expected
+
+
+# --- Seeded synthetic series with known change points ---
+# EDM's prefix recurrence favours balanced splits, so besides the true change points it may add
+# one where a segment is about as long as the one before it; the checks below ask that every
+# true change is found within a few samples, and say where extra ones are allowed.
+
+
+def found_near(found, truth, tolerance):
+    return all(any(abs(f - t) <= tolerance for f in found) for t in truth)
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+@pytest.mark.parametrize(
+    ("noise", "options"),
+    [
+        (lambda rng, n: rng.normal(0.0, 1.0, n), {"beta": 0.001}),
+        (lambda rng, n: rng.standard_t(2, n), {"beta": 0.001}),
+        # Rescaling by the range of Cauchy data would shrink the shift to nothing: use raw units.
+        (lambda rng, n: 0.3 * rng.standard_cauchy(n), {"beta": 1.0, "rescale": False}),
+    ],
+    ids=["normal", "student-t2", "cauchy"],
+)
+def test_mean_shifts_found(noise, options, seed):
+    rng = np.random.default_rng(seed)
+    data = steps((150, 0.0), (150, 6.0), (150, 0.0)) + noise(rng, 450)
+    found = edm(data, **options).change_points
+    assert found_near(found, [150, 300], 10)
+    assert len(found) <= 3
+
+
+def test_variance_shift_found():
+    # A change of spread moves the median of |x|.
+    rng = np.random.default_rng(7)
+    scale = np.where(np.arange(400) < 200, 1.0, 8.0)
+    data = np.abs(rng.normal(0.0, 1.0, 400) * scale)
+    found = edm(data, beta=0.003).change_points
+    assert found[0] == 200
+    assert all(point > 200 for point in found[1:])  # extra splits only inside the wide phase
+
+
+def test_percent_variant_adds_early_segments_in_noise():
+    # EDM_percent starts from F = 0, so small early gains pass its 25% test: Pilot's
+    # convention splits the first samples finely, then finds the real change.
+    rng = np.random.default_rng(5)
+    data = steps((150, 0.0), (150, 6.0), (150, 0.0)) + rng.normal(0.0, 1.0, 450)
+    found = edm(data, **PILOT).change_points
+    assert found[-1] == 300 and found_near(found, [150], 25)
+    assert all(b - a >= 30 for a, b in zip((0,) + found, found + (450,)))
+
+
+def test_cache_warm_up_removed():
+    # Write throughput (MB/s): the cache absorbs the first 20% of the run, then the disk sets the pace.
+    rng = np.random.default_rng(8)
+    n = 1000
+    throughput = np.where(np.arange(n) < 200, 900.0, 300.0) + rng.standard_t(3, n) * 20.0
+    result = stable_phase(throughput)
+    assert abs(result.change_points[0] - 200) <= 3
+    assert result.dominant and result.stop == n
+    assert result.start >= 197  # no cached sample is left in the stable phase
+    assert np.median(result.values) == pytest.approx(300.0, abs=5.0)
+
+
+# --- The long-series approximation ---
+
+
+def test_long_series_approximation_agrees_with_exact():
+    rng = np.random.default_rng(3)
+    for n in (1200, 2400):
+        data = np.where(np.arange(n) < n // 5, 160.0, 100.0) + rng.normal(0.0, 5.0, n)
+        exact = edm(data, exact_limit=None)
+        approximate = edm(data, exact_limit=300)
+        assert exact.exact and not approximate.exact and approximate.grid > 1
+        assert approximate.change_points == exact.change_points
+
+
+def test_long_series_approximation_keeps_the_stable_phase():
+    # EDM_percent adds short spurious segments at the start; where they fall may move, the stable phase does not.
+    rng = np.random.default_rng(3)
+    n = 1200
+    data = np.where(np.arange(n) < n // 5, 160.0, 100.0) + rng.normal(0.0, 5.0, n)
+    exact = stable_phase(data, exact_limit=None, **PILOT)
+    approximate = stable_phase(data, exact_limit=300, **PILOT)
+    grid = edm(data, exact_limit=300, **PILOT).grid
+    assert exact.dominant and approximate.dominant
+    assert abs(approximate.start - exact.start) <= 2 * grid and approximate.stop == exact.stop == n
+
+
+# --- Validation ---
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"x": np.ones(10)}, r"`x` holds 10 samples; EDM needs at least `min_size` = 30"),
+        ({"x": np.ones((40, 2))}, r"`x` must be one-dimensional"),
+        ({"x": np.r_[np.ones(40), np.nan]}, r"`x` must not contain NaN or infinite"),
+        ({"x": np.r_[np.ones(40), np.inf]}, r"`x` must not contain NaN or infinite"),
+        ({"x": np.ones(40), "min_size": 1}, r"`min_size` must be at least 2"),
+        ({"x": np.ones(40), "min_size": 2.5}, r"`min_size` must be an integer"),
+        ({"x": np.ones(40), "beta": -0.1}, r"`beta` must be finite and at least 0"),
+        ({"x": np.ones(40), "beta": np.nan}, r"`beta` must be finite and at least 0"),
+        ({"x": np.ones(40), "percent": -1}, r"`percent` must be finite and at least 0"),
+        ({"x": np.ones(40), "beta": 0.01, "percent": 0.5}, r"either `beta` .* or `percent`"),
+        ({"x": np.ones(40), "degree": 3}, r"`degree` must be 0, 1 or 2"),
+        ({"x": np.ones(40), "degree": True}, r"`degree` must be 0, 1 or 2"),
+        ({"x": np.ones(40), "rescale": "yes"}, r"`rescale` must be True or False"),
+        ({"x": np.ones(40), "exact_limit": 0}, r"`exact_limit` must be at least 1"),
+    ],
+)
+def test_validation(kwargs, message):
+    x = kwargs.pop("x")
+    with pytest.raises(ValueError, match=message):
+        edm(x, **kwargs)
+    with pytest.raises(ValueError, match=message):
+        stable_phase(x, **kwargs)
+
+
+def test_too_short_is_not_enough_samples():
+    with pytest.raises(NotEnoughSamples, match="at least `min_size` = 30") as error:
+        edm(np.ones(25))
+    assert error.value.needed == 5
