@@ -1,0 +1,137 @@
+"""Tonight's result against the last K nights, with the night-to-night variation carried in (spec §8).
+
+A nightly run is one unit of a level above the in-run levels: build, reboot and machine state
+move the mean from night to night, and none of that is visible inside one run. Comparing
+tonight with one previous night on within-run variance alone therefore cries wolf (Kalibera &
+Jones §8.4.2: ignoring a random level makes intervals too narrow). Here the between-run
+variance component is estimated from the history (K&J §6: ``T² = S_top² − S_lower²/n``) and
+added to the candidate's variance, so the test is, in effect, a prediction interval for a new
+night.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from ._base import ConfidenceInterval, as_array, as_counts, check_confidence, scalar_or_array
+from ._ratio import ratio_fieller_from_stats
+
+__all__ = ["HistoryComparison", "compare_with_history"]
+
+
+@dataclass(frozen=True)
+class HistoryComparison:
+    """A candidate against its history: the ratio of means with its Fieller interval and a t-test.
+
+    Attributes
+    ----------
+    ratio, low, high : float or ndarray
+        ``candidate mean / history mean`` and its confidence limits (±inf where unbounded).
+    bounded : bool or ndarray of bool
+    statistic, pvalue : float or ndarray
+        ``(mean − baseline) / sqrt(var_candidate + S²/K)`` and its two-sided p-value.
+    df : float or ndarray
+        ``K − 1``: the between-run variance is estimated from K run means.
+    baseline : float or ndarray
+        Mean of the K run means.
+    between_variance : float or ndarray
+        The run-to-run variance component, ``max(S² − mean(s_j²/n_j), 0)``.
+    history_variance : float or ndarray
+        ``S²``, the variance (ddof=1) of the K run means.
+    history_size : int
+        K.
+    confidence_level : float
+    """
+
+    ratio: float
+    low: float
+    high: float
+    bounded: bool
+    statistic: float
+    pvalue: float
+    df: float
+    baseline: float
+    between_variance: float
+    history_variance: float
+    history_size: int
+    confidence_level: float
+
+    def confidence_interval(self):
+        """Return ``ConfidenceInterval(low, high)`` of the ratio."""
+        return ConfidenceInterval(self.low, self.high)
+
+
+def compare_with_history(mean, variance, n, history_mean, history_variance, history_n, *, confidence=0.95):
+    """Compare a result with the same series' last K results, run-to-run variation included.
+
+    Each result is the stored summary (mean, subsession variance, number of subsessions). With
+    ``ȳ_j`` the K history means, ``w_j = s_j²/n_j`` their within-run variances of the mean,
+    ``S²`` the variance of the ``ȳ_j`` and ``σ_b² = max(S² − mean(w_j), 0)`` the between-run
+    component (Kalibera & Jones §6, unbiased component of the top level):
+
+    * the baseline is ``mean(ȳ_j)`` with variance ``S²/K``;
+    * the candidate is one draw of the run level, with variance ``σ_b² + s²/n``;
+    * the ratio's interval is Fieller's (:func:`ratio_fieller_from_stats`) on those two
+      variances, and the t-test uses their sum, both with ``K − 1`` degrees of freedom.
+
+    When the K nights vary only as much as their own intervals say, ``σ_b² = 0`` and this is
+    a plain comparison with the mean of the history.
+
+    Parameters
+    ----------
+    mean, variance, n : array_like, shape (...)
+        The candidate's mean, subsession variance (ddof=1, ``>= 0``) and subsessions (``>= 1``).
+    history_mean, history_variance, history_n : array_like, shape (..., K)
+        The same for the K history results, along the last axis; ``K >= 2``.
+    confidence : float, optional
+        Confidence level of the ratio interval.
+
+    Returns
+    -------
+    HistoryComparison
+    """
+    confidence = check_confidence(confidence)
+    mean = as_array(mean, "mean")
+    variance = as_array(variance, "variance", minimum=0.0)
+    n = as_counts(n, "n", minimum=1)
+    history_mean = np.atleast_1d(as_array(history_mean, "history_mean"))
+    history_variance = np.atleast_1d(as_array(history_variance, "history_variance", minimum=0.0))
+    history_n = np.atleast_1d(as_counts(history_n, "history_n", minimum=1))
+    if not history_mean.shape == history_variance.shape == history_n.shape:
+        raise ValueError("`history_mean`, `history_variance` and `history_n` must have the same shape; got "
+                         f"{history_mean.shape}, {history_variance.shape} and {history_n.shape}.")
+    k = history_mean.shape[-1]
+    if k < 2:
+        raise ValueError(f"`history_mean` needs at least 2 results along its last axis; got {k}.")
+    try:
+        np.broadcast_shapes(mean.shape, variance.shape, n.shape, history_mean.shape[:-1])
+    except ValueError:
+        raise ValueError(f"The candidate's shape {mean.shape} does not match the history's "
+                         f"{history_mean.shape[:-1]} (K along the last axis).") from None
+
+    baseline = history_mean.mean(axis=-1)
+    spread = history_mean.var(axis=-1, ddof=1)
+    within = (history_variance / history_n).mean(axis=-1)
+    between = np.maximum(spread - within, 0.0)
+    candidate_error = between + variance / n
+    df = float(k - 1)
+
+    standard_error = np.sqrt(candidate_error + spread / k)
+    difference = mean - baseline
+    with np.errstate(divide="ignore", invalid="ignore"):
+        statistic = np.where(standard_error > 0, difference / standard_error,
+                             np.where(difference == 0, 0.0, np.sign(difference) * np.inf))
+    pvalue = 2.0 * stats.t.sf(np.abs(statistic), df)
+
+    # Fieller takes unit variances and counts; any count works when the df is given, so the
+    # candidate's variance of the mean is passed as (error × m) / m with m >= 2.
+    units = np.maximum(n, 2.0)
+    ratio = ratio_fieller_from_stats(mean, candidate_error * units, units, baseline, spread, float(k),
+                                     confidence=confidence, df=df)
+    return HistoryComparison(
+        ratio=ratio.ratio, low=ratio.low, high=ratio.high, bounded=ratio.bounded,
+        statistic=scalar_or_array(statistic), pvalue=scalar_or_array(pvalue), df=df,
+        baseline=scalar_or_array(baseline), between_variance=scalar_or_array(between),
+        history_variance=scalar_or_array(spread), history_size=k, confidence_level=confidence,
+    )
