@@ -34,6 +34,13 @@ class WarmupMethod(models.TextChoices):
     NONE = "none", "none"
 
 
+class Component(models.TextChoices):
+    CPU = "cpu"
+    MEMORY = "memory"
+    DISK = "disk"
+    NETWORK = "network"
+
+
 class Job(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="jobs")
     name = models.CharField(max_length=200)
@@ -67,6 +74,13 @@ class Job(models.Model):
     budget_seconds = models.FloatField(default=600.0)
     budget_rounds = models.PositiveIntegerField(default=1000)
     warmup = models.CharField(max_length=10, choices=WarmupMethod.choices, default=WarmupMethod.EDM)
+    component = models.CharField(
+        max_length=10, choices=Component.choices, blank=True,
+        help_text="What the workload should stress; any other component above 80% busy is flagged as a "
+                  "bottleneck (a built-in workload knows its own).",
+    )
+    overhead_rounds = models.PositiveIntegerField(
+        default=0, help_text="Rounds with and without monitoring to measure its overhead first (0: skip).")
     enabled = models.BooleanField(default=True)
     schedule = models.OneToOneField(PeriodicTask, on_delete=models.SET_NULL, null=True, blank=True,
                                     related_name="job", help_text="The cron schedule that starts its sessions.")
@@ -94,6 +108,9 @@ class Job(models.Model):
                                    name="job_work_range_valid"),
             models.CheckConstraint(condition=Q(min_round_duration__gte=0), name="job_min_round_duration"),
             models.CheckConstraint(condition=Q(budget_seconds__gt=0, budget_rounds__gte=1), name="job_budget_positive"),
+            models.CheckConstraint(condition=Q(component__in=["", *Component.values]), name="job_component_valid"),
+            models.CheckConstraint(condition=Q(overhead_rounds=0) | Q(overhead_rounds__gte=2),
+                                   name="job_overhead_rounds_zero_or_two"),
         ]
 
     def __str__(self) -> str:
@@ -135,6 +152,11 @@ class Job(models.Model):
             specs.append(MetricSpec(metric["name"], metric["unit"],
                                     metric.get("direction", Direction.LOWER_IS_BETTER)))
         return specs
+
+    def component_under_test(self) -> str | None:
+        if self.workload_kind == WorkloadKind.BUILTIN:
+            return workloads.BUILTIN_WORKLOADS[self.builtin].component
+        return self.component or None
 
     def metric_specs(self) -> tuple[MetricSpec, ...]:
         """The metrics a session of this job measures."""

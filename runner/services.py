@@ -6,6 +6,7 @@ commands on benchmark machines.
 
 import dataclasses
 import json
+import logging
 import socket
 import threading
 from collections.abc import Callable
@@ -26,10 +27,11 @@ from results import services as result_services
 from results.models import SAMPLE_DTYPE, RunKind
 from results.schemas import RunIn
 
+from . import monitor, workloads
 from . import session as session_loop
-from . import workloads
 from .models import Job, Round, Session, SessionStatus, SessionTrigger, WorkloadKind
 
+logger = logging.getLogger(__name__)
 STAFF_ONLY = "Only staff may define, schedule, start or cancel benchmark jobs."
 HEARTBEAT_INTERVAL = timedelta(seconds=20)
 HEARTBEAT_STALE_AFTER = timedelta(minutes=2)
@@ -206,18 +208,27 @@ def execute_session(*, session_id: int, attempt: int) -> Session | None:
         started_at=Coalesce("started_at", Value(now)),
     )
     if not claimed:
+        logger.info("Session %s, attempt %s: not queued for this attempt; this delivery is skipped.",
+                    session_id, attempt)
         return None
     session = Session.objects.select_related("job__project", "job__machine").get(pk=session_id)
     job = session.job
     heartbeat = _Heartbeat(session.pk, HEARTBEAT_INTERVAL.total_seconds())
     heartbeat.start()
+    monitored: dict[str, monitor.MonitorSummary] = {}
     try:
+        built = {label: _monitored(workload, label, job.component_under_test(), monitored)
+                 for label, workload in _workloads(session).items()}
+        previous = [_record(row) for row in session.rounds.order_by("index")]
+        if job.overhead_rounds and not previous and "overhead" not in session.outcome:
+            _measure_overhead(session, _workloads(session))
         outcome = session_loop.run_session(
-            _workloads(session),
+            built,
             job.metric_specs(),
             _targets(job),
-            previous_rounds=[_record(row) for row in session.rounds.order_by("index")],
-            on_round=lambda record, progress: _store_round(session, record, progress),
+            previous_rounds=previous,
+            on_round=lambda record, progress: _store_round(session, record, progress,
+                                                           monitored.pop(record.workload, None)),
             should_stop=lambda: Session.objects.filter(pk=session.pk, cancel_requested=True).exists(),
         )
     except workloads.WorkloadError as error:
@@ -245,7 +256,9 @@ def _workloads(session: Session) -> dict[str, Callable]:
     for revision in revisions:
         commit = revision.get("commit", "")
         if job.workload_kind == WorkloadKind.BUILTIN:
-            built[revision["label"]] = workloads.builtin_workload(job.builtin, job.parameters)
+            # A revision of a built-in workload can only differ by its parameters (e.g. the demo's slowdown).
+            parameters = {**job.parameters, **revision.get("parameters", {})}
+            built[revision["label"]] = workloads.builtin_workload(job.builtin, parameters)
             continue
         options = {"cwd": job.working_directory or None, "env": job.environment, "timeout": job.round_timeout,
                    "revision": commit, "on_start": remember_process_group}
@@ -253,6 +266,44 @@ def _workloads(session: Session) -> dict[str, Callable]:
             workloads.setup_command(job.setup_command, **options)
         built[revision["label"]] = workloads.command_workload(job.command, reading_mode=job.reading_mode, **options)
     return built
+
+
+def _monitored(workload: Callable, label: str, under_test: str | None,
+               sink: dict[str, monitor.MonitorSummary]) -> Callable:
+    """The workload with psutil sampling around each round (Pilot §III-B); the summary lands in `sink`."""
+
+    def monitored_round(work_amount: float) -> session_loop.RoundOutcome:
+        with monitor.Monitor(under_test=under_test) as sampler:
+            outcome = workload(work_amount)
+        sink[label] = sampler.summary
+        return outcome
+
+    return monitored_round
+
+
+def _measure_overhead(session: Session, built: dict[str, Callable]) -> None:
+    """Pilot §III-C: rounds with and without monitoring, the overhead as a ratio with its Fieller CI."""
+    job = session.job
+    result = monitor.measure_overhead(
+        next(iter(built.values())), job.work_min, rounds=job.overhead_rounds,
+        monitor_factory=lambda: monitor.Monitor(under_test=job.component_under_test()),
+        confidence=job.confidence_level,
+    )
+    session.outcome = {**session.outcome, "overhead": {
+        "ratio": result.ratio, "low": result.low, "high": result.high, "bounded": result.bounded,
+        "confidence_level": result.confidence_level, "rounds": job.overhead_rounds,
+    }}
+    Session.objects.filter(pk=session.pk).update(outcome=session.outcome)
+
+
+def _monitor_summary(summary: monitor.MonitorSummary | None) -> dict:
+    if summary is None:
+        return {}
+    return {
+        "usage": {name: {"label": usage.label, "unit": usage.unit, "mean": usage.mean, "max": usage.max}
+                  for name, usage in summary.usage.items()},
+        "warnings": list(summary.warnings), "samples": summary.samples,
+    }
 
 
 def _targets(job: Job) -> session_loop.SessionTargets:
@@ -274,7 +325,8 @@ def _record(row: Round) -> session_loop.RoundRecord:
     )
 
 
-def _store_round(session: Session, record: session_loop.RoundRecord, progress: session_loop.Progress) -> None:
+def _store_round(session: Session, record: session_loop.RoundRecord, progress: session_loop.Progress,
+                 summary: monitor.MonitorSummary | None) -> None:
     units = {metric: np.asarray(values, dtype=SAMPLE_DTYPE) for metric, values in record.outcome.unit_readings.items()}
     with transaction.atomic():
         Round.objects.create(
@@ -282,6 +334,7 @@ def _store_round(session: Session, record: session_loop.RoundRecord, progress: s
             duration=record.outcome.duration, readings=dict(record.outcome.readings),
             unit_readings=b"".join(values.tobytes() for values in units.values()) or None,
             unit_counts={metric: len(values) for metric, values in units.items()}, analysed=record.analysed,
+            monitor=_monitor_summary(summary),
         )
         Session.objects.filter(pk=session.pk).update(
             progress=progress_summary(progress), heartbeat_at=timezone.now(), process_group=None)
@@ -314,8 +367,10 @@ def _finish(session: Session, outcome: session_loop.SessionOutcome) -> Session:
     revisions = {entry["label"]: entry for entry in session.revisions} or {"A": {}}
     with transaction.atomic():
         for label, estimates in outcome.estimates.items():
+            bottlenecks = sorted({warning for row in session.rounds.filter(workload=label)
+                                  for warning in row.monitor.get("warnings", [])})
             results = [
-                _result_document(spec=specs[name], estimate=estimate, job=job,
+                _result_document(spec=specs[name], estimate=estimate, job=job, bottlenecks=bottlenecks,
                                  samples=session_loop.analysed_samples(outcome.rounds, name, label, _targets(job)))
                 for name, estimate in estimates.items() if estimate.valid
             ]
@@ -340,6 +395,7 @@ def _finish(session: Session, outcome: session_loop.SessionOutcome) -> Session:
         session.finished_at = timezone.now()
         session.process_group = None
         session.outcome = {
+            **session.outcome,
             "message": outcome.message,
             "elapsed": outcome.elapsed,
             "additional_seconds_needed": outcome.additional_seconds_needed,
@@ -356,7 +412,7 @@ def _estimate_summary(estimate: session_loop.MetricEstimate) -> dict:
 
 
 def _result_document(*, spec: session_loop.MetricSpec, estimate: session_loop.MetricEstimate, job: Job,
-                     samples: np.ndarray | None) -> dict:
+                     samples: np.ndarray | None, bottlenecks: list[str]) -> dict:
     return {
         "benchmark": job.benchmark, "metric": spec.name, "unit": spec.unit, "direction": str(spec.direction),
         "confidence_level": job.confidence_level, "warmup_removed": estimate.warmup_removed,
@@ -364,5 +420,5 @@ def _result_document(*, spec: session_loop.MetricSpec, estimate: session_loop.Me
         "summary": {"mean": estimate.mean, "subsession_size": estimate.subsession_size,
                     "variance": estimate.variance, "n": estimate.n},
         "samples": None if samples is None or samples.size == 0 else samples.tolist(),
-        "metadata": {"method": estimate.method, "message": estimate.message},
+        "metadata": {"method": estimate.method, "message": estimate.message, "bottlenecks": bottlenecks},
     }

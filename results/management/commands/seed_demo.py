@@ -10,7 +10,10 @@ from django.core.management.base import BaseCommand
 from django.utils import timezone
 
 from results import services
+from results.models import Machine, Project
 from results.schemas import RunIn
+from runner import services as runner_services
+from runner.models import Job
 
 # name, metric, unit, direction, typical mean, relative sd per level (night, execution, iteration)
 DEMO_BENCHMARKS = [
@@ -20,6 +23,12 @@ DEMO_BENCHMARKS = [
     ("write+fsync 16 MB", "time", "s", "lower_is_better", 0.060, (0.020, 0.030, 0.060)),
 ]
 REGRESSED = "json encode+decode 10k records"
+# job name, built-in workload, benchmark, largest work amount
+DEMO_JOBS = [
+    ("sort (built-in)", "sort", "sort (built-in workload)", 200),
+    ("sha256 (built-in)", "sha256", "sha256 (built-in workload)", 64),
+    ("json (built-in)", "json", "json (built-in workload)", 4000),
+]
 REGRESSION_NIGHT, REGRESSION_SIZE = 24, 0.06
 
 
@@ -52,6 +61,7 @@ class Command(BaseCommand):
             })
             created += services.ingest_run(document=document, user=user).created
         self.stdout.write(f"Demo project: {created} new nightly runs ({nights} in all).")
+        self.stdout.write(self.demo_jobs(user, machine))
 
     @staticmethod
     def result(rng: np.random.Generator, spec: tuple, night: int) -> dict:
@@ -63,6 +73,26 @@ class Command(BaseCommand):
         samples = executions * (1 + rng.normal(0, sd_iteration, size=(5, 20)))
         return {"benchmark": name, "metric": metric, "unit": unit, "direction": direction,
                 "samples": samples.round(9).tolist()}
+
+    @staticmethod
+    def demo_jobs(user, machine_name: str) -> str:
+        """Built-in workloads scheduled nightly on this machine; the first start also runs each once now."""
+        project = Project.objects.get(slug="demo")
+        machine = Machine.objects.get(name=machine_name)
+        started = []
+        for name, builtin, benchmark, work_max in DEMO_JOBS:
+            job = Job.objects.filter(project=project, name=name).first()
+            if job is None:
+                job = runner_services.create_job(
+                    user=user, cron="0 2 * * *", project=project, name=name, benchmark=benchmark, machine=machine,
+                    workload_kind="builtin", builtin=builtin, work_min=1, work_max=work_max, target_width=0.05,
+                    budget_seconds=90, overhead_rounds=4 if builtin == "sort" else 0,
+                )
+            if not job.sessions.exists():
+                runner_services.start_session(job=job, user=user)
+                started.append(name)
+        return f"Demo jobs: {len(DEMO_JOBS)} scheduled nightly" + (f", running now: {', '.join(started)}."
+                                                                    if started else ".")
 
     @staticmethod
     def admin_login() -> str:

@@ -1,0 +1,1047 @@
+"""Pilot's adaptive benchmark session, framework-free: driven by callables, testable without Celery.
+
+A session runs rounds of one workload (or interleaved rounds of several, to compare them) and
+re-analyses after every round until the confidence intervals say enough (Y. Li et al., "Pilot: a
+framework that understands how to do performance benchmarks the right way", §III-A, §III-E, §III-F;
+the formulas are ``shared/spec/statistics.md`` §2–§5). Everything here is a function of the rounds
+measured so far, so a session resumed from stored rounds reaches the decisions an uninterrupted one
+would have reached.
+
+The entry point is :func:`run_session`; :func:`analyse`, :func:`compare` and :func:`progress` are the
+pure pieces a UI reuses on stored rounds.
+"""
+
+import enum
+import functools
+import itertools
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from results.stats import (
+    Direction,
+    NotEnoughSamples,
+    StatisticsError,
+    mean_interval,
+    required_subsessions,
+    round_increment,
+    stable_phase,
+    subsessions,
+    welch_required_subsessions,
+    welch_test,
+    work_amounts,
+    wps_fit,
+)
+
+__all__ = [
+    "MetricEstimate",
+    "MetricProgress",
+    "MetricSpec",
+    "PairComparison",
+    "Progress",
+    "RoundOutcome",
+    "RoundRecord",
+    "SessionOutcome",
+    "SessionStatus",
+    "SessionTargets",
+    "WarmupMethod",
+    "analyse",
+    "analysed_samples",
+    "compare",
+    "progress",
+    "run_session",
+    "work_amount_plan",
+]
+
+NO_DIFFERENCE_RESOLVED = "No difference resolved within budget."
+NO_UNIT_READINGS = "No unit readings: warm-up could not be removed by EDM."
+
+
+@dataclass(frozen=True)
+class RoundOutcome:
+    """What one round of a workload yields (Pilot §III: a reading per performance index, and
+    optionally many unit readings, one per work unit).
+
+    Attributes
+    ----------
+    duration : float
+        Wall-clock seconds the round took.
+    readings : mapping of str to float
+        One reading per metric name.
+    unit_readings : mapping of str to sequence of float
+        Per metric, the readings of the individual work units in time order (may be empty).
+    """
+
+    duration: float
+    readings: Mapping[str, float]
+    unit_readings: Mapping[str, list[float]] = field(default_factory=dict)
+
+
+class WarmupMethod(str, enum.Enum):
+    """How non-stable phases are removed (Pilot §III-A; spec §4)."""
+
+    EDM = "edm"  # stable phase of each round's unit readings
+    WPS = "wps"  # regression t = α + w/v over rounds
+    NONE = "none"
+
+    def __str__(self):
+        return self.value
+
+
+class SessionStatus(str, enum.Enum):
+    """How a session ended.
+
+    ``CONVERGED`` and ``BUDGET_EXHAUSTED`` end single-workload sessions; ``RESOLVED`` and
+    ``UNRESOLVED`` ("no difference resolved within budget", never "equal") end comparisons.
+    """
+
+    CONVERGED = "converged"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    RESOLVED = "resolved"
+    UNRESOLVED = "unresolved"
+    CANCELLED = "cancelled"
+
+    def __str__(self):
+        return self.value
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A performance index (spec §1): a name, a unit and the direction that is better."""
+
+    name: str
+    unit: str
+    direction: str = Direction.LOWER_IS_BETTER
+
+    def __post_init__(self):
+        if not self.name:
+            raise ValueError("A metric needs a name.")
+        try:
+            object.__setattr__(self, "direction", Direction(self.direction))
+        except ValueError:
+            raise ValueError(
+                f"`direction` of {self.name!r} must be 'lower_is_better' or 'higher_is_better'; "
+                f"got {self.direction!r}."
+            ) from None
+
+
+@dataclass(frozen=True)
+class SessionTargets:
+    """What a session must reach, and what it may spend (Pilot §IV's benchmark declaration).
+
+    Attributes
+    ----------
+    confidence : float
+        Confidence level c of every interval.
+    target_width : float
+        Desired *full* CI width relative to |mean| (Pilot default 10%).
+    max_autocorrelation : float
+        ρ_max of subsession analysis (spec §2).
+    min_subsessions : int
+        Fewest subsessions that make r_1 and a CI meaningful (spec §2).
+    work_range : tuple of float
+        Valid work amounts (a, b), ``0 < a < b``.
+    min_round_duration : float
+        Seconds; a shorter round is stored but not analysed and the next work amount doubles
+        (Pilot §III-A).
+    budget_seconds, budget_rounds : float, int
+        The session stops when either is spent (checked before every round).
+    warmup : {"edm", "wps", "none"}
+        Non-stable phase removal: EDM on each round's unit readings, the WPS regression on round
+        durations, or nothing.
+    alpha : float
+        Comparisons: an adjacent pair whose CIs overlap is resolved when Welch's p < alpha (§III-F).
+    require_width_in_comparison : bool
+        Comparisons: also require every CI to reach `target_width` (Pilot's optional third rule).
+    trial_rounds : int
+        Long-enough rounds run at the lowest work amount to learn the duration per work unit
+        (Pilot §III-E).
+    first_estimate_rounds : int
+        n of Pilot eq. 5: rounds that grow linearly in duration before the midpoint sequence.
+    first_estimate_seconds : float
+        T of Pilot eq. 5: the time by which those rounds should give a first estimate (60 s).
+    edm_min_size : int
+        Minimum segment length of EDM (BreakoutDetection's ``min.size``).
+    whole_units : bool
+        Round work amounts up to whole work units.
+    """
+
+    confidence: float = 0.95
+    target_width: float = 0.10
+    max_autocorrelation: float = 0.1
+    min_subsessions: int = 10
+    work_range: tuple[float, float] = (1, 1000)
+    min_round_duration: float = 0.05
+    budget_seconds: float = 600.0
+    budget_rounds: int = 1000
+    warmup: str = WarmupMethod.EDM
+    alpha: float = 0.01
+    require_width_in_comparison: bool = True
+    trial_rounds: int = 3
+    first_estimate_rounds: int = 50
+    first_estimate_seconds: float = 60.0
+    edm_min_size: int = 30
+    whole_units: bool = True
+
+    def __post_init__(self):
+        try:
+            object.__setattr__(self, "warmup", WarmupMethod(self.warmup))
+        except ValueError:
+            raise ValueError(f"`warmup` must be 'edm', 'wps' or 'none'; got {self.warmup!r}.") from None
+        for name in ("confidence", "alpha"):
+            if not 0.0 < getattr(self, name) < 1.0:
+                raise ValueError(f"`{name}` must be in (0, 1); got {getattr(self, name)!r}.")
+        if not self.target_width > 0.0:
+            raise ValueError(f"`target_width` must be positive; got {self.target_width!r}.")
+        if not 0.0 <= self.max_autocorrelation < 1.0:
+            raise ValueError(f"`max_autocorrelation` must be in [0, 1); got {self.max_autocorrelation!r}.")
+        low, high = self.work_range
+        if not 0.0 < low < high:
+            raise ValueError(f"`work_range` must be (a, b) with 0 < a < b; got {self.work_range!r}.")
+        object.__setattr__(self, "work_range", (float(low), float(high)))
+        for name, minimum in (("min_subsessions", 3), ("budget_rounds", 1), ("trial_rounds", 1),
+                              ("first_estimate_rounds", 2), ("edm_min_size", 2)):
+            if getattr(self, name) < minimum:
+                raise ValueError(f"`{name}` must be at least {minimum}; got {getattr(self, name)!r}.")
+        for name in ("min_round_duration", "budget_seconds", "first_estimate_seconds"):
+            if not getattr(self, name) >= 0.0:
+                raise ValueError(f"`{name}` must be at least 0; got {getattr(self, name)!r}.")
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    """One round as persisted: the lead stores it as a row before the next round starts.
+
+    Attributes
+    ----------
+    index : int
+        0-based position in the session (over all workloads).
+    workload : str
+    work_amount : float
+    outcome : RoundOutcome
+    analysed : bool
+        False for rounds shorter than ``min_round_duration``: stored, never analysed.
+    """
+
+    index: int
+    workload: str
+    work_amount: float
+    outcome: RoundOutcome
+    analysed: bool
+
+
+@dataclass(frozen=True)
+class MetricEstimate:
+    """The state of one metric of one workload after a round (spec §2, §3, §4).
+
+    Attributes
+    ----------
+    metric : str
+    mean : float or None
+        Mean of the subsession means (WPS: the stable per-unit value); None before any sample.
+    subsession_size : int
+        q (WPS: rounds merged into one regression point).
+    variance : float
+        Variance of the subsession means s_q² (WPS: ``n`` times the squared standard error, so
+        ``variance / n`` is the variance of the mean as for every other estimate).
+    n : int
+        Number of subsessions m (WPS: regression points).
+    sample_count : int
+        Samples analysed: stable unit readings, round readings, or rounds for WPS.
+    ci_low, ci_high : float or None
+        The CI, None while it cannot be computed (or, WPS, is unbounded).
+    autocorrelation : float or None
+        r_1 achieved.
+    warmup_removed : int
+        Samples dropped as non-stable (unit readings outside the stable phase; WPS: rounds below
+        α·v).
+    converged : bool
+        Full width ≤ ``target_width · |mean|``, and (samples) also at every smaller subsession size
+        with at least ``min_subsessions`` blocks: the stop rule of a session (see
+        ``_narrow_at_smaller_sizes``).
+    stable_phase : bool
+        False when some round had no dominant stable phase (its unit readings are not used).
+    message : str
+        Why the estimate is not valid, or what was flagged; empty when nothing to say.
+    target_half_width : float or None
+        ``target_width · |mean| / 2``; None before any sample.
+    confidence : float
+        Level of the CI.
+    shortfall : int or None
+        While the CI cannot be computed: the further samples :func:`results.stats.subsessions`
+        asks for (None for WPS).
+    method : str
+        ``"samples"`` (subsession analysis of samples) or ``"wps"`` (regression).
+    """
+
+    metric: str
+    mean: float | None
+    subsession_size: int
+    variance: float
+    n: int
+    sample_count: int
+    ci_low: float | None
+    ci_high: float | None
+    autocorrelation: float | None
+    warmup_removed: int
+    converged: bool
+    stable_phase: bool
+    message: str
+    target_half_width: float | None = None
+    confidence: float = 0.95
+    shortfall: int | None = None
+    method: str = "samples"
+
+    @property
+    def valid(self):
+        """True when the CI could be computed."""
+        return self.ci_low is not None
+
+    @functools.cached_property
+    def needed_samples(self):
+        """Further samples needed to reach the target width (spec §3); 0 when converged, None if unknown.
+
+        ``required_subsessions × q − sample_count``, at least one subsession while not converged;
+        the shortfall while the CI cannot be computed. WPS counts rounds, assuming the width
+        shrinks as ``1/sqrt(rounds)``. Computed on first use: it iterates t quantiles, which a
+        loop that only needs `converged` should not pay for after every round.
+        """
+        if self.converged:
+            return 0
+        if not self.valid:
+            return self.shortfall
+        if not self.target_half_width or not math.isfinite(self.ci_high - self.ci_low):
+            return None
+        if self.method == "wps":
+            ratio = (self.ci_high - self.ci_low) / (2.0 * self.target_half_width)
+            return max(math.ceil(self.sample_count * (ratio * ratio - 1.0)), self.subsession_size)
+        m = int(required_subsessions(self.variance, self.target_half_width, confidence=self.confidence))
+        return max(m * self.subsession_size - self.sample_count, self.subsession_size)
+
+    @property
+    def relative_width(self):
+        """Full CI width over |mean|, None when unknown."""
+        if not self.valid or not self.mean:
+            return None
+        return (self.ci_high - self.ci_low) / abs(self.mean)
+
+
+@dataclass(frozen=True)
+class PairComparison:
+    """Two adjacent workloads in the ranking of one metric (Pilot §III-F; spec §5).
+
+    Attributes
+    ----------
+    metric : str
+    better, worse : str
+        Workloads, by the metric's direction (lower mean for lower-is-better).
+    better_mean, worse_mean : float
+    pvalue : float
+        Welch's two-sided p-value.
+    overlap : bool
+        Whether the two CIs overlap.
+    resolved : bool
+        Non-overlapping CIs, or ``pvalue < alpha``. Unresolved never means "equal".
+    """
+
+    metric: str
+    better: str
+    worse: str
+    better_mean: float
+    worse_mean: float
+    pvalue: float
+    overlap: bool
+    resolved: bool
+
+
+@dataclass(frozen=True)
+class MetricProgress:
+    """CI width against the target for one metric of one workload."""
+
+    workload: str
+    metric: str
+    relative_width: float | None
+    target_width: float
+    converged: bool
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a progress bar shows after a round.
+
+    Attributes
+    ----------
+    rounds_done : int
+    elapsed : float
+        Session seconds so far.
+    estimated_remaining : float or None
+        Seconds still needed by the §3/§5 rules at the current estimates; None when unknown.
+    metrics : tuple of MetricProgress
+    comparisons : tuple of PairComparison
+    """
+
+    rounds_done: int
+    elapsed: float
+    estimated_remaining: float | None
+    metrics: tuple
+    comparisons: tuple = ()
+
+
+@dataclass(frozen=True)
+class SessionOutcome:
+    """The result of :func:`run_session`.
+
+    Attributes
+    ----------
+    status : SessionStatus
+    estimates : dict of str to dict of str to MetricEstimate
+        ``estimates[workload][metric]`` after the last round.
+    comparisons : list of PairComparison
+        Adjacent pairs per metric, best first (comparison sessions only).
+    additional_seconds_needed : float or None
+        When the budget ran out: the further time the §3 rule (required subsessions × q × seconds
+        per sample; §5 for unresolved pairs) estimates; None otherwise or when unknown.
+    rounds : list of RoundRecord
+        Every round, the resumed ones included.
+    elapsed : float
+        Session seconds (stored rounds' durations plus this run's clock time).
+    message : str
+    """
+
+    status: SessionStatus
+    estimates: dict
+    comparisons: list
+    additional_seconds_needed: float | None
+    rounds: list
+    elapsed: float
+    message: str = ""
+
+
+def run_session(
+    workloads: Mapping[str, Callable[[float], RoundOutcome]],
+    metrics: Sequence[MetricSpec],
+    targets: SessionTargets,
+    *,
+    previous_rounds: Sequence[RoundRecord] = (),
+    on_round: Callable[[RoundRecord, Progress], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> SessionOutcome:
+    """Run rounds until every CI reaches its target, the comparison is resolved, or the budget ends.
+
+    One workload: rounds are planned by :func:`work_amount_plan` and the session stops when every
+    metric has converged (Pilot §III-E). Two or more workloads: rounds are interleaved,
+    A1 B1 C1 A2 B2 C2 …, and the session stops when Pilot's comparing rule holds after a complete
+    cycle (§III-F; spec §5): every CI can be computed, every adjacent pair by mean is resolved
+    (:func:`compare`), and, if ``targets.require_width_in_comparison``, every CI is narrow enough.
+
+    Parameters
+    ----------
+    workloads : mapping of str to callable
+        ``workload(work_amount) -> RoundOutcome``; interleaved in mapping order.
+    metrics : sequence of MetricSpec
+        Every round must give a reading for each.
+    targets : SessionTargets
+    previous_rounds : sequence of RoundRecord, optional
+        Rounds of an interrupted session, in order: they are re-analysed and the work-amount
+        sequence continues after them.
+    on_round : callable, optional
+        ``on_round(record, progress)``, called after every round before the next starts (persist
+        the round there).
+    should_stop : callable, optional
+        Polled before every round; True cancels the session.
+    clock : callable, optional
+        Seconds, monotonic; inject a fake one to simulate time.
+
+    Returns
+    -------
+    SessionOutcome
+
+    Notes
+    -----
+    The time budget counts the stored rounds' durations plus this run's clock time, so a resumed
+    session does not restart its budget. Exceptions from a workload propagate; the rounds already
+    passed to `on_round` are what a resumed session continues from.
+    """
+    if not workloads:
+        raise ValueError("A session needs at least one workload.")
+    metrics = _check_metrics(metrics)
+    names = list(workloads)
+    rounds = [_check_record(record, names, metrics) for record in previous_rounds]
+    analyser = _Analyser(metrics, targets)
+    comparing = len(names) > 1
+    prior_seconds = sum(record.outcome.duration for record in rounds)
+    started = clock()
+
+    def elapsed():
+        return prior_seconds + (clock() - started)
+
+    state = analyser.state(rounds, comparing=comparing)
+    status = None
+    while True:
+        cycle_done = len(rounds) % len(names) == 0
+        if rounds and cycle_done and state.done:
+            status = SessionStatus.RESOLVED if comparing else SessionStatus.CONVERGED
+            break
+        if len(rounds) >= targets.budget_rounds or elapsed() >= targets.budget_seconds:
+            status = SessionStatus.UNRESOLVED if comparing else SessionStatus.BUDGET_EXHAUSTED
+            break
+        if should_stop is not None and should_stop():
+            status = SessionStatus.CANCELLED
+            break
+        name = names[len(rounds) % len(names)]
+        mine = [record for record in rounds if record.workload == name]
+        work_amount = work_amount_plan(mine, targets, floor=state.floor(name), cap=state.cap(name))
+        outcome = workloads[name](work_amount)
+        _check_outcome(outcome, name, metrics)
+        record = RoundRecord(
+            index=len(rounds),
+            workload=name,
+            work_amount=work_amount,
+            outcome=outcome,
+            analysed=outcome.duration >= targets.min_round_duration,
+        )
+        rounds.append(record)
+        state = analyser.state(rounds, comparing=comparing)
+        if on_round is not None:
+            on_round(record, state.progress(len(rounds), elapsed()))
+
+    exhausted = status in (SessionStatus.UNRESOLVED, SessionStatus.BUDGET_EXHAUSTED)
+    message = ""
+    if status is SessionStatus.UNRESOLVED:
+        message = NO_DIFFERENCE_RESOLVED
+    elif status is SessionStatus.BUDGET_EXHAUSTED:
+        message = "Budget exhausted before every CI reached the target width."
+    return SessionOutcome(
+        status=status,
+        estimates=state.estimates,
+        comparisons=list(state.comparisons),
+        additional_seconds_needed=state.remaining_seconds if exhausted else None,
+        rounds=rounds,
+        elapsed=elapsed(),
+        message=message,
+    )
+
+
+def analyse(rounds, metrics, targets):
+    """Estimate every metric of every workload from the rounds so far (spec §2–§4).
+
+    Per workload, the analysed rounds' samples are collected in time order: with
+    ``warmup="edm"``, the stable phase of each round's unit readings (rounds without a dominant
+    stable phase are flagged and left out); with ``warmup="none"``, all unit readings; without
+    unit readings, one reading per round. Subsession analysis (§2) then gives the CI (§3). With
+    ``warmup="wps"`` the estimate is the WPS regression over rounds (§4).
+
+    Parameters
+    ----------
+    rounds : sequence of RoundRecord
+    metrics : sequence of MetricSpec
+    targets : SessionTargets
+
+    Returns
+    -------
+    dict of str to dict of str to MetricEstimate
+        ``estimates[workload][metric]``, workloads in order of first appearance.
+    """
+    return _Analyser(_check_metrics(metrics), targets).estimates(rounds)
+
+
+def analysed_samples(rounds, metric, workload, targets):
+    """The samples behind :func:`analyse`'s estimate of one metric of one workload.
+
+    The stable unit readings (or one reading per round) in time order, as subsession analysis
+    sees them; None with ``warmup="wps"``, whose estimate is a regression over rounds.
+    """
+    if targets.warmup is WarmupMethod.WPS:
+        return None
+    spec = MetricSpec(metric, "")
+    mine = [record for record in rounds if record.workload == workload]
+    return _Analyser((spec,), targets).samples(mine, spec)[0]
+
+
+def compare(estimates, metrics, targets):
+    """Rank workloads per metric and test every adjacent pair (Pilot §III-F; spec §5).
+
+    Workloads are ordered best first by mean (ascending for lower-is-better). A pair is resolved
+    when its CIs do not overlap or Welch's p < ``targets.alpha``. Metrics where some workload has
+    no valid CI yet give no pairs (rule 1 not met).
+
+    Parameters
+    ----------
+    estimates : dict of str to dict of str to MetricEstimate
+        As returned by :func:`analyse`.
+    metrics : sequence of MetricSpec
+    targets : SessionTargets
+
+    Returns
+    -------
+    list of PairComparison
+    """
+    pairs = []
+    for spec in _check_metrics(metrics):
+        column = {name: per_metric[spec.name] for name, per_metric in estimates.items()}
+        if len(column) < 2 or not all(estimate.valid for estimate in column.values()):
+            continue
+        sign = 1.0 if spec.direction is Direction.LOWER_IS_BETTER else -1.0
+        ranked = sorted(column, key=lambda name: sign * column[name].mean)
+        for better, worse in itertools.pairwise(ranked):
+            a, b = column[better], column[worse]
+            overlap = a.ci_low <= b.ci_high and b.ci_low <= a.ci_high
+            pvalue = float(welch_test(a.mean, a.variance, a.n, b.mean, b.variance, b.n).pvalue)
+            pairs.append(PairComparison(
+                metric=spec.name,
+                better=better,
+                worse=worse,
+                better_mean=a.mean,
+                worse_mean=b.mean,
+                pvalue=pvalue,
+                overlap=overlap,
+                resolved=not overlap or pvalue < targets.alpha,
+            ))
+    return pairs
+
+
+def progress(rounds, metrics, targets, *, elapsed=None):
+    """Progress after the given stored rounds (what :func:`run_session` passes to ``on_round``).
+
+    Parameters
+    ----------
+    rounds : sequence of RoundRecord
+    metrics : sequence of MetricSpec
+    targets : SessionTargets
+    elapsed : float, optional
+        Session seconds so far; the sum of the round durations when omitted.
+
+    Returns
+    -------
+    Progress
+    """
+    rounds = list(rounds)
+    comparing = len({record.workload for record in rounds}) > 1
+    state = _Analyser(_check_metrics(metrics), targets).state(rounds, comparing=comparing)
+    if elapsed is None:
+        elapsed = sum(record.outcome.duration for record in rounds)
+    return state.progress(len(rounds), elapsed)
+
+
+def work_amount_plan(rounds, targets, *, floor=None, cap=None):
+    """The next work amount of one workload, from its rounds so far (Pilot §III-A, §III-E; spec §4).
+
+    1. After a round shorter than ``min_round_duration`` (stored, not analysed), the work amount
+       doubles and the lower end a of the valid range is raised to it.
+    2. The first ``trial_rounds`` long-enough rounds run at a, to learn the seconds per work unit.
+    3. Up to ``first_estimate_rounds`` rounds then grow by k seconds each, k from Pilot eq. 5
+       with the trial duration s and T = ``first_estimate_seconds``, for a quick first estimate.
+    4. Then the breadth-first midpoints of (a, b): a + (b−a)/2, a + (b−a)/4, a + 3(b−a)/4, …
+
+    Parameters
+    ----------
+    rounds : sequence of RoundRecord
+        This workload's rounds, in order.
+    targets : SessionTargets
+    floor : float, optional
+        Raise a to this (WPS: α·v of the latest fit).
+    cap : float, optional
+        Largest useful work amount: the work units expected to supply the samples still needed
+        (§3 drives the session), so the last round does not overshoot.
+
+    Returns
+    -------
+    float
+    """
+    low, high = targets.work_range
+    long_rounds = []
+    for record in rounds:
+        if record.outcome.duration < targets.min_round_duration:
+            low = max(low, min(2.0 * record.work_amount, high))
+        else:
+            long_rounds.append(record)
+    if floor is not None:
+        low = min(max(low, floor), high)
+    if rounds and rounds[-1].outcome.duration < targets.min_round_duration:
+        return _whole(low, targets)
+    done = len(long_rounds)
+    if done < targets.trial_rounds:
+        return _whole(low, targets)
+    if done < targets.first_estimate_rounds:
+        trials = long_rounds[: targets.trial_rounds]
+        seconds = float(np.mean([record.outcome.duration for record in trials]))
+        units = float(np.mean([record.work_amount for record in trials]))
+        step = _round_increment(seconds, targets.first_estimate_rounds, targets.first_estimate_seconds)
+        amount = units * (seconds + done * step) / seconds
+    else:
+        amount = _midpoint(low, high, done - targets.first_estimate_rounds + 1)
+    if cap is not None:
+        amount = min(amount, cap)
+    return _whole(min(max(amount, low), high), targets)
+
+
+def _whole(amount, targets):
+    if targets.whole_units:
+        return float(math.ceil(amount - 1e-9))
+    return float(amount)
+
+
+def _round_increment(first_duration, rounds, target_seconds):
+    """k of Pilot eq. 5, never negative: when n rounds of length s already take T, rounds stay at s."""
+    if target_seconds <= 0.0 or first_duration <= 0.0:
+        return 0.0
+    return max(0.0, round_increment(first_duration, rounds, target_time=target_seconds))
+
+
+def _midpoint(low, high, position):
+    """The `position`-th (1-based) breadth-first midpoint of (low, high) (spec §4)."""
+    return float(work_amounts(low, high, position)[-1])
+
+
+def _check_metrics(metrics):
+    metrics = tuple(metrics)
+    if not metrics:
+        raise ValueError("A session needs at least one metric.")
+    names = [spec.name for spec in metrics]
+    if len(set(names)) != len(names):
+        raise ValueError(f"Metric names must be unique; got {names}.")
+    return metrics
+
+
+def _check_outcome(outcome, workload, metrics):
+    if not isinstance(outcome, RoundOutcome):
+        raise TypeError(f"Workload {workload!r} returned {type(outcome).__name__}, not RoundOutcome.")
+    if not (math.isfinite(outcome.duration) and outcome.duration >= 0.0):
+        raise ValueError(f"Workload {workload!r} returned the duration {outcome.duration!r}.")
+    missing = [spec.name for spec in metrics if spec.name not in outcome.readings]
+    if missing:
+        raise ValueError(f"Workload {workload!r} returned no reading for {', '.join(missing)}.")
+
+
+def _check_record(record, names, metrics):
+    if record.workload not in names:
+        raise ValueError(f"Stored round {record.index} belongs to the unknown workload {record.workload!r}.")
+    _check_outcome(record.outcome, record.workload, metrics)
+    return record
+
+
+class _State:
+    """What the loop decides from, after some rounds: estimates, comparisons, what is still needed.
+
+    The estimates and the stop rule are computed at once; the §3/§5 sample counts (which iterate
+    t quantiles) only when progress, a work-amount cap or the budget report asks for them.
+    """
+
+    def __init__(self, analyser, rounds, *, comparing):
+        self.analyser = analyser
+        self.targets = analyser.targets
+        self.metrics = analyser.metrics
+        self.by_workload = _group(rounds)
+        self.comparing = comparing
+        self.estimates = {
+            name: {spec.name: analyser.estimate(mine, spec) for spec in self.metrics}
+            for name, mine in self.by_workload.items()
+        }
+        self.comparisons = tuple(compare(self.estimates, self.metrics, self.targets)) if comparing else ()
+        everything = [estimate for per_metric in self.estimates.values() for estimate in per_metric.values()]
+        converged = bool(everything) and all(estimate.converged for estimate in everything)
+        if comparing:
+            expected = len(self.metrics) * (len(self.estimates) - 1)
+            self.done = (
+                all(estimate.valid for estimate in everything)
+                and len(self.comparisons) == expected
+                and all(pair.resolved for pair in self.comparisons)
+                and (converged or not self.targets.require_width_in_comparison)
+            )
+        else:
+            self.done = converged
+
+    @functools.cached_property
+    def needed(self):
+        """Further samples per workload: the §3 width rule and, comparing, the §5 Welch rule."""
+        targets = self.targets
+        needed = {}
+        for name, per_metric in self.estimates.items():
+            counts = [
+                estimate.needed_samples
+                for estimate in per_metric.values()
+                if not estimate.valid or not self.comparing or targets.require_width_in_comparison
+            ]
+            needed[name] = None if None in counts else max(counts, default=0)
+        for pair in self.comparisons:
+            if pair.resolved:
+                continue
+            a = self.estimates[pair.better][pair.metric]
+            b = self.estimates[pair.worse][pair.metric]
+            try:
+                m = welch_required_subsessions(a.mean, a.variance, b.mean, b.variance, alpha=targets.alpha)
+            except StatisticsError:
+                # Equal means: no number of samples is known to resolve them.
+                needed[pair.better] = needed[pair.worse] = None
+                continue
+            for name, estimate in ((pair.better, a), (pair.worse, b)):
+                # Still unresolved at m subsessions means at least one more subsession.
+                more = max(m * estimate.subsession_size - estimate.sample_count, estimate.subsession_size)
+                if needed[name] is not None:
+                    needed[name] = max(needed[name], more)
+        return needed
+
+    @functools.cached_property
+    def remaining_seconds(self):
+        """Needed samples × seconds per sample (all of a workload's round time over its samples)."""
+        if self.done:
+            return 0.0
+        total = 0.0
+        for name, samples in self.needed.items():
+            count = max(estimate.sample_count for estimate in self.estimates[name].values())
+            if samples is None or count == 0:
+                return None
+            total += samples * sum(record.outcome.duration for record in self.by_workload[name]) / count
+        return total
+
+    def floor(self, name):
+        """WPS: the work amount α·v of the latest fit, below which rounds are not analysed."""
+        if self.targets.warmup is not WarmupMethod.WPS or name not in self.by_workload:
+            return None
+        return self.analyser.wps_floor(self.by_workload[name])
+
+    def cap(self, name):
+        """Work units expected to yield the unit readings still needed; None without unit readings."""
+        rounds = [record for record in self.by_workload.get(name, ()) if record.analysed]
+        if self.targets.warmup is WarmupMethod.WPS or not rounds:
+            return None
+        with_units = [spec.name for spec in self.metrics
+                      if all(record.outcome.unit_readings.get(spec.name) for record in rounds)]
+        if not with_units:
+            return None
+        samples = self.needed[name]
+        units = sum(record.work_amount for record in rounds)
+        rates = [self.estimates[name][metric].sample_count / units for metric in with_units]
+        if samples is None or min(rates) == 0.0:
+            return None
+        return max(samples, 1) / min(rates)
+
+    def progress(self, rounds_done, elapsed):
+        widths = tuple(
+            MetricProgress(
+                workload=name,
+                metric=metric,
+                relative_width=estimate.relative_width,
+                target_width=self.targets.target_width,
+                converged=estimate.converged,
+            )
+            for name, per_metric in self.estimates.items()
+            for metric, estimate in per_metric.items()
+        )
+        return Progress(
+            rounds_done=rounds_done,
+            elapsed=elapsed,
+            estimated_remaining=self.remaining_seconds,
+            metrics=widths,
+            comparisons=self.comparisons,
+        )
+
+
+class _Analyser:
+    """Estimates from rounds, remembering each round's stable phase (it never changes)."""
+
+    def __init__(self, metrics, targets):
+        self.metrics = metrics
+        self.targets = targets
+        self.phases = {}
+        self.fits = {}
+
+    def estimates(self, rounds):
+        return self.state(rounds, comparing=False).estimates
+
+    def state(self, rounds, *, comparing):
+        return _State(self, rounds, comparing=comparing)
+
+    def wps(self, rounds):
+        """The WPS fit over analysed rounds at or above α·v of a first fit (Pilot §III-A).
+
+        Returns ``(fit, excluded, error)``; `fit` is None while the fit is not possible and
+        `error` then says why.
+        """
+        rounds = [record for record in rounds if record.analysed]
+        fit, error = self.fit(rounds)
+        if fit is None:
+            return None, 0, error
+        floor = fit.alpha * fit.v
+        kept = [record for record in rounds if record.work_amount >= floor]
+        if len(kept) == len(rounds):
+            return fit, 0, None
+        refit, error = self.fit(kept)
+        return refit, len(rounds) - len(kept), error
+
+    def fit(self, rounds):
+        key = tuple(record.index for record in rounds)
+        if key not in self.fits:
+            work = [record.work_amount for record in rounds]
+            try:
+                if len(set(work)) < 2:
+                    raise NotEnoughSamples("WPS needs rounds of different work amounts.",
+                                           needed=max(1, self.targets.min_subsessions - len(work)))
+                self.fits[key] = (wps_fit(work, [record.outcome.duration for record in rounds],
+                                          confidence=self.targets.confidence,
+                                          max_autocorrelation=self.targets.max_autocorrelation,
+                                          min_subsessions=self.targets.min_subsessions), None)
+            except StatisticsError as error:
+                self.fits[key] = (None, error)
+        return self.fits[key]
+
+    def wps_floor(self, rounds):
+        """α·v of the fit on all analysed rounds: the work the non-stable phases take."""
+        fit, _ = self.fit([record for record in rounds if record.analysed])
+        if fit is None or fit.alpha <= 0.0:
+            return None
+        return fit.alpha * fit.v
+
+    def wps_estimate(self, rounds, spec):
+        """The WPS fit as an estimate: seconds per unit (lower is better) or units per second."""
+        targets = self.targets
+        fit, excluded, error = self.wps(rounds)
+        count = sum(record.analysed for record in rounds) - excluded
+        base = {"metric": spec.name, "sample_count": count, "warmup_removed": excluded, "stable_phase": True,
+                "confidence": targets.confidence, "method": "wps"}
+        if fit is None:
+            return MetricEstimate(
+                mean=None, subsession_size=1, variance=0.0, n=count, ci_low=None, ci_high=None,
+                autocorrelation=None, converged=False, message=str(error), target_half_width=None,
+                shortfall=getattr(error, "needed", None), **base,
+            )
+        if spec.direction is Direction.HIGHER_IS_BETTER and not fit.bounded:
+            return MetricEstimate(
+                mean=float(fit.v), subsession_size=fit.subsession_size, variance=0.0, n=fit.n, ci_low=None,
+                ci_high=None, autocorrelation=fit.autocorrelation, converged=False,
+                message="The CI of v is unbounded: the slope is not significantly positive.",
+                target_half_width=targets.target_width * fit.v / 2.0, shortfall=fit.subsession_size, **base,
+            )
+        if spec.direction is Direction.LOWER_IS_BETTER:
+            mean, low, high, stderr = fit.slope, fit.slope_low, fit.slope_high, fit.slope_stderr
+        else:
+            # Delta method for the variance of 1/slope; the CI itself is the exact image [1/β_hi, 1/β_lo].
+            mean, low, high, stderr = fit.v, fit.low, fit.high, fit.slope_stderr / fit.slope**2
+        half_width = targets.target_width * abs(mean) / 2.0
+        return MetricEstimate(
+            mean=float(mean), subsession_size=fit.subsession_size, variance=float(stderr**2 * fit.n), n=fit.n,
+            ci_low=float(low), ci_high=float(high), autocorrelation=fit.autocorrelation,
+            converged=bool(high - low <= 2.0 * half_width), message="", target_half_width=half_width, **base,
+        )
+
+    def estimate(self, rounds, spec):
+        if self.targets.warmup is WarmupMethod.WPS:
+            return self.wps_estimate(rounds, spec)
+        samples, removed, unstable, flagged = self.samples(rounds, spec)
+        message = ""
+        if unstable:
+            message = f"No dominant stable phase in {unstable} of {len(rounds)} rounds; their unit readings are left out."
+        if flagged:
+            message = " ".join(filter(None, (message, NO_UNIT_READINGS)))
+        return self.from_samples(spec, samples, removed=removed, stable=not unstable, message=message)
+
+    def samples(self, rounds, spec):
+        targets = self.targets
+        chunks = []
+        removed = unstable = 0
+        flagged = False
+        for record in rounds:
+            if not record.analysed:
+                continue
+            units = record.outcome.unit_readings.get(spec.name)
+            if units is None or len(units) == 0:
+                chunks.append(np.array([record.outcome.readings[spec.name]], dtype=float))
+                flagged = flagged or targets.warmup is WarmupMethod.EDM
+                continue
+            units = np.asarray(units, dtype=float)
+            if targets.warmup is WarmupMethod.NONE or units.size < targets.edm_min_size:
+                # Fewer unit readings than one EDM segment cannot hold a change point.
+                chunks.append(units)
+                continue
+            key = (record.index, record.workload, spec.name)
+            if key not in self.phases:
+                self.phases[key] = stable_phase(units, min_size=targets.edm_min_size)
+            phase = self.phases[key]
+            if phase.dominant:
+                chunks.append(units[phase.segment])
+                removed += units.size - (phase.stop - phase.start)
+            else:
+                unstable += 1
+                removed += units.size
+        samples = np.concatenate(chunks) if chunks else np.empty(0)
+        return samples, removed, unstable, flagged
+
+    def from_samples(self, spec, samples, *, removed, stable, message):
+        targets = self.targets
+        count = int(samples.size)
+        base = {"metric": spec.name, "sample_count": count, "warmup_removed": removed, "stable_phase": stable,
+                "confidence": targets.confidence}
+        try:
+            if count == 0:
+                raise NotEnoughSamples("No samples yet.", needed=targets.min_subsessions)
+            result = subsessions(samples, max_autocorrelation=targets.max_autocorrelation,
+                                 min_subsessions=targets.min_subsessions)
+        except NotEnoughSamples as error:
+            mean = float(samples.mean()) if count else None
+            return MetricEstimate(
+                mean=mean, subsession_size=1, variance=0.0, n=count, ci_low=None, ci_high=None,
+                autocorrelation=None, converged=False, message=" ".join(filter(None, (message, str(error)))),
+                target_half_width=None if mean is None else targets.target_width * abs(mean) / 2.0,
+                shortfall=error.needed, **base,
+            )
+        interval = mean_interval(result.mean, result.variance, result.n, confidence=targets.confidence)
+        half_width = targets.target_width * abs(result.mean) / 2.0
+        if half_width == 0.0:
+            message = " ".join(filter(None, (message, "The mean is zero: a relative width cannot be reached.")))
+        converged = bool(interval.high - interval.low <= 2.0 * half_width)
+        if converged and result.subsession_size > 1:
+            converged = _narrow_at_smaller_sizes(samples, result.subsession_size, half_width, targets)
+        return MetricEstimate(
+            mean=result.mean, subsession_size=result.subsession_size, variance=result.variance, n=result.n,
+            ci_low=float(interval.low), ci_high=float(interval.high), autocorrelation=result.autocorrelation,
+            converged=converged, message=message, target_half_width=half_width, **base,
+        )
+
+
+def _narrow_at_smaller_sizes(samples, size, half_width, targets):
+    """Whether the §3 CI is within `half_width` at every subsession size below `size` too (the stop rule).
+
+    The session looks after every round, and §2 picks q afresh at each look; stopping at the first
+    narrow CI then favours looks whose q happened to give a low variance. For i.i.d. data §2 leaves
+    q = 1 on a chance |r_1| > ρ_max, which is as often a negative r_1, and then the block means of
+    q = 2 have a variance below the truth exactly when q = 1 was rejected: measured coverage of the
+    final 95% CI 0.91 (0.87–0.92 in the benchmark). So the session stops only when the CI is narrow at
+    every q' ≤ q with at least ``min_subsessions`` blocks: the variance of the mean estimated from
+    block means grows with the block size until it reaches the long-run variance, for positively
+    correlated data (batch means; Flyvbjerg & Petersen, J. Chem. Phys. 91, 1989, read the plateau as
+    the maximum), so a smaller q that shows *more* variance means the chosen q's estimate is low by
+    chance. It costs nothing while q = 1; on the same seeds it raises coverage from 0.9175 to 0.9375
+    (800 sessions, sd 20%, +10% samples) and, in ``benchmarks/time_to_decision.py``, from 0.89–0.92 to
+    0.925–0.94 at 0.98–1.19× the oracle. What remains on i.i.d. data is Chow & Robbins' O(1/n) deficit
+    of any sequential fixed-width t interval (a q = 1 sequential rule: 0.937 at n ≈ 20–40, 0.946 at
+    n ≈ 140). The reported CI is still §3's at §2's q; only the decision to stop is more careful.
+
+    Measured and not chosen: q non-decreasing over looks (the noisy |r_1| test at 10–20 blocks
+    ratchets i.i.d. data to q ≈ 10–20: 1.5–2× the samples, coverage not better), looks only after
+    10–20% more samples (group-sequential: +4–9% samples, coverage +0.00–0.01), a variance upper
+    confidence bound or a t quantile at a higher confidence in the stop rule (Chow & Robbins' O(1/n)
+    deficit of a sequential fixed-width interval shrinks only as the cost grows), and 20–30
+    subsessions before the first look (+30–130% samples at small n).
+    """
+    count = samples.size
+    sizes = np.arange(1, size)
+    sizes = sizes[count // sizes >= targets.min_subsessions]
+    if sizes.size == 0:
+        return True
+    variances = np.empty(sizes.size)
+    blocks = count // sizes
+    for index, (q, m) in enumerate(zip(sizes, blocks)):
+        variances[index] = samples[count - m * q:].reshape(m, q).mean(axis=1).var(ddof=1)
+    widths = mean_interval(0.0, variances, blocks, confidence=targets.confidence).half_width
+    return bool(np.all(np.atleast_1d(widths) <= half_width))
+
+
+def _group(rounds):
+    grouped = {}
+    for record in rounds:
+        grouped.setdefault(record.workload, []).append(record)
+    return grouped

@@ -1,0 +1,150 @@
+"""Sessions on a real Redis broker and real Celery worker processes: scheduled, cancelled, killed."""
+
+import json
+import os
+import signal
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+from django_celery_beat.models import PeriodicTask
+
+from pilotweb.celery import app
+from results.models import Result
+from runner import services
+from runner.models import Round, Session, SessionStatus
+from tests.factories import MachineFactory, ProjectFactory
+from tests.processes import worker_process
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+SLEEPER = Path(__file__).with_name("fake_benchmark.py")
+
+
+def database_url() -> str:
+    settings = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{settings['NAME']}"
+    return f"postgres://{settings['USER']}@{settings['HOST']}:{settings['PORT']}/{settings['NAME']}"
+
+
+@pytest.fixture
+def broker(redis_url):
+    """Point this process's Celery producer at the test Redis."""
+    previous = app.conf.broker_url, app.conf.result_backend
+    app.conf.broker_url = app.conf.result_backend = redis_url
+    app.close()
+    yield redis_url
+    app.conf.broker_url, app.conf.result_backend = previous
+    app.close()
+
+
+@pytest.fixture
+def machine(db):
+    return MachineFactory(name="integration", queue=f"bench.integration-{os.getpid()}")
+
+
+def bench_worker(redis_url, machine, tmp_path, name="first"):
+    return worker_process(redis_url=redis_url, queues=[machine.queue, "analysis"], log=tmp_path / f"{name}.log",
+                          environment={"DATABASE_URL": database_url()})
+
+
+def wait_for(condition, *, timeout=90.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def sort_job(staff, machine, **overrides):
+    fields = {"project": ProjectFactory(name="Integration"), "name": "sort", "benchmark": "sort", "machine": machine,
+              "workload_kind": "builtin", "builtin": "sort", "work_min": 10, "work_max": 60,
+              "min_round_duration": 0.0, "budget_seconds": 30, "budget_rounds": 60, "target_width": 0.5}
+    return services.create_job(user=staff, **{**fields, **overrides})
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def finished(session_id):
+    session = Session.objects.get(pk=session_id)
+    return session if session.finished else None
+
+
+def test_a_scheduled_job_runs_on_its_machine_queue_and_stores_its_results(staff, machine, broker, tmp_path):
+    job = sort_job(staff, machine, cron="0 3 * * *")
+    task = PeriodicTask.objects.get(pk=job.schedule_id)
+
+    with bench_worker(broker, machine, tmp_path):
+        # What celery beat does when the cron fires.
+        app.send_task(task.task, args=json.loads(task.args), queue=task.queue)
+        session = wait_for(lambda: Session.objects.filter(job=job).first(), what="the scheduled session")
+        session = wait_for(lambda: finished(session.pk), what="the session to finish")
+
+    assert session.status in (SessionStatus.CONVERGED, SessionStatus.BUDGET_EXHAUSTED), session.error
+    assert session.trigger == "schedule"
+    rounds = list(session.rounds.order_by("index"))
+    assert [r.index for r in rounds] == list(range(len(rounds))) and rounds
+    run = session.runs.get()
+    assert run.kind == "nightly" and run.machine == machine
+    result = Result.objects.get(run=run)
+    assert result.metric.benchmark.name == "sort" and result.n >= 10 and result.samples is not None
+
+
+def test_cancelling_kills_the_running_workload(staff, machine, broker, tmp_path):
+    job = services.create_job(
+        user=staff, project=ProjectFactory(), name="hang", benchmark="hang", machine=machine, workload_kind="command",
+        command=[sys.executable, str(SLEEPER), "hang", str(tmp_path / "pids.json")], round_timeout=120,
+        min_round_duration=0.0)
+
+    with bench_worker(broker, machine, tmp_path):
+        session = services.start_session(job=job, user=staff)
+        wait_for(lambda: Session.objects.filter(pk=session.pk, process_group__isnull=False).exists()
+                 and (tmp_path / "pids.json").exists(), what="the workload and its child to start")
+        group = Session.objects.get(pk=session.pk).process_group
+        started = time.monotonic()
+        services.cancel_session(session=session, user=staff)
+        session = wait_for(lambda: finished(session.pk), what="the cancelled session to finish")
+
+    assert session.status == SessionStatus.CANCELLED
+    assert time.monotonic() - started < 60
+    hung = json.loads((tmp_path / "pids.json").read_text())
+    assert hung["pgid"] == group
+    for pid in (hung["pid"], hung["child"]):
+        assert not alive(pid)
+
+
+def test_a_worker_killed_mid_session_loses_no_round_and_the_session_resumes(staff, machine, broker, tmp_path):
+    # A target no session reaches, so the worker is surely mid-session when it is killed.
+    job = sort_job(staff, machine, budget_rounds=400, budget_seconds=600, target_width=0.0001, work_max=400)
+    with bench_worker(broker, machine, tmp_path) as worker:
+        session = services.start_session(job=job, user=staff)
+        wait_for(lambda: Round.objects.filter(session=session).count() >= 5, what="five rounds")
+        os.killpg(worker.pid, signal.SIGKILL)
+        time.sleep(0.5)
+    kept = list(Round.objects.filter(session=session).order_by("index").values_list("index", flat=True))
+    assert kept == list(range(len(kept))) and len(kept) >= 5
+    assert Session.objects.get(pk=session.pk).status == SessionStatus.RUNNING
+
+    services.update_job(job=job, user=staff, target_width=0.5)
+    recovered = services.recover_stale_sessions(now=timezone.now() + timedelta(minutes=10))
+    assert [s.pk for s in recovered] == [session.pk]
+    with bench_worker(broker, machine, tmp_path, name="second"):
+        session = wait_for(lambda: finished(session.pk), what="the resumed session to finish")
+
+    assert session.status in (SessionStatus.CONVERGED, SessionStatus.BUDGET_EXHAUSTED), session.error
+    indexes = list(session.rounds.order_by("index").values_list("index", flat=True))
+    assert indexes[: len(kept)] == kept and indexes == list(range(len(indexes)))
+    assert session.attempt == 1 and session.runs.count() == 1
