@@ -1,0 +1,75 @@
+"""Runner endpoints: run now and cancel are for staff; progress is readable."""
+
+import pytest
+from django.test import Client
+
+from results import services as result_services
+from runner import services
+from runner.models import Session, SessionStatus
+from tests.factories import MachineFactory, ProjectFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def job(staff):
+    return services.create_job(user=staff, project=ProjectFactory(), name="sort", benchmark="sort",
+                               machine=MachineFactory(), workload_kind="builtin", builtin="sort")
+
+
+def client_for(user) -> Client:
+    _, token = result_services.create_api_token(user=user, name="tests")
+    return Client(headers={"Authorization": f"Bearer {token}"})
+
+
+def test_staff_run_a_job_now_and_read_its_progress(staff, job, django_capture_on_commit_callbacks):
+    client = client_for(staff)
+    with django_capture_on_commit_callbacks(execute=False) as enqueued:
+        response = client.post(f"/api/v1/jobs/{job.pk}/run", data={}, content_type="application/json")
+
+    assert response.status_code == 201, response.content
+    session_id = response.json()["id"]
+    assert len(enqueued) == 1
+    Session.objects.filter(pk=session_id).update(status=SessionStatus.RUNNING, progress={
+        "rounds_done": 7, "elapsed": 3.5, "estimated_remaining": 1.5,
+        "metrics": [{"workload": "A", "metric": "time", "relative_width": 0.14, "target_width": 0.1,
+                     "converged": False}]})
+
+    body = Client().get(f"/api/v1/sessions/{session_id}").json()
+    assert body["status"] == "running" and body["rounds_done"] == 7
+    assert body["progress"]["metrics"][0]["relative_width"] == 0.14
+
+
+def test_an_ordinary_user_cannot_run_or_cancel(user, staff, job, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False):
+        session = services.start_session(job=job, user=staff)
+    client = client_for(user)
+
+    assert client.post(f"/api/v1/jobs/{job.pk}/run", data={}, content_type="application/json").status_code == 403
+    assert client.post(f"/api/v1/sessions/{session.pk}/cancel").status_code == 403
+    assert Session.objects.count() == 1
+    assert Session.objects.get().status == SessionStatus.QUEUED
+
+
+def test_anonymous_visitors_cannot_run_a_job(job):
+    response = Client().post(f"/api/v1/jobs/{job.pk}/run", data={}, content_type="application/json")
+
+    assert response.status_code == 401
+    assert not Session.objects.exists()
+
+
+def test_jobs_are_listed_with_their_last_session(staff, job, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False):
+        services.start_session(job=job, user=staff)
+
+    body = Client().get("/api/v1/jobs").json()
+
+    assert body[0]["name"] == "sort" and body[0]["last_session"]["status"] == "queued"
+
+
+def test_a_non_staff_user_sees_no_jobs_in_the_admin(user, client):
+    user.is_staff = False
+    user.save()
+    client.force_login(user)
+
+    assert client.get("/admin/runner/job/").status_code == 302
