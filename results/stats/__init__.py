@@ -7,6 +7,7 @@ numpy and scipy only; nothing here imports Django. The formulas are stated in
 from ._base import ConfidenceInterval, NotEnoughSamples, StatisticsError
 from ._compare import WelchResult, welch_required_subsessions, welch_test
 from ._history import HistoryComparison, compare_with_history
+from ._pairwise import PairwiseComparison, compare_summaries
 from ._hierarchical import (
     RepetitionPlan,
     VarianceComponents,
@@ -30,6 +31,8 @@ from ._changepoint import EDMResult, StablePhaseResult, edm, stable_phase
 from ._wps import WPSResult, round_increment, work_amounts, wps_fit
 
 __all__ = [
+    "PairwiseComparison",
+    "compare_summaries",
     "HistoryComparison",
     "compare_with_history",
     "ConfidenceInterval",

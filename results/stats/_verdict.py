@@ -48,9 +48,11 @@ def verdict(low, high, *, threshold=0.02, direction=Direction.LOWER_IS_BETTER):
     low, high : array_like
         Confidence limits of the ratio, ``low <= high``; ``-inf``/``+inf``
         (an unbounded interval) are allowed, NaN is not. Arrays broadcast.
-    threshold : float, optional
-        θ >= 0, the practical-significance threshold as a fraction (0.02 = 2%).
-    direction : {"lower_is_better", "higher_is_better"}, optional
+    threshold : array_like, optional
+        θ >= 0, the practical-significance threshold as a fraction (0.02 = 2%); broadcasts,
+        so every series of a run may have its own.
+    direction : {"lower_is_better", "higher_is_better"} or array_like of them, optional
+        Broadcasts like `threshold`.
 
     Returns
     -------
@@ -62,18 +64,19 @@ def verdict(low, high, *, threshold=0.02, direction=Direction.LOWER_IS_BETTER):
     if np.any(low > high):
         raise ValueError("`low` must not exceed `high`.")
     threshold = as_array(threshold, "threshold", minimum=0.0)
-    if threshold.ndim != 0:
-        raise ValueError("`threshold` must be a single number.")
-    try:
-        direction = Direction(direction)
-    except ValueError:
+    directions = np.asarray(direction, dtype=object)
+    known = np.isin(directions, [member.value for member in Direction])
+    if not np.all(known):
+        wrong = directions if directions.ndim == 0 else directions[~known][0]
         raise ValueError(
-            f"`direction` must be 'lower_is_better' or 'higher_is_better'; got {direction!r}."
-        ) from None
+            f"`direction` must be 'lower_is_better' or 'higher_is_better'; got {wrong!r}."
+        )
+    lower_is_better = directions == Direction.LOWER_IS_BETTER.value
 
     above = low > 1.0 + threshold
     below = high < 1.0 - threshold
-    worse, better = (above, below) if direction is Direction.LOWER_IS_BETTER else (below, above)
+    worse = np.where(lower_is_better, above, below)
+    better = np.where(lower_is_better, below, above)
     # With θ = 0 the band is the single point 1: even a zero-width interval there is "inconclusive".
     inside = (threshold > 0.0) & (low >= 1.0 - threshold) & (high <= 1.0 + threshold)
     outcomes = np.array(

@@ -30,6 +30,13 @@ def test_higher_is_better_is_the_mirror():
     assert verdict(0.99, 1.01, direction="higher_is_better") is Verdict.NO_CHANGE
 
 
+def test_thresholds_and_directions_broadcast_per_series():
+    outcome = verdict([1.03, 1.03, 0.93], [1.08, 1.08, 0.97], threshold=[0.02, 0.05, 0.02],
+                      direction=["lower_is_better", "lower_is_better", "higher_is_better"])
+
+    assert list(outcome) == [Verdict.REGRESSION, Verdict.INCONCLUSIVE, Verdict.REGRESSION]
+
+
 def test_zero_threshold_never_says_no_change():
     assert verdict(1.0, 1.0, threshold=0.0) is Verdict.INCONCLUSIVE
     assert verdict(1.001, 1.002, threshold=0.0) is Verdict.REGRESSION
@@ -52,7 +59,8 @@ def test_verdicts_are_strings():
         ((np.nan, 1.0), {}, "`low` must not contain NaN"),
         ((1.0, np.nan), {}, "`high` must not contain NaN"),
         ((1.0, 1.1), {"threshold": -0.01}, "`threshold` must be at least 0"),
-        ((1.0, 1.1), {"threshold": [0.01, 0.02]}, "`threshold` must be a single number"),
+        ((1.0, 1.1), {"threshold": [0.01, -0.02]}, "`threshold` must be at least 0"),
+        ((1.0, 1.1), {"direction": ["lower_is_better", "down"]}, "got 'down'"),
         ((1.0, 1.1), {"direction": "up"}, "`direction` must be 'lower_is_better' or 'higher_is_better'"),
         (("a", 1.1), {}, "`low` must be numeric"),
     ],
