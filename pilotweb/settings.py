@@ -143,6 +143,11 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = TIME_ZONE
 
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "pilotweb@localhost")
+
 # Anonymous visitors may read the dashboard (never write) when this is true.
 PILOTWEB_PUBLIC_READ = env_bool("PILOTWEB_PUBLIC_READ", True)
 
@@ -160,6 +165,11 @@ LOGGING = {
 
 # Sessions whose worker died are resumed from their stored rounds (runner.services.recover_stale_sessions).
 CELERY_BEAT_SCHEDULE = {
+    "compare-pending-runs": {
+        "task": "results.tasks.compare_pending_runs",
+        "schedule": 300.0,
+        "options": {"queue": "analysis"},
+    },
     "recover-stale-sessions": {
         "task": "runner.tasks.recover_stale_sessions",
         "schedule": 60.0,

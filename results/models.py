@@ -22,10 +22,15 @@ class Project(models.Model):
     slug = models.SlugField(max_length=100, unique=True)
     repository_url = models.URLField(blank=True)
     default_branch = models.CharField(max_length=200, default="main")
+    history_size = models.PositiveSmallIntegerField(
+        default=10, help_text="K: nightly runs of the default branch a new nightly is compared against.")
+    notify_emails = models.TextField(blank=True, help_text="Comma-separated addresses told of new regressions.")
+    webhook_url = models.URLField(blank=True, help_text="Receives a JSON POST for every new alert group.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["name"]
+        constraints = [models.CheckConstraint(condition=Q(history_size__gte=2), name="project_history_size_min_2")]
 
     def __str__(self) -> str:
         return self.name
@@ -105,6 +110,7 @@ class Revision(models.Model):
     commit = models.CharField(max_length=64)
     branch = models.CharField(max_length=200, blank=True)
     pull_request = models.PositiveIntegerField(null=True, blank=True)
+    base_commit = models.CharField(max_length=64, blank=True, help_text="For a pull request: the commit it is based on.")
     author = models.CharField(max_length=255, blank=True)
     message = models.TextField(blank=True)
     timestamp = models.DateTimeField(null=True, blank=True)
@@ -151,6 +157,7 @@ class Run(models.Model):
         max_length=200, null=True, blank=True, help_text="Client-supplied key that makes re-posting idempotent."
     )
     payload_digest = models.CharField(max_length=64, blank=True, help_text="SHA-256 of the posted document.")
+    compared_at = models.DateTimeField(null=True, blank=True, help_text="When its comparisons were computed.")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -265,3 +272,137 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+
+class Verdict(models.TextChoices):
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    NO_CHANGE = "no change"
+    INCONCLUSIVE = "inconclusive"
+    INSUFFICIENT_HISTORY = "insufficient history"
+
+
+class ComparisonMethod(models.TextChoices):
+    HISTORY = "history", "against the last K runs (between-run variance included)"
+    PREVIOUS = "previous", "against the previous run alone (naive)"
+    PAIRWISE = "pairwise", "Welch and Fieller on subsession statistics"
+    BOOTSTRAP = "bootstrap", "hierarchical bootstrap on raw samples"
+
+
+class Comparison(models.Model):
+    """A candidate result against a baseline, with every number that fed the verdict."""
+
+    candidate = models.ForeignKey(Result, on_delete=models.CASCADE, related_name="comparisons")
+    baseline = models.ForeignKey(Result, on_delete=models.CASCADE, null=True, blank=True, related_name="+",
+                                 help_text="The baseline result of a pairwise comparison.")
+    method = models.CharField(max_length=20, choices=ComparisonMethod.choices)
+    ratio = models.FloatField(null=True, blank=True)
+    ci_low = models.FloatField(null=True, blank=True, help_text="Null when the interval is unbounded.")
+    ci_high = models.FloatField(null=True, blank=True)
+    bounded = models.BooleanField(default=True)
+    statistic = models.FloatField(null=True, blank=True)
+    df = models.FloatField(null=True, blank=True)
+    pvalue = models.FloatField(null=True, blank=True)
+    qvalue = models.FloatField(null=True, blank=True, help_text="Benjamini–Hochberg, across the run's comparisons.")
+    verdict = models.CharField(max_length=30, choices=Verdict.choices)
+    threshold = models.FloatField()
+    confidence_level = models.FloatField()
+    inputs = models.JSONField(
+        default=dict, blank=True,
+        help_text="The summaries the comparison was computed from; for history, the runs and their summaries.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["candidate", "method"]
+        constraints = [
+            models.CheckConstraint(condition=Q(method__in=ComparisonMethod.values), name="comparison_method_valid"),
+            models.CheckConstraint(condition=Q(verdict__in=Verdict.values), name="comparison_verdict_valid"),
+            models.CheckConstraint(condition=Q(pvalue__isnull=True) | Q(pvalue__gte=0, pvalue__lte=1),
+                                   name="comparison_pvalue_in_0_1"),
+            models.CheckConstraint(condition=Q(qvalue__isnull=True) | Q(qvalue__gte=0, qvalue__lte=1),
+                                   name="comparison_qvalue_in_0_1"),
+            models.CheckConstraint(condition=Q(ci_low__isnull=True) | Q(ci_high__gte=F("ci_low")),
+                                   name="comparison_interval_ordered"),
+            models.CheckConstraint(condition=Q(threshold__gte=0), name="comparison_threshold_non_negative"),
+        ]
+        indexes = [models.Index(fields=["verdict"], name="comparison_verdict_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.candidate} ({self.method}): {self.verdict}"
+
+
+class ChangePoint(models.Model):
+    """Where a series of run means shifted (E-Divisive with Medians over the history)."""
+
+    metric = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="change_points")
+    machine = models.ForeignKey(Machine, on_delete=models.CASCADE, related_name="change_points")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="change_points",
+                            help_text="The first run of the new segment.")
+    ratio = models.FloatField(help_text="Mean after / mean before.")
+    ci_low = models.FloatField(null=True, blank=True)
+    ci_high = models.FloatField(null=True, blank=True)
+    pvalue = models.FloatField(null=True, blank=True)
+    detected_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["metric", "run__started_at"]
+        constraints = [models.UniqueConstraint(fields=["metric", "machine", "run"], name="change_point_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.metric} shifted ×{self.ratio:.3f} at run {self.run_id}"
+
+
+class AlertStatus(models.TextChoices):
+    NEW = "new"
+    ACKNOWLEDGED = "acknowledged"
+    INVALID = "invalid"
+    FIXED = "fixed"
+    WONT_FIX = "wont_fix", "won't fix"
+
+
+class AlertGroup(models.Model):
+    """The alerts one run raised, so a bad night is one notification, not hundreds."""
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="alert_group")
+    created_at = models.DateTimeField(auto_now_add=True)
+    notified_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"Alerts of run #{self.run_id}"
+
+
+class Alert(models.Model):
+    group = models.ForeignKey(AlertGroup, on_delete=models.CASCADE, related_name="alerts")
+    comparison = models.OneToOneField(Comparison, on_delete=models.CASCADE, related_name="alert")
+    status = models.CharField(max_length=20, choices=AlertStatus.choices, default=AlertStatus.NEW)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+")
+
+    class Meta:
+        ordering = ["group", "id"]
+        constraints = [models.CheckConstraint(condition=Q(status__in=AlertStatus.values), name="alert_status_valid")]
+
+    def __str__(self) -> str:
+        return f"{self.comparison.candidate} ({self.status})"
+
+
+class AlertEvent(models.Model):
+    """Who changed an alert's status, when, and why."""
+
+    alert = models.ForeignKey(Alert, on_delete=models.CASCADE, related_name="events")
+    old_status = models.CharField(max_length=20, choices=AlertStatus.choices)
+    new_status = models.CharField(max_length=20, choices=AlertStatus.choices)
+    note = models.TextField(blank=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                             related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["alert", "created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.old_status} → {self.new_status}"

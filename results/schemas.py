@@ -64,6 +64,7 @@ class RevisionIn(Schema):
     commit: Annotated[str, Field(min_length=1, max_length=64)]
     branch: Annotated[str, Field(max_length=200)] = ""
     pull_request: PositiveInt | None = None
+    base_commit: Annotated[str, Field(max_length=64)] = ""
     author: Annotated[str, Field(max_length=255)] = ""
     message: str = ""
     timestamp: datetime | None = None

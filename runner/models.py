@@ -12,7 +12,7 @@ from django.db import models
 from django.db.models import F, Q
 from django_celery_beat.models import PeriodicTask
 
-from results.models import SAMPLE_DTYPE, Direction, Machine, Project, Run, RunKind
+from results.models import SAMPLE_DTYPE, Alert, Direction, Machine, Project, Run, RunKind
 
 from . import workloads
 from .session import MetricSpec
@@ -219,6 +219,9 @@ class Session(models.Model):
     outcome = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     runs = models.ManyToManyField(Run, blank=True, related_name="sessions")
+    confirms = models.ForeignKey(Alert, on_delete=models.SET_NULL, null=True, blank=True,
+                                 related_name="confirmations",
+                                 help_text="The alert this interleaved A/B session re-measures.")
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                                      related_name="+")
 

@@ -1,0 +1,255 @@
+"""Comparisons of stored runs (writes): nightly against history, pull requests against their base,
+false-discovery control across a run, and the alerts regressions open.
+
+Every comparison is computed by the numerical core (:mod:`results.stats`) over all series of a
+run at once, from a constant number of queries, and stored with the numbers that fed it.
+"""
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import timedelta
+
+import numpy as np
+from django.db import transaction
+from django.utils import timezone
+from scipy.stats import false_discovery_control
+
+from . import stats
+from .models import (
+    Alert,
+    AlertGroup,
+    Comparison,
+    ComparisonMethod,
+    Result,
+    Run,
+    RunKind,
+    RunStatus,
+    Verdict,
+)
+from .signals import alerts_opened
+
+MIN_HISTORY = 3
+ALPHA = 0.05
+SUMMARY_FIELDS = ("id", "run_id", "metric_id", "mean", "variance", "n")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """The candidate side of a run's comparisons, one entry per series (result)."""
+
+    ids: np.ndarray
+    metric_ids: np.ndarray
+    mean: np.ndarray
+    variance: np.ndarray
+    n: np.ndarray
+    threshold: np.ndarray
+    direction: np.ndarray
+    confidence: np.ndarray
+
+
+def _candidate(run: Run) -> Candidate:
+    rows = list(Result.objects.filter(run=run).values(
+        *SUMMARY_FIELDS, "metric__threshold", "metric__direction", "metric__confidence_level").order_by("id"))
+    return Candidate(
+        ids=np.array([row["id"] for row in rows], dtype=np.int64),
+        metric_ids=np.array([row["metric_id"] for row in rows], dtype=np.int64),
+        mean=np.array([row["mean"] for row in rows], dtype=float),
+        variance=np.array([row["variance"] for row in rows], dtype=float),
+        n=np.array([row["n"] for row in rows], dtype=np.int64),
+        threshold=np.array([row["metric__threshold"] for row in rows], dtype=float),
+        direction=np.array([row["metric__direction"] for row in rows], dtype=object),
+        confidence=np.array([row["metric__confidence_level"] for row in rows], dtype=float),
+    )
+
+
+def history_runs(run: Run) -> list[int]:
+    """The last K completed runs of the project's default branch on the run's machine, newest first."""
+    return list(
+        Run.objects.filter(project_id=run.project_id, machine_id=run.machine_id, status=RunStatus.COMPLETED,
+                           revision__branch=run.project.default_branch, started_at__lt=run.started_at)
+        .exclude(kind=RunKind.PR).exclude(pk=run.pk)
+        .order_by("-started_at", "-id").values_list("pk", flat=True)[: run.project.history_size]
+    )
+
+
+@transaction.atomic
+def compare_run(*, run_id: int) -> list[Comparison]:
+    """Compare a stored run with its baseline, store the comparisons and open alerts.
+
+    A nightly (or manual, imported) run is compared with the last K runs of the default branch
+    on the same machine, run-to-run variance included (spec §8), and, beside it, naively with
+    the previous run alone. A pull-request run is compared with its base revision's run.
+    Comparing a run again replaces its earlier comparisons (and their alerts).
+    """
+    run = Run.objects.select_related("project", "revision").get(pk=run_id)
+    Comparison.objects.filter(candidate__run=run).delete()
+    Run.objects.filter(pk=run.pk).update(compared_at=timezone.now())
+    candidate = _candidate(run)
+    if candidate.ids.size == 0:
+        return []
+    if run.kind == RunKind.PR:
+        baseline = pull_request_baseline(run)
+        comparisons = [] if baseline is None else _pairwise(candidate, baseline)
+    else:
+        history = history_runs(run)
+        comparisons = _against_history(candidate, history)
+        if history:
+            comparisons += _pairwise(candidate, history[0], naive=True)
+    _add_qvalues(comparisons)
+    Comparison.objects.bulk_create(comparisons)
+    _open_alerts(run, comparisons)
+    return comparisons
+
+
+def pending_runs(*, older_than: timedelta = timedelta(minutes=2)) -> list[int]:
+    """Completed runs not compared yet (their enqueue was lost), oldest first."""
+    return list(
+        Run.objects.filter(status=RunStatus.COMPLETED, compared_at__isnull=True,
+                           created_at__lt=timezone.now() - older_than)
+        .order_by("started_at").values_list("pk", flat=True)
+    )
+
+
+def pull_request_baseline(run: Run) -> int | None:
+    """The run a pull request is compared with: its base commit's newest run on the same machine,
+    else the newest default-branch run before it."""
+    runs = Run.objects.filter(project_id=run.project_id, machine_id=run.machine_id, status=RunStatus.COMPLETED) \
+        .exclude(pk=run.pk).order_by("-started_at", "-id")
+    base_commit = run.revision.base_commit if run.revision else ""
+    if base_commit:
+        found = runs.filter(revision__commit=base_commit).values_list("pk", flat=True).first()
+        if found is not None:
+            return found
+    return runs.filter(revision__branch=run.project.default_branch, started_at__lte=run.started_at) \
+        .exclude(kind=RunKind.PR).values_list("pk", flat=True).first()
+
+
+def _baseline_rows(run_ids: list[int], metric_ids: np.ndarray) -> dict[int, list[dict]]:
+    """History results per metric, in the order of `run_ids`."""
+    wanted = set(metric_ids.tolist())
+    order = {run_id: index for index, run_id in enumerate(run_ids)}
+    by_metric: dict[int, list[dict]] = defaultdict(list)
+    for row in Result.objects.filter(run_id__in=run_ids).values(*SUMMARY_FIELDS):
+        if row["metric_id"] in wanted:
+            by_metric[row["metric_id"]].append(row)
+    for rows in by_metric.values():
+        rows.sort(key=lambda row: order[row["run_id"]])
+    return by_metric
+
+
+def _against_history(candidate: Candidate, history: list[int]) -> list[Comparison]:
+    by_metric = _baseline_rows(history, candidate.metric_ids)
+    sizes = np.array([len(by_metric.get(metric, ())) for metric in candidate.metric_ids.tolist()])
+    comparisons: list[Comparison | None] = [None] * candidate.ids.size
+    for index in np.flatnonzero(sizes < MIN_HISTORY):
+        comparisons[index] = Comparison(
+            candidate_id=int(candidate.ids[index]), method=ComparisonMethod.HISTORY,
+            verdict=Verdict.INSUFFICIENT_HISTORY, threshold=float(candidate.threshold[index]),
+            confidence_level=float(candidate.confidence[index]),
+            inputs={"history_runs": [row["run_id"] for row in by_metric.get(int(candidate.metric_ids[index]), [])],
+                    "needed": MIN_HISTORY},
+        )
+    # Series with the same number of history results are compared in one vectorized call.
+    for size in np.unique(sizes[sizes >= MIN_HISTORY]):
+        chosen = np.flatnonzero(sizes == size)
+        rows = [by_metric[int(candidate.metric_ids[i])] for i in chosen]
+        history_mean = np.array([[row["mean"] for row in series] for series in rows])
+        history_variance = np.array([[row["variance"] for row in series] for series in rows])
+        history_n = np.array([[row["n"] for row in series] for series in rows])
+        for confidence in np.unique(candidate.confidence[chosen]):
+            part = candidate.confidence[chosen] == confidence
+            picked = chosen[part]
+            result = stats.compare_with_history(
+                candidate.mean[picked], candidate.variance[picked], candidate.n[picked], history_mean[part],
+                history_variance[part], history_n[part], confidence=float(confidence))
+            verdicts = stats.verdict(np.atleast_1d(result.low), np.atleast_1d(result.high),
+                                     threshold=candidate.threshold[picked], direction=candidate.direction[picked])
+            for j, (i, series) in enumerate(zip(picked, [rows[k] for k in np.flatnonzero(part)])):
+                comparisons[i] = _stored(
+                    candidate, i, ComparisonMethod.HISTORY, _at(result, j), str(np.atleast_1d(verdicts)[j]),
+                    inputs={"history_runs": [row["run_id"] for row in series],
+                            "history": [[row["mean"], row["variance"], row["n"]] for row in series],
+                            "between_variance": float(np.atleast_1d(result.between_variance)[j]),
+                            "baseline": float(np.atleast_1d(result.baseline)[j])},
+                )
+    return comparisons
+
+
+def _pairwise(candidate: Candidate, baseline_run: int, *, naive: bool = False) -> list[Comparison]:
+    rows = {row["metric_id"]: row for row in Result.objects.filter(run_id=baseline_run).values(*SUMMARY_FIELDS)}
+    method = ComparisonMethod.PREVIOUS if naive else ComparisonMethod.PAIRWISE
+    chosen = np.array([i for i, metric in enumerate(candidate.metric_ids.tolist())
+                       if metric in rows and rows[metric]["n"] >= 2 and candidate.n[i] >= 2], dtype=np.int64)
+    comparisons = []
+    for confidence in np.unique(candidate.confidence[chosen]):
+        picked = chosen[candidate.confidence[chosen] == confidence]
+        base = [rows[int(candidate.metric_ids[i])] for i in picked]
+        result = stats.compare_summaries(
+            candidate.mean[picked], candidate.variance[picked], candidate.n[picked],
+            np.array([row["mean"] for row in base]), np.array([row["variance"] for row in base]),
+            np.array([row["n"] for row in base]), threshold=candidate.threshold[picked],
+            direction=candidate.direction[picked], confidence=float(confidence))
+        for j, i in enumerate(picked):
+            row = base[j]
+            comparisons.append(_stored(
+                candidate, i, method, _at(result, j), str(np.atleast_1d(result.verdict)[j]), baseline_id=row["id"],
+                inputs={"baseline_run": baseline_run, "baseline": [row["mean"], row["variance"], row["n"]]},
+            ))
+    return comparisons
+
+
+def _at(result, j: int) -> dict:
+    shape = np.shape(np.atleast_1d(result.ratio))
+
+    def pick(value):
+        return np.broadcast_to(value, shape)[j].item()
+
+    return {"ratio": pick(result.ratio), "low": pick(result.low), "high": pick(result.high),
+            "bounded": bool(pick(result.bounded)), "statistic": pick(result.statistic),
+            "pvalue": pick(result.pvalue), "df": pick(result.df)}
+
+
+def _stored(candidate: Candidate, i: int, method: str, numbers: dict, verdict: str, *, inputs: dict,
+            baseline_id: int | None = None) -> Comparison:
+    bounded = numbers["bounded"]
+    return Comparison(
+        candidate_id=int(candidate.ids[i]), baseline_id=baseline_id, method=method,
+        ratio=numbers["ratio"] if np.isfinite(numbers["ratio"]) else None,
+        ci_low=numbers["low"] if bounded else None, ci_high=numbers["high"] if bounded else None,
+        bounded=bounded, statistic=numbers["statistic"] if np.isfinite(numbers["statistic"]) else None,
+        df=numbers["df"], pvalue=numbers["pvalue"], verdict=verdict, threshold=float(candidate.threshold[i]),
+        confidence_level=float(candidate.confidence[i]),
+        inputs={"candidate": [float(candidate.mean[i]), float(candidate.variance[i]), int(candidate.n[i])],
+                **inputs},
+    )
+
+
+def _add_qvalues(comparisons: list[Comparison]) -> None:
+    """Benjamini–Hochberg q-values across one run's comparisons of each method.
+
+    A run touches hundreds of series; at α = 5% per series, some would be "significant" by
+    chance alone. The q-value controls the false discovery rate across them, and it is the
+    q-value, not the p-value, that the dashboard uses to flag significance.
+    """
+    by_method: dict[str, list[Comparison]] = defaultdict(list)
+    for comparison in comparisons:
+        if comparison.pvalue is not None:
+            by_method[comparison.method].append(comparison)
+    for group in by_method.values():
+        qvalues = false_discovery_control([comparison.pvalue for comparison in group], method="bh")
+        for comparison, qvalue in zip(group, np.atleast_1d(qvalues)):
+            comparison.qvalue = float(min(qvalue, 1.0))
+
+
+def _open_alerts(run: Run, comparisons: list[Comparison]) -> None:
+    """A regression by the run's decisive method (history for nightlies, pairwise for pull requests)
+    opens an alert; one group per run, notified once after commit."""
+    decisive = ComparisonMethod.PAIRWISE if run.kind == RunKind.PR else ComparisonMethod.HISTORY
+    regressions = [c for c in comparisons if c.method == decisive and c.verdict == Verdict.REGRESSION]
+    if not regressions:
+        return
+    group, _ = AlertGroup.objects.get_or_create(run=run)
+    alerts = Alert.objects.bulk_create([Alert(group=group, comparison=comparison) for comparison in regressions])
+    alert_ids = [alert.pk for alert in alerts] if all(alert.pk for alert in alerts) else list(
+        Alert.objects.filter(group=group).values_list("pk", flat=True))
+    transaction.on_commit(lambda: alerts_opened.send(sender=AlertGroup, group_id=group.pk, alert_ids=alert_ids))

@@ -1,0 +1,202 @@
+"""Stored runs compared: nightly against history, pull requests against their base, alerts, notifications."""
+
+import json
+import threading
+from datetime import datetime, timedelta, timezone
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import numpy as np
+import pytest
+from django.core import mail
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from results import comparisons, notifications, services
+from results.models import Alert, AlertGroup, Comparison, Project, Run
+from results.schemas import RunIn
+
+pytestmark = pytest.mark.django_db
+
+START = datetime(2026, 11, 1, 2, 0, tzinfo=timezone.utc)
+
+
+def post_run(night: int, means: dict[str, float], *, sd: float = 0.01, n: int = 20, kind: str = "nightly",
+             branch: str = "main", commit: str | None = None, base_commit: str = "", seed: int | None = None,
+             direction: str = "lower_is_better") -> Run:
+    """A run whose results are summaries with the given means (subsession sd `sd`, `n` subsessions)."""
+    rng = np.random.default_rng(night if seed is None else seed)
+    results = []
+    for name, mean in means.items():
+        values = mean + rng.normal(0, sd * mean, n)
+        results.append({"benchmark": name, "metric": "time", "unit": "s", "direction": direction,
+                        "summary": {"mean": float(values.mean()), "subsession_size": 1,
+                                    "variance": float(values.var(ddof=1)), "n": n}})
+    document = RunIn.model_validate({
+        "project": {"name": "Demo"}, "machine": {"name": "bench-1"}, "kind": kind,
+        "revision": {"commit": commit or f"{night:040x}", "branch": branch, "base_commit": base_commit},
+        "started_at": START + timedelta(days=night), "results": results,
+    })
+    return services.ingest_run(document=document, user=None).run
+
+
+def verdicts(run: Run, method: str = "history") -> dict[str, str]:
+    return {c.candidate.metric.benchmark.name: c.verdict
+            for c in Comparison.objects.filter(candidate__run=run, method=method)
+            .select_related("candidate__metric__benchmark")}
+
+
+def test_a_nightly_is_compared_with_the_last_k_nights_and_naively_with_the_previous_one():
+    history = [post_run(night, {"steady": 1.0}) for night in range(12)]
+    tonight = post_run(12, {"steady": 1.0})
+
+    comparisons.compare_run(run_id=tonight.pk)
+
+    history_comparison = Comparison.objects.get(candidate__run=tonight, method="history")
+    assert history_comparison.inputs["history_runs"] == [run.pk for run in history[::-1][:10]]
+    assert history_comparison.qvalue is not None and history_comparison.pvalue is not None
+    previous = Comparison.objects.get(candidate__run=tonight, method="previous")
+    assert previous.baseline.run == history[-1]
+    assert Run.objects.get(pk=tonight.pk).compared_at is not None
+
+
+def test_every_verdict_path_of_a_nightly():
+    for night in range(10):
+        post_run(night, {"regressed": 1.0, "improved": 1.0, "same": 1.0, "noisy": 1.0}, sd=0.002)
+    post_run(9, {"noisy": 1.0}, sd=0.3, seed=99, commit="f" * 40)
+    tonight = post_run(10, {"regressed": 1.10, "improved": 0.90, "same": 1.0, "noisy": 1.02, "new": 1.0}, sd=0.002)
+
+    comparisons.compare_run(run_id=tonight.pk)
+
+    assert verdicts(tonight) == {"regressed": "regression", "improved": "improvement", "same": "no change",
+                                 "noisy": "inconclusive", "new": "insufficient history"}
+
+
+def test_a_higher_is_better_metric_mirrors_the_verdict():
+    for night in range(10):
+        post_run(night, {"throughput": 100.0}, sd=0.002, direction="higher_is_better")
+    tonight = post_run(10, {"throughput": 90.0}, sd=0.002, direction="higher_is_better")
+
+    comparisons.compare_run(run_id=tonight.pk)
+
+    assert verdicts(tonight) == {"throughput": "regression"}
+
+
+def test_an_unbounded_ratio_is_inconclusive_and_stored_without_limits():
+    post_run(0, {"tiny": 0.001}, sd=50.0, n=3)
+    pull = post_run(1, {"tiny": 1.0}, kind="pr", branch="feature", base_commit=f"{0:040x}")
+
+    comparisons.compare_run(run_id=pull.pk)
+
+    comparison = Comparison.objects.get(candidate__run=pull)
+    assert (comparison.method, comparison.bounded, comparison.verdict) == ("pairwise", False, "inconclusive")
+    assert comparison.ci_low is None and comparison.ci_high is None
+
+
+def test_a_pull_request_is_compared_with_its_base_commit_and_opens_alerts_on_regressions():
+    for night in range(5):
+        post_run(night, {"sort": 1.0, "hash": 1.0}, sd=0.002)
+    pull = post_run(6, {"sort": 1.08, "hash": 1.0}, sd=0.002, kind="pr", branch="feature",
+                    base_commit=f"{2:040x}")
+
+    comparisons.compare_run(run_id=pull.pk)
+
+    compared = Comparison.objects.filter(candidate__run=pull).select_related("baseline__run")
+    assert {c.baseline.run.revision.commit for c in compared} == {f"{2:040x}"}
+    assert verdicts(pull, "pairwise") == {"sort": "regression", "hash": "no change"}
+    alert = Alert.objects.get()
+    assert alert.group.run == pull and alert.status == "new"
+
+
+def test_comparing_again_replaces_the_earlier_comparisons():
+    for night in range(4):
+        post_run(night, {"a": 1.0})
+    tonight = post_run(4, {"a": 1.0})
+
+    comparisons.compare_run(run_id=tonight.pk)
+    comparisons.compare_run(run_id=tonight.pk)
+
+    assert Comparison.objects.filter(candidate__run=tonight).count() == 2
+
+
+def test_the_number_of_queries_does_not_grow_with_the_number_of_series():
+    def queries(series: int) -> int:
+        names = {f"b{series}-{i}": 1.0 for i in range(series)}
+        for night in range(4):
+            post_run(night, names)
+        tonight = post_run(4, names)
+        with CaptureQueriesContext(connection) as captured:
+            comparisons.compare_run(run_id=tonight.pk)
+        Run.objects.all().delete()
+        Project.objects.all().delete()
+        return len(captured)
+
+    # (Far larger runs add only the batches of the bulk insert.)
+    assert queries(3) == queries(20)
+
+
+def test_q_values_control_the_false_discovery_rate_across_a_run():
+    names = {f"b{i}": 1.0 for i in range(50)}
+    for night in range(10):
+        post_run(night, names)
+    tonight = post_run(10, names)
+
+    comparisons.compare_run(run_id=tonight.pk)
+
+    rows = Comparison.objects.filter(candidate__run=tonight, method="history")
+    pvalues = np.array([c.pvalue for c in rows])
+    qvalues = np.array([c.qvalue for c in rows])
+    assert np.all(qvalues >= pvalues - 1e-12)
+    # Benjamini–Hochberg by hand: q_(i) = min over j >= i of p_(j) m / j.
+    order = np.argsort(pvalues)
+    ranked = pvalues[order] * len(pvalues) / np.arange(1, len(pvalues) + 1)
+    expected = np.minimum.accumulate(ranked[::-1])[::-1].clip(max=1)
+    np.testing.assert_allclose(qvalues[order], expected)
+
+
+class _Webhook(BaseHTTPRequestHandler):
+    received: list = []
+
+    def do_POST(self):  # noqa: N802 (the standard library's name)
+        length = int(self.headers["Content-Length"])
+        _Webhook.received.append(json.loads(self.rfile.read(length)))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_group_of_alerts_is_notified_once_by_email_and_webhook(settings):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    server = HTTPServer(("127.0.0.1", 0), _Webhook)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        for night in range(10):
+            post_run(night, {"sort": 1.0, "hash": 1.0}, sd=0.002)
+        Project.objects.update(notify_emails="perf@example.com, lead@example.com",
+                               webhook_url=f"http://127.0.0.1:{server.server_port}/hook")
+        tonight = post_run(10, {"sort": 1.2, "hash": 1.3}, sd=0.002)
+        comparisons.compare_run(run_id=tonight.pk)
+        group = AlertGroup.objects.get()
+
+        notifications.notify_alert_group(group_id=group.pk)
+        notifications.notify_alert_group(group_id=group.pk)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    assert len(mail.outbox) == 1 and mail.outbox[0].to == ["perf@example.com", "lead@example.com"]
+    assert "2 regression(s)" in mail.outbox[0].subject
+    assert len(_Webhook.received) == 1
+    assert {alert["benchmark"] for alert in _Webhook.received[0]["alerts"]} == {"sort", "hash"}
+    assert AlertGroup.objects.get().notified_at is not None
+
+
+def test_runs_never_compared_are_found_by_the_catch_up_task():
+    run = post_run(0, {"a": 1.0})
+    Run.objects.filter(pk=run.pk).update(created_at=START)
+
+    assert comparisons.pending_runs() == [run.pk]
+    comparisons.compare_run(run_id=run.pk)
+    assert comparisons.pending_runs() == []
