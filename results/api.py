@@ -16,9 +16,9 @@ from ninja.pagination import LimitOffsetPagination, paginate
 from ninja.security import HttpBearer, SessionAuth
 from pydantic import ValidationError as PydanticValidationError
 
-from . import selectors, services
+from . import comparisons, selectors, services, stats
 from .ingest import ImportFormatError, import_document
-from .models import ApiToken, Metric, Result, Run
+from .models import Alert, AlertStatus, ApiToken, Comparison, Metric, Result, Run
 from .schemas import ErrorOut, RunCreatedOut, RunDetailOut, RunIn, RunOut, SeriesOut, describe_errors
 
 
@@ -199,3 +199,93 @@ def metric_series(request: HttpRequest, metric_id: int, filters: Query[SeriesFil
     ]
     return {"metric_id": metric.pk, "benchmark": metric.benchmark.name, "metric": metric.name, "unit": metric.unit,
             "direction": metric.direction, "points": points}
+
+
+class ComparisonOut(Schema):
+    id: int
+    benchmark: str
+    metric: str
+    unit: str
+    direction: str
+    method: str
+    ratio: float | None
+    ci_low: float | None
+    ci_high: float | None
+    bounded: bool
+    change: str | None
+    statistic: float | None
+    df: float | None
+    pvalue: float | None
+    qvalue: float | None
+    verdict: str
+    threshold: float
+    confidence_level: float
+    inputs: dict[str, Any]
+
+
+def comparison_out(comparison: Comparison) -> dict:
+    metric = comparison.candidate.metric
+    change = None
+    if comparison.ratio is not None:
+        low = comparison.ci_low if comparison.bounded else float("-inf")
+        high = comparison.ci_high if comparison.bounded else float("inf")
+        change = stats.format_change(comparison.ratio, low, high)
+    return {
+        "id": comparison.pk, "benchmark": metric.benchmark.name, "metric": metric.name, "unit": metric.unit,
+        "direction": metric.direction, "method": comparison.method, "ratio": comparison.ratio,
+        "ci_low": comparison.ci_low, "ci_high": comparison.ci_high, "bounded": comparison.bounded, "change": change,
+        "statistic": comparison.statistic, "df": comparison.df, "pvalue": comparison.pvalue,
+        "qvalue": comparison.qvalue, "verdict": comparison.verdict, "threshold": comparison.threshold,
+        "confidence_level": comparison.confidence_level, "inputs": comparison.inputs,
+    }
+
+
+@api.get("/runs/{run_id}/comparisons", response=list[ComparisonOut], auth=READ_AUTH, url_name="run_comparisons",
+         summary="A run's comparisons, worst first")
+def run_comparisons(request: HttpRequest, run_id: int, method: str | None = None):
+    return [comparison_out(c) for c in selectors.run_comparisons(run_id=run_id, method=method)]
+
+
+class AlertOut(Schema):
+    id: int
+    status: str
+    run_id: int
+    project: str
+    machine: str
+    commit: str | None
+    comparison: ComparisonOut
+    confirmation_sessions: list[int]
+    events: list[dict[str, Any]]
+
+
+class AlertStatusIn(Schema):
+    status: AlertStatus
+    note: str = ""
+
+
+def alert_out(alert: Alert) -> dict:
+    run = alert.group.run
+    return {
+        "id": alert.pk, "status": alert.status, "run_id": run.pk, "project": run.project.slug,
+        "machine": run.machine.name, "commit": run.revision.commit if run.revision else None,
+        "comparison": comparison_out(alert.comparison),
+        "confirmation_sessions": [session.pk for session in alert.confirmations.all()],
+        "events": [{"from": e.old_status, "to": e.new_status, "note": e.note, "at": e.created_at.isoformat(),
+                    "by": e.user.get_username() if e.user else None} for e in alert.events.all()],
+    }
+
+
+@api.get("/alerts", response=list[AlertOut], auth=READ_AUTH, url_name="alert_list", summary="Alerts, newest first")
+@paginate(LimitOffsetPagination)
+def list_alerts(request: HttpRequest, status: AlertStatus | None = None, project: str | None = None):
+    return [alert_out(alert) for alert in selectors.alerts(status=status.value if status else None, project=project)]
+
+
+@api.post("/alerts/{alert_id}/status", response={200: AlertOut, 400: ErrorOut, 403: ErrorOut},
+          auth=[TokenAuth(), SessionAuth()], url_name="alert_status", summary="Triage an alert")
+def alert_status(request: HttpRequest, alert_id: int, body: AlertStatusIn):
+    alert = selectors.alerts().filter(pk=alert_id).first()
+    if alert is None:
+        raise Http404(f"No alert {alert_id}.")
+    comparisons.set_alert_status(alert=alert, status=body.status.value, note=body.note, user=request.user)
+    return alert_out(selectors.alerts().get(pk=alert_id))

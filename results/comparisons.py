@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import numpy as np
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 from scipy.stats import false_discovery_control
@@ -17,7 +18,9 @@ from scipy.stats import false_discovery_control
 from . import stats
 from .models import (
     Alert,
+    AlertEvent,
     AlertGroup,
+    AlertStatus,
     Comparison,
     ComparisonMethod,
     Result,
@@ -253,3 +256,18 @@ def _open_alerts(run: Run, comparisons: list[Comparison]) -> None:
     alert_ids = [alert.pk for alert in alerts] if all(alert.pk for alert in alerts) else list(
         Alert.objects.filter(group=group).values_list("pk", flat=True))
     transaction.on_commit(lambda: alerts_opened.send(sender=AlertGroup, group_id=group.pk, alert_ids=alert_ids))
+
+
+@transaction.atomic
+def set_alert_status(*, alert: Alert, status: str, note: str = "", user) -> Alert:
+    """Triage an alert (new, acknowledged, invalid, fixed, won't fix), recording who, when and why."""
+    if not user.is_authenticated:
+        raise PermissionDenied("Log in to triage alerts.")
+    if status not in AlertStatus.values:
+        raise ValidationError({"status": f"Choose one of {', '.join(AlertStatus.values)}."})
+    alert = Alert.objects.select_for_update().get(pk=alert.pk)
+    if alert.status != status or note:
+        AlertEvent.objects.create(alert=alert, old_status=alert.status, new_status=status, note=note, user=user)
+        alert.status, alert.updated_by = status, user
+        alert.save(update_fields=["status", "updated_by", "updated_at"])
+    return alert

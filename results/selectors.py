@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
 
-from .models import Metric, Project, Result, Run
+from .models import Alert, Comparison, Metric, Project, Result, Run, Verdict
 
 RESULT_FIELDS_FOR_TABLES = ("metric__benchmark",)
 
@@ -74,3 +74,25 @@ def latest_run_per_project() -> list[ProjectLatestRun]:
         .prefetch_related(Prefetch("results", queryset=results))
     }
     return [ProjectLatestRun(project=project, run=loaded.get(project.latest_run_id)) for project in projects]
+
+
+def run_comparisons(*, run_id: int, method: str | None = None) -> list[Comparison]:
+    """A run's stored comparisons with their series, worst first (regressions, then by size)."""
+    queryset = Comparison.objects.filter(candidate__run_id=run_id).select_related(
+        "candidate__metric__benchmark", "baseline__run")
+    if method:
+        queryset = queryset.filter(method=method)
+    order = {Verdict.REGRESSION: 0, Verdict.INCONCLUSIVE: 1, Verdict.IMPROVEMENT: 2,
+             Verdict.INSUFFICIENT_HISTORY: 3, Verdict.NO_CHANGE: 4}
+    return sorted(queryset, key=lambda c: (order[c.verdict], -abs((c.ratio or 1.0) - 1.0)))
+
+
+def alerts(*, status: str | None = None, project: str | None = None) -> QuerySet[Alert]:
+    queryset = Alert.objects.select_related(
+        "group__run__project", "group__run__machine", "group__run__revision", "comparison__candidate__metric__benchmark",
+        "updated_by").prefetch_related("events__user", "confirmations")
+    if status:
+        queryset = queryset.filter(status=status)
+    if project:
+        queryset = queryset.filter(group__run__project__slug=project)
+    return queryset.order_by("-group__created_at", "id")

@@ -24,7 +24,7 @@ from django_celery_beat.models import CrontabSchedule, PeriodicTask
 from django_celery_beat.validators import crontab_validator
 
 from results import services as result_services
-from results.models import SAMPLE_DTYPE, RunKind
+from results.models import SAMPLE_DTYPE, Alert, Run, RunKind
 from results.schemas import RunIn
 
 from . import monitor, workloads
@@ -422,3 +422,37 @@ def _result_document(*, spec: session_loop.MetricSpec, estimate: session_loop.Me
         "samples": None if samples is None or samples.size == 0 else samples.tolist(),
         "metadata": {"method": estimate.method, "message": estimate.message, "bottlenecks": bottlenecks},
     }
+
+
+def confirm_alerts(*, alert_ids: list[int]) -> list[Session]:
+    """Re-measure flagged changes with an interleaved A/B session (Pilot §III-F), baseline revision vs
+    candidate revision, when the project has a job for the flagged benchmark. One session per job."""
+    alerts = (Alert.objects.filter(pk__in=alert_ids, confirmations__isnull=True)
+              .select_related("comparison__candidate__run__revision", "comparison__candidate__metric__benchmark",
+                              "comparison__baseline__run__revision"))
+    started, seen = [], set()
+    for alert in alerts:
+        comparison = alert.comparison
+        run = comparison.candidate.run
+        job = Job.objects.select_related("machine").filter(
+            project_id=run.project_id, benchmark=comparison.candidate.metric.benchmark.name, enabled=True).first()
+        baseline = _baseline_revision(comparison)
+        if job is None or job.pk in seen or run.revision is None or baseline is None:
+            continue
+        seen.add(job.pk)
+        revisions = [{"label": "baseline", "commit": baseline.commit, "branch": baseline.branch},
+                     {"label": "candidate", "commit": run.revision.commit, "branch": run.revision.branch}]
+        with transaction.atomic():
+            session = Session.objects.create(job=job, trigger=SessionTrigger.CONFIRMATION, run_kind=RunKind.MANUAL,
+                                             revisions=revisions, confirms=alert)
+            _enqueue_on_commit(session)
+        started.append(session)
+    return started
+
+
+def _baseline_revision(comparison):
+    if comparison.baseline is not None:
+        return comparison.baseline.run.revision
+    history = comparison.inputs.get("history_runs") or []
+    run = Run.objects.select_related("revision").filter(pk__in=history[:1]).first()
+    return run.revision if run else None

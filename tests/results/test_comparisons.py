@@ -200,3 +200,57 @@ def test_runs_never_compared_are_found_by_the_catch_up_task():
     assert comparisons.pending_runs() == [run.pk]
     comparisons.compare_run(run_id=run.pk)
     assert comparisons.pending_runs() == []
+
+
+def test_triaging_an_alert_records_who_when_and_why(user):
+    for night in range(10):
+        post_run(night, {"sort": 1.0}, sd=0.002)
+    comparisons.compare_run(run_id=post_run(10, {"sort": 1.2}, sd=0.002).pk)
+    alert = Alert.objects.get()
+
+    comparisons.set_alert_status(alert=alert, status="acknowledged", note="bisecting", user=user)
+    comparisons.set_alert_status(alert=alert, status="fixed", note="reverted in #42", user=user)
+
+    alert.refresh_from_db()
+    assert (alert.status, alert.updated_by) == ("fixed", user)
+    assert [(e.old_status, e.new_status, e.note) for e in alert.events.all()] == [
+        ("new", "acknowledged", "bisecting"), ("acknowledged", "fixed", "reverted in #42")]
+
+
+def test_an_unknown_status_or_an_anonymous_user_changes_nothing(user):
+    from django.contrib.auth.models import AnonymousUser
+    from django.core.exceptions import PermissionDenied, ValidationError
+
+    for night in range(10):
+        post_run(night, {"sort": 1.0}, sd=0.002)
+    comparisons.compare_run(run_id=post_run(10, {"sort": 1.2}, sd=0.002).pk)
+    alert = Alert.objects.get()
+
+    with pytest.raises(ValidationError, match="Choose one of"):
+        comparisons.set_alert_status(alert=alert, status="gone", user=user)
+    with pytest.raises(PermissionDenied):
+        comparisons.set_alert_status(alert=alert, status="fixed", user=AnonymousUser())
+    assert Alert.objects.get().status == "new" and not alert.events.exists()
+
+
+def test_a_regression_schedules_a_confirmation_session_when_a_job_exists(staff, django_capture_on_commit_callbacks):
+    from runner import services as runner_services
+    from runner.models import Session
+
+    for night in range(10):
+        post_run(night, {"sort": 1.0}, sd=0.002)
+    run = post_run(10, {"sort": 1.2}, sd=0.002)
+    runner_services.create_job(user=staff, project=run.project, name="sort", benchmark="sort", machine=run.machine,
+                               workload_kind="builtin", builtin="sort")
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        comparisons.compare_run(run_id=run.pk)
+        runner_services.confirm_alerts(alert_ids=list(Alert.objects.values_list("pk", flat=True)))
+    # The alert signal (after commit), and the confirmation session's enqueue.
+    assert len(callbacks) == 2
+
+    session = Session.objects.get()
+    assert session.trigger == "confirmation" and session.confirms == Alert.objects.get()
+    assert [r["label"] for r in session.revisions] == ["baseline", "candidate"]
+    assert session.revisions[1]["commit"] == run.revision.commit
+    assert session.revisions[0]["commit"] == f"{9:040x}"

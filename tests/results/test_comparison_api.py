@@ -1,0 +1,48 @@
+"""Comparisons and alerts over the API: read by anyone allowed to read, triaged by logged-in users only."""
+
+import pytest
+from django.test import Client
+
+from results import comparisons
+from results.models import Alert
+from tests.results.test_comparisons import post_run
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def regressed_run():
+    for night in range(10):
+        post_run(night, {"sort": 1.0, "hash": 1.0}, sd=0.002)
+    run = post_run(10, {"sort": 1.2, "hash": 1.0}, sd=0.002)
+    comparisons.compare_run(run_id=run.pk)
+    return run
+
+
+def test_a_runs_comparisons_are_listed_worst_first(regressed_run):
+    body = Client().get(f"/api/v1/runs/{regressed_run.pk}/comparisons?method=history").json()
+
+    assert [(row["benchmark"], row["verdict"]) for row in body] == [("sort", "regression"), ("hash", "no change")]
+    assert body[0]["change"].startswith(("+19.", "+20.")) and body[0]["qvalue"] is not None
+
+
+def test_alerts_are_listed_and_triaged_by_users_with_a_token(regressed_run, api):
+    listed = Client().get("/api/v1/alerts?status=new").json()["items"]
+    assert [alert["comparison"]["benchmark"] for alert in listed] == ["sort"]
+
+    response = api.post(f"/api/v1/alerts/{listed[0]['id']}/status", data={"status": "acknowledged", "note": "mine"},
+                        content_type="application/json")
+
+    assert response.status_code == 200
+    assert response.json()["events"][0]["to"] == "acknowledged"
+    assert Alert.objects.get().status == "acknowledged"
+
+
+def test_anonymous_visitors_cannot_triage(regressed_run):
+    alert = Alert.objects.get()
+
+    response = Client().post(f"/api/v1/alerts/{alert.pk}/status", data={"status": "invalid"},
+                             content_type="application/json")
+
+    assert response.status_code == 401
+    assert Alert.objects.get().status == "new"
