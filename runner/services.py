@@ -40,7 +40,7 @@ JOB_FIELDS = {
     "project", "name", "benchmark", "machine", "workload_kind", "builtin", "parameters", "command", "setup_command",
     "working_directory", "environment", "reading_mode", "metrics", "round_timeout", "confidence_level",
     "target_width", "max_autocorrelation", "work_min", "work_max", "min_round_duration", "budget_seconds",
-    "budget_rounds", "warmup", "enabled",
+    "budget_rounds", "warmup", "component", "overhead_rounds", "enabled",
 }
 
 
