@@ -693,7 +693,10 @@ def _round_increment(first_duration, rounds, target_seconds):
 
 
 def _midpoint(low, high, position):
-    """The `position`-th (1-based) breadth-first midpoint of (low, high) (spec §4)."""
+    """The `position`-th (1-based) breadth-first midpoint of (low, high) (spec §4); once short rounds
+    have raised the floor to the top of the range, every round takes the largest work amount."""
+    if low >= high:
+        return float(high)
     return float(work_amounts(low, high, position)[-1])
 
 

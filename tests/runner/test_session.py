@@ -99,6 +99,13 @@ class TestWorkAmountPlan:
         # A long-enough round at 8: the trial continues at the raised a.
         assert work_amount_plan(rounds, targets) == 8
 
+    def test_when_short_rounds_raise_a_to_the_top_of_the_range_every_round_takes_the_maximum(self):
+        targets = SessionTargets(work_range=(1, 8), trial_rounds=1, first_estimate_rounds=2,
+                                 first_estimate_seconds=0.0)
+        rounds = [self.record(0, 1, 0.001), self.record(1, 2, 0.001), self.record(2, 4, 0.001),
+                  self.record(3, 8, 0.06), self.record(4, 8, 0.06)]
+        assert work_amount_plan(rounds, targets) == 8
+
     def test_eq5_grows_each_round_by_k_seconds(self):
         # s = 0.1 s at w = 10, n = 11, T = 6.6 s: k = (13.2 - 2.2) / 110 = 0.1 s, i.e. +10 units per round.
         targets = SessionTargets(work_range=(10, 1000), trial_rounds=1, first_estimate_rounds=11,
