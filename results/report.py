@@ -362,7 +362,7 @@ def _rows(pairs: list[tuple[Series, Series]], thresholds: np.ndarray, *, confide
                                     confidence_level=confidence)
         resampled = _bootstrap(baseline, candidate, confidence=confidence, options=bootstrap)
         decided = fields["verdict"][i] if resampled is None else stats.verdict(
-            resampled.low, resampled.high, threshold=thresholds[i], direction=candidate.direction).item()
+            resampled.low, resampled.high, threshold=thresholds[i], direction=candidate.direction)
         rows.append(Row(
             benchmark=candidate.benchmark, metric=candidate.metric, unit=candidate.unit,
             direction=candidate.direction, threshold=float(thresholds[i]), confidence_level=confidence, alpha=alpha,

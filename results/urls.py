@@ -1,9 +1,9 @@
 from django.urls import path
 
-from . import views
+from .views import nightly
 
 app_name = "results"
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", nightly.home, name="home"),
 ]

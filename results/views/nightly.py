@@ -5,7 +5,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from . import selectors
+from .. import selectors
 
 
 def readable(request: HttpRequest) -> bool:
