@@ -92,7 +92,7 @@ def compare_run(*, run_id: int) -> list[Comparison]:
         return []
     if run.kind == RunKind.PR:
         baseline = pull_request_baseline(run)
-        comparisons = [] if baseline is None else _pairwise(candidate, baseline)
+        comparisons = [] if baseline is None else _pairwise(candidate, baseline) + _bootstrap(run, baseline)
     else:
         history = history_runs(run)
         comparisons = _against_history(candidate, history)
@@ -198,6 +198,41 @@ def _pairwise(candidate: Candidate, baseline_run: int, *, naive: bool = False) -
                 candidate, i, method, _at(result, j), str(np.atleast_1d(result.verdict)[j]), baseline_id=row["id"],
                 inputs={"baseline_run": baseline_run, "baseline": [row["mean"], row["variance"], row["n"]]},
             ))
+    return comparisons
+
+
+BOOTSTRAP_RESAMPLES = 2_000
+BOOTSTRAP_MAX_SERIES = 200
+
+
+def _bootstrap(run: Run, baseline_run: int) -> list[Comparison]:
+    """The hierarchical bootstrap ratio (spec §6, RRR) where both sides kept raw samples.
+
+    Seeded by the run id, so recomputing gives the same interval. It resamples every level, so
+    its cost grows with the samples: it is computed for pull requests (a few series, a decision
+    to make), not for every nightly series, and for at most ``BOOTSTRAP_MAX_SERIES`` series.
+    """
+    with_samples = Result.objects.filter(samples__isnull=False).select_related("metric")
+    candidates = {r.metric_id: r for r in with_samples.filter(run=run)[:BOOTSTRAP_MAX_SERIES]}
+    baselines = {r.metric_id: r for r in with_samples.filter(run_id=baseline_run, metric_id__in=list(candidates))}
+    rng = np.random.default_rng(run.pk)
+    comparisons = []
+    for metric_id, result in candidates.items():
+        base = baselines.get(metric_id)
+        if base is None or result.samples_array().ndim != base.samples_array().ndim:
+            continue
+        metric = result.metric
+        ratio = stats.ratio_bootstrap(result.samples_array(), base.samples_array(),
+                                      confidence=metric.confidence_level, n_resamples=BOOTSTRAP_RESAMPLES, rng=rng)
+        verdict = stats.verdict(ratio.low, ratio.high, threshold=metric.threshold, direction=metric.direction)
+        comparisons.append(Comparison(
+            candidate=result, baseline=base, method=ComparisonMethod.BOOTSTRAP, ratio=ratio.ratio,
+            ci_low=ratio.low if ratio.bounded else None, ci_high=ratio.high if ratio.bounded else None,
+            bounded=bool(ratio.bounded), verdict=str(verdict), threshold=metric.threshold,
+            confidence_level=metric.confidence_level,
+            inputs={"baseline_run": baseline_run, "resamples": BOOTSTRAP_RESAMPLES, "seed": run.pk,
+                    "shapes": [list(result.samples_array().shape), list(base.samples_array().shape)]},
+        ))
     return comparisons
 
 

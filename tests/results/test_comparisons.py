@@ -254,3 +254,28 @@ def test_a_regression_schedules_a_confirmation_session_when_a_job_exists(staff, 
     assert [r["label"] for r in session.revisions] == ["baseline", "candidate"]
     assert session.revisions[1]["commit"] == run.revision.commit
     assert session.revisions[0]["commit"] == f"{9:040x}"
+
+
+def test_a_pull_request_with_raw_samples_also_gets_a_seeded_hierarchical_bootstrap():
+    def run_with_samples(night, scale, kind="nightly", branch="main", base_commit=""):
+        samples = (scale * (1 + np.random.default_rng(night).normal(0, 0.01, (6, 10)))).tolist()
+        document = RunIn.model_validate({
+            "project": {"name": "Demo"}, "machine": {"name": "bench-1"}, "kind": kind,
+            "revision": {"commit": f"{night:040x}", "branch": branch, "base_commit": base_commit},
+            "started_at": START + timedelta(days=night),
+            "results": [{"benchmark": "sort", "samples": samples}]})
+        return services.ingest_run(document=document, user=None).run
+
+    run_with_samples(0, 1.0)
+    pull = run_with_samples(1, 1.05, kind="pr", branch="feature", base_commit=f"{0:040x}")
+
+    comparisons.compare_run(run_id=pull.pk)
+    first = Comparison.objects.get(candidate__run=pull, method="bootstrap")
+    comparisons.compare_run(run_id=pull.pk)
+    again = Comparison.objects.get(candidate__run=pull, method="bootstrap")
+
+    assert (first.ci_low, first.ci_high) == (again.ci_low, again.ci_high)
+    assert first.ci_low < first.ratio < first.ci_high and first.verdict == "regression"
+    # Close to the t interval of the ratio of the process means (6 units a side).
+    fieller = Comparison.objects.get(candidate__run=pull, method="pairwise")
+    assert abs(first.ci_low - fieller.ci_low) < 0.02 and abs(first.ci_high - fieller.ci_high) < 0.02
