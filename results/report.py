@@ -288,7 +288,8 @@ def compare(baseline: Sequence[Series], candidate: Sequence[Series], *, alpha: f
     Parameters
     ----------
     baseline, candidate : sequence of Series
-        Matched by (benchmark, metric).
+        Matched by (benchmark, metric); the candidate's threshold, direction and confidence level apply
+        (for stored runs both are the metric's).
     alpha : float, optional
         Significance level: a p-value at or above it is flagged as high.
     threshold : float, optional
@@ -308,8 +309,9 @@ def compare(baseline: Sequence[Series], candidate: Sequence[Series], *, alpha: f
     old = {series.key: series for series in baseline}
     new = {series.key: series for series in candidate}
     common = sorted(old.keys() & new.keys())
+    # Welch's test and the intervals need a variance on each side.
     comparable = [key for key in common if old[key].summary.n >= 2 and new[key].summary.n >= 2]
-    skipped = [key for key in common if key not in set(comparable)]
+    skipped = sorted(set(common) - set(comparable))
     if not comparable:
         raise NothingToCompare(_nothing_to_compare(old, new, common))
     pairs = [(old[key], new[key]) for key in comparable]
@@ -397,8 +399,9 @@ def _bootstrap(baseline: Series, candidate: Series, *, confidence: float,
 def _hierarchy(series: Series) -> np.ndarray:
     """Raw samples with the subsessions as their top level (spec §6: for one-level data the top level
     is the subsession), so autocorrelated samples are not resampled as if independent."""
-    samples = series.samples
     size = series.summary.subsession_size
+    # A level with one unit (e.g. pyperf runs of one value each) adds nothing, and cannot be resampled.
+    samples = series.samples.squeeze()
     if samples.ndim > 1 or size < 2 or samples.size < 2 * size:
         return samples
     blocks = samples.size // size
@@ -418,8 +421,9 @@ def text_table(rows: Sequence[Row], *, only_baseline: Sequence[str] = (), only_c
     header += ["p", "n", "verdict"]
     lines = [header]
     for row in rows:
-        cells = [row.benchmark, row.metric, _quantity(row.baseline, row.unit), _quantity(row.candidate, row.unit),
-                 _change(row.fieller)]
+        scale, unit = _scaled_unit(row.baseline.mean, row.unit)
+        cells = [row.benchmark, row.metric, _quantity(row.baseline, scale, unit),
+                 _quantity(row.candidate, scale, unit), _change(row.fieller)]
         cells += [_change(row.bootstrap) if row.bootstrap is not None else "-"] if bootstrapped else []
         cells += [_pvalue(row), _counts(row), str(row.verdict)]
         lines.append(cells)
@@ -496,12 +500,14 @@ def _counts(row: Row) -> str:
     return f"{row.baseline.n}+{row.candidate.n}{flag}"
 
 
-def _quantity(side: Side, unit: str) -> str:
-    """``mean ± half-width unit``, seconds scaled to a readable prefix as benchstat does."""
-    scale = 1.0
-    if unit == "s":
-        scale, unit = next(((factor, prefix) for factor, prefix in _TIME_PREFIXES if abs(side.mean) >= factor),
-                           _TIME_PREFIXES[-1])
+def _scaled_unit(value: float, unit: str) -> tuple[float, str]:
+    """Seconds get the prefix that suits ``value``, as benchstat does; other units are shown as they are."""
+    if unit != "s":
+        return 1.0, unit
+    return next(((factor, prefix) for factor, prefix in _TIME_PREFIXES if abs(value) >= factor), _TIME_PREFIXES[-1])
+
+
+def _quantity(side: Side, scale: float, unit: str) -> str:
     return f"{side.mean / scale:.4g} ± {side.half_width / scale:.2g} {unit}".rstrip()
 
 
@@ -515,12 +521,13 @@ def _aligned(lines: list[list[str]], *, right: set[int]) -> str:
 
 
 def _legend(rows: Sequence[Row], bootstrapped: bool) -> str:
-    parts = [f"change: candidate/baseline − 1 with Fieller's interval; baseline, candidate: mean ± "
-             f"half-width of its {_level(rows)} interval; p: Welch's t-test; n: subsessions"]
+    parts = [(f"change: candidate/baseline − 1 with Fieller's interval; baseline, candidate: mean ± "
+              f"half-width of its {_level(rows)} interval; p: Welch's t-test; n: subsessions")]
     if bootstrapped:
         parts.append("the verdict follows the bootstrap interval where there is one")
     if any(row.high_pvalue for row in rows):
         parts.append(f"~ p ≥ {rows[0].alpha:g}: not significant")
     if any(not (row.baseline.independent and row.candidate.independent) for row in rows):
-        parts.append("! samples still autocorrelated at every subsession size: the interval may be too narrow")
+        parts.append("! independence not established (too few samples, or autocorrelated at every subsession "
+                     "size): the interval may be too narrow")
     return "; ".join(parts) + "."

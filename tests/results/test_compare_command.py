@@ -266,6 +266,16 @@ def test_bootstrap_resamples_one_level_samples_by_subsession():
     assert row.bootstrap.high - row.bootstrap.low > 2 * (naive.high - naive.low)
 
 
+def test_bootstrap_takes_runs_of_one_value_as_the_top_level():
+    samples = np.array([[1.00], [1.02], [0.98], [1.01], [0.99]])
+    series = report.Series(benchmark="one", metric="time", unit="s", direction="lower_is_better", threshold=0.02,
+                           confidence_level=0.95, summary=services.summarize_samples(samples), samples=samples)
+
+    (row,) = report.compare([series], [series], bootstrap=report.Bootstrap(resamples=500, seed=1)).rows
+
+    assert row.bootstrap.ratio == 1.0 and row.bootstrap.low < 1.0 < row.bootstrap.high
+
+
 # Files.
 
 def test_two_plain_number_files_are_compared_with_each_other(tmp_path):
@@ -302,13 +312,14 @@ def test_two_copies_of_a_real_file_show_no_change(tmp_path):
 
 
 def test_files_of_different_formats_match_by_benchmark_and_metric():
-    rows = compare_json("--files", DATA / "google_benchmark_repetitions.json",
-                        DATA / "google_benchmark_aggregates_only.json")
+    rows = json.loads(compare("--files", DATA / "google_benchmark_repetitions.json",
+                              DATA / "google_benchmark_aggregates_only.json", "--format", "json"))
 
-    assert {(row["benchmark"], row["metric"]) for row in rows.values()} <= {
-        (name, metric) for name in ("BM_SortVector/10000", "BM_StringCopy/4096") for metric in ("real_time", "cpu_time")}
+    names = ("BM_SortVector/10000", "BM_StringCopy/4096")
+    assert [(row["benchmark"], row["metric"]) for row in rows] == [
+        (name, metric) for name in names for metric in ("cpu_time", "real_time")]
     # The aggregates-only file holds summaries (n = 3 repetitions): used as given.
-    assert {row["candidate"]["n"] for row in rows.values()} == {3}
+    assert {row["candidate"]["n"] for row in rows} == {3}
 
 
 @pytest.mark.parametrize(("name", "expected"), [
@@ -346,7 +357,6 @@ def test_native_summaries_are_used_as_given(tmp_path):
 
 # Errors.
 
-@pytest.mark.django_db
 def test_unknown_run_ids_are_named(runs):
     baseline, _ = runs
 
@@ -365,7 +375,8 @@ def test_a_missing_file_is_named(tmp_path):
     (b"1.0\n2.0\nfast\n", [], r"bad\.txt: numbers: line 3: 'fast' is not a number\.$"),
     (b"1.0\nnan\n", [], r"bad\.txt: numbers: the values must be finite numbers"),
     (b"\xff\xfe\x00", [], r"bad\.txt: numbers: the file is neither JSON nor UTF-8 text\.$"),
-    (b'{"something": []}', [], r"bad\.txt: cannot tell the format from the file's keys; name it \(one of google-benchmark, hyperfine, native, pyperf, pytest-benchmark, numbers\)\.$"),
+    (b'{"something": []}', [], (r"bad\.txt: cannot tell the format from the file's keys; name it \(one of "
+                               r"google-benchmark, hyperfine, native, pyperf, pytest-benchmark, numbers\)\.$")),
     (b"1.0\n2.0\n", ["--format-a", "hyperfine"], r"bad\.txt: hyperfine: the file is not valid JSON"),
     (b'{"results": [{"benchmark": "b"}]}', [], r"bad\.txt: native: results\[0\]: Value error, give 'samples'"),
     (b'{"results": [{"benchmark": "b", "samples": [[1, 2], [3]]}]}', [],
