@@ -172,6 +172,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 300.0,
         "options": {"queue": "analysis"},
     },
+    "notify-pending-alert-groups": {
+        "task": "results.tasks.notify_pending_alert_groups",
+        "schedule": 300.0,
+        "options": {"queue": "analysis"},
+    },
     "recover-stale-sessions": {
         "task": "runner.tasks.recover_stale_sessions",
         "schedule": 60.0,

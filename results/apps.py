@@ -11,8 +11,8 @@ class ResultsConfig(AppConfig):
         from .signals import alerts_opened
 
         def notify(sender, *, group_id: int, **kwargs) -> None:
-            from .tasks import notify_alert_group
+            from .tasks import enqueue, notify_alert_group
 
-            transaction.on_commit(lambda: notify_alert_group.delay(group_id))
+            transaction.on_commit(lambda: enqueue(notify_alert_group, group_id))
 
         alerts_opened.connect(notify, dispatch_uid="results.notify_alert_group")

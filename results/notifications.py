@@ -2,6 +2,7 @@
 
 import json
 import urllib.request
+from datetime import timedelta
 
 from django.conf import settings
 from django.core.mail import send_mail
@@ -29,6 +30,12 @@ def alert_group_payload(group: AlertGroup) -> dict:
             for alert in group.alerts.all()
         ],
     }
+
+
+def pending_groups(*, older_than: timedelta = timedelta(minutes=2)) -> list[int]:
+    """Alert groups not notified yet (their enqueue was lost), oldest first."""
+    return list(AlertGroup.objects.filter(notified_at__isnull=True, created_at__lt=timezone.now() - older_than)
+                .order_by("created_at").values_list("pk", flat=True))
 
 
 def notify_alert_group(*, group_id: int) -> None:

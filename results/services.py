@@ -6,7 +6,6 @@ anywhere in a batch writes nothing.
 """
 
 import hashlib
-import logging
 import secrets
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -17,14 +16,12 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import JSONField
 from django.utils import timezone
 from django.utils.text import slugify
-from kombu.exceptions import OperationalError
 from psycopg.types.json import Jsonb
 
 from . import stats
 from .models import ApiToken, Benchmark, Machine, Metric, Project, Result, Revision, Run
 from .schemas import ResultIn, RunIn
 
-logger = logging.getLogger(__name__)
 MAX_AUTOCORRELATION = 0.1
 MIN_SUBSESSIONS = 10
 
@@ -177,13 +174,9 @@ def ingest_run(*, document: RunIn, user: AbstractBaseUser | None) -> IngestOutco
 
 
 def _enqueue_comparison(run_id: int) -> None:
-    from .tasks import compare_run
+    from .tasks import compare_run, enqueue
 
-    try:
-        compare_run.delay(run_id)
-    except OperationalError:
-        # The run is stored; the periodic compare_pending_runs task compares it once the broker is back.
-        logger.warning("Broker unreachable: run %s will be compared by the periodic catch-up task.", run_id)
+    enqueue(compare_run, run_id)
 
 
 def _existing_run(*, project_slug: str, run_key: str, digest: str) -> Run | None:

@@ -1,8 +1,21 @@
 """Celery tasks of results: thin. Each takes ids, loads, calls one service, owns only its retries."""
 
+import logging
+
 from celery import shared_task
+from kombu.exceptions import OperationalError
 
 from . import comparisons, notifications
+
+logger = logging.getLogger(__name__)
+
+
+def enqueue(task, *args) -> None:
+    """Send a task; if the broker is unreachable, log it: the periodic catch-up tasks pick the work up."""
+    try:
+        task.delay(*args)
+    except OperationalError:
+        logger.warning("Broker unreachable: %s%s left to the periodic catch-up.", task.name, args)
 
 
 @shared_task(ignore_result=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
@@ -18,4 +31,10 @@ def notify_alert_group(group_id: int) -> None:
 @shared_task(ignore_result=True)
 def compare_pending_runs() -> None:
     for run_id in comparisons.pending_runs():
-        compare_run.delay(run_id)
+        enqueue(compare_run, run_id)
+
+
+@shared_task(ignore_result=True)
+def notify_pending_alert_groups() -> None:
+    for group_id in notifications.pending_groups():
+        enqueue(notify_alert_group, group_id)

@@ -279,3 +279,17 @@ def test_a_pull_request_with_raw_samples_also_gets_a_seeded_hierarchical_bootstr
     # Close to the t interval of the ratio of the process means (6 units a side).
     fieller = Comparison.objects.get(candidate__run=pull, method="pairwise")
     assert abs(first.ci_low - fieller.ci_low) < 0.02 and abs(first.ci_high - fieller.ci_high) < 0.02
+
+
+def test_alerts_are_stored_even_when_the_broker_is_down_and_caught_up_later(django_capture_on_commit_callbacks):
+    for night in range(10):
+        post_run(night, {"sort": 1.0}, sd=0.002)
+    run = post_run(10, {"sort": 1.2}, sd=0.002)
+
+    # No Redis is running here: the notification is logged and left to the periodic catch-up.
+    with django_capture_on_commit_callbacks(execute=True):
+        comparisons.compare_run(run_id=run.pk)
+
+    group = AlertGroup.objects.get()
+    AlertGroup.objects.filter(pk=group.pk).update(created_at=START)
+    assert notifications.pending_groups() == [group.pk]
