@@ -48,7 +48,7 @@ def seed(series: int, runs: int):
         if night == runs - 1:
             means[: series // 50] *= 1.05
         half = 0.004 * means
-        services.insert_results([
+        services.bulk_insert([
             Result(run=run, metric=metric, mean=float(mean), subsession_size=1, variance=float((0.01 * mean) ** 2 * 20),
                    n=20, sample_count=20, ci_low=float(mean - h), ci_high=float(mean + h))
             for metric, mean, h in zip(metrics, means, half)

@@ -182,4 +182,10 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"queue": "analysis"},
     },
+    # Change points of every series, once a day (results.changepoints.scan_change_points).
+    "scan-change-points": {
+        "task": "results.tasks.scan_change_points",
+        "schedule": 86400.0,
+        "options": {"queue": "analysis"},
+    },
 }

@@ -29,6 +29,7 @@ from .models import (
     RunStatus,
     Verdict,
 )
+from .services import bulk_insert
 from .signals import alerts_opened
 
 MIN_HISTORY = 3
@@ -99,9 +100,16 @@ def compare_run(*, run_id: int) -> list[Comparison]:
         if history:
             comparisons += _pairwise(candidate, history[0], naive=True)
     _add_qvalues(comparisons)
-    Comparison.objects.bulk_create(comparisons)
-    _open_alerts(run, comparisons)
+    bulk_insert(comparisons)
+    _open_alerts(run)
+    transaction.on_commit(lambda: _enqueue_change_points(run.pk))
     return comparisons
+
+
+def _enqueue_change_points(run_id: int) -> None:
+    from .tasks import detect_change_points_for_run, enqueue
+
+    enqueue(detect_change_points_for_run, run_id)
 
 
 def pending_runs(*, older_than: timedelta = timedelta(minutes=2)) -> list[int]:
@@ -165,11 +173,13 @@ def _against_history(candidate: Candidate, history: list[int]) -> list[Compariso
             result = stats.compare_with_history(
                 candidate.mean[picked], candidate.variance[picked], candidate.n[picked], history_mean[part],
                 history_variance[part], history_n[part], confidence=float(confidence))
-            verdicts = stats.verdict(np.atleast_1d(result.low), np.atleast_1d(result.high),
-                                     threshold=candidate.threshold[picked], direction=candidate.direction[picked])
+            verdicts = np.atleast_1d(stats.verdict(np.atleast_1d(result.low), np.atleast_1d(result.high),
+                                                   threshold=candidate.threshold[picked],
+                                                   direction=candidate.direction[picked]))
+            numbers = _numbers(result)
             for j, (i, series) in enumerate(zip(picked, [rows[k] for k in np.flatnonzero(part)])):
                 comparisons[i] = _stored(
-                    candidate, i, ComparisonMethod.HISTORY, _at(result, j), str(np.atleast_1d(verdicts)[j]),
+                    candidate, i, ComparisonMethod.HISTORY, numbers[j], str(verdicts[j]),
                     inputs={"history_runs": [row["run_id"] for row in series],
                             "history": [[row["mean"], row["variance"], row["n"]] for row in series],
                             "between_variance": float(np.atleast_1d(result.between_variance)[j]),
@@ -192,10 +202,11 @@ def _pairwise(candidate: Candidate, baseline_run: int, *, naive: bool = False) -
             np.array([row["mean"] for row in base]), np.array([row["variance"] for row in base]),
             np.array([row["n"] for row in base]), threshold=candidate.threshold[picked],
             direction=candidate.direction[picked], confidence=float(confidence))
+        numbers, verdicts = _numbers(result), np.atleast_1d(result.verdict)
         for j, i in enumerate(picked):
             row = base[j]
             comparisons.append(_stored(
-                candidate, i, method, _at(result, j), str(np.atleast_1d(result.verdict)[j]), baseline_id=row["id"],
+                candidate, i, method, numbers[j], str(verdicts[j]), baseline_id=row["id"],
                 inputs={"baseline_run": baseline_run, "baseline": [row["mean"], row["variance"], row["n"]]},
             ))
     return comparisons
@@ -236,15 +247,12 @@ def _bootstrap(run: Run, baseline_run: int) -> list[Comparison]:
     return comparisons
 
 
-def _at(result, j: int) -> dict:
+def _numbers(result) -> list[dict]:
+    """One dict of plain numbers per series of a vectorized result."""
     shape = np.shape(np.atleast_1d(result.ratio))
-
-    def pick(value):
-        return np.broadcast_to(value, shape)[j].item()
-
-    return {"ratio": pick(result.ratio), "low": pick(result.low), "high": pick(result.high),
-            "bounded": bool(pick(result.bounded)), "statistic": pick(result.statistic),
-            "pvalue": pick(result.pvalue), "df": pick(result.df)}
+    columns = {name: np.broadcast_to(getattr(result, name), shape).tolist()
+               for name in ("ratio", "low", "high", "bounded", "statistic", "pvalue", "df")}
+    return [dict(zip(columns, values)) for values in zip(*columns.values())]
 
 
 def _stored(candidate: Candidate, i: int, method: str, numbers: dict, verdict: str, *, inputs: dict,
@@ -279,17 +287,18 @@ def _add_qvalues(comparisons: list[Comparison]) -> None:
             comparison.qvalue = float(min(qvalue, 1.0))
 
 
-def _open_alerts(run: Run, comparisons: list[Comparison]) -> None:
+def _open_alerts(run: Run) -> None:
     """A regression by the run's decisive method (history for nightlies, pairwise for pull requests)
     opens an alert; one group per run, notified once after commit."""
     decisive = ComparisonMethod.PAIRWISE if run.kind == RunKind.PR else ComparisonMethod.HISTORY
-    regressions = [c for c in comparisons if c.method == decisive and c.verdict == Verdict.REGRESSION]
+    regressions = list(Comparison.objects.filter(candidate__run=run, method=decisive, verdict=Verdict.REGRESSION)
+                       .order_by("candidate__metric__benchmark__name", "candidate__metric__name")
+                       .values_list("pk", flat=True))
     if not regressions:
         return
     group, _ = AlertGroup.objects.get_or_create(run=run)
-    alerts = Alert.objects.bulk_create([Alert(group=group, comparison=comparison) for comparison in regressions])
-    alert_ids = [alert.pk for alert in alerts] if all(alert.pk for alert in alerts) else list(
-        Alert.objects.filter(group=group).values_list("pk", flat=True))
+    Alert.objects.bulk_create([Alert(group=group, comparison_id=comparison) for comparison in regressions])
+    alert_ids = list(Alert.objects.filter(group=group).values_list("pk", flat=True))
     transaction.on_commit(lambda: alerts_opened.send(sender=AlertGroup, group_id=group.pk, alert_ids=alert_ids))
 
 

@@ -1,10 +1,42 @@
 """Reads. Each selector issues a fixed number of queries, whatever the number of rows."""
 
-from dataclasses import dataclass
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, replace
+from datetime import datetime
+from functools import cached_property
 
-from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
+import numpy as np
+from django.db.models import (
+    Case,
+    Count,
+    F,
+    FilteredRelation,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+    Window,
+)
+from django.db.models.functions import Abs, Coalesce, RowNumber
+from scipy import stats as scipy_stats
+from scipy.stats import false_discovery_control
 
-from .models import Alert, Comparison, Metric, Project, Result, Run, Verdict
+from . import stats
+from .models import (
+    Alert,
+    Comparison,
+    ComparisonMethod,
+    Machine,
+    Metric,
+    Project,
+    Result,
+    Run,
+    Verdict,
+)
 
 RESULT_FIELDS_FOR_TABLES = ("metric__benchmark",)
 
@@ -96,3 +128,710 @@ def alerts(*, status: str | None = None, project: str | None = None) -> QuerySet
     if project:
         queryset = queryset.filter(group__run__project__slug=project)
     return queryset.order_by("-group__created_at", "id")
+
+
+# The results pages: nightly overview, any two runs compared, pull-request review.
+#
+# All three show the same table, one ComparisonRow per series. Each selector below issues a fixed
+# number of queries (the sparklines of every row come from one windowed query).
+
+ALPHA = 0.05
+"""q (or p, where there is no q) at or above it is flagged "high p": not statistically significant."""
+SPARKLINE_POINTS = 20
+NOT_COMPARED = "not compared"
+VERDICT_ORDER = {Verdict.REGRESSION: 0, Verdict.INCONCLUSIVE: 1, Verdict.IMPROVEMENT: 2,
+                 Verdict.INSUFFICIENT_HISTORY: 3, Verdict.NO_CHANGE: 4, NOT_COMPARED: 5}
+VERDICT_ICONS = {Verdict.REGRESSION: "▲", Verdict.IMPROVEMENT: "▼", Verdict.INCONCLUSIVE: "?",
+                 Verdict.NO_CHANGE: "≈", Verdict.INSUFFICIENT_HISTORY: "·", NOT_COMPARED: "–"}
+_TIME_SCALES = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a row: a mean and the half-width of its interval (None when it has none)."""
+
+    mean: float | None
+    half_width: float | None = None
+    variance: float | None = None
+    n: int | None = None
+    subsession_size: int | None = None
+    independent: bool = True
+
+
+@dataclass(frozen=True)
+class Sparkline:
+    """Recent run means as an SVG polyline in a WIDTH × HEIGHT box, the newest point marked."""
+
+    WIDTH = 100
+    HEIGHT = 24
+    points: str
+    last_x: str
+    last_y: str
+    count: int
+    low: float
+    high: float
+
+    @property
+    def label(self) -> str:
+        return f"{self.count} recent nightly means, {self.low:.4g} to {self.high:.4g}"
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """A series' candidate against its baseline, with every number the tables show."""
+
+    metric_id: int
+    benchmark: str
+    metric: str
+    unit: str
+    direction: str
+    machine: str
+    run_id: int
+    baseline: Side
+    candidate: Side
+    ratio: float | None
+    low: float | None
+    high: float | None
+    bounded: bool
+    statistic: float | None
+    df: float | None
+    pvalue: float | None
+    qvalue: float | None
+    verdict: str
+    threshold: float
+    confidence_level: float
+    note: str = ""
+    sparkline: Sparkline | None = None
+    bootstrap_change: str = ""
+    """The hierarchical bootstrap's change and interval, where one was stored (pull requests with raw samples)."""
+
+    @cached_property
+    def change(self) -> str:
+        """``+5.5% [+3.0%, +8.0%]``; empty when there is no ratio."""
+        if self.ratio is None:
+            return ""
+        if not self.bounded or self.low is None or self.high is None:
+            return stats.format_change(self.ratio, -math.inf, math.inf)
+        return stats.format_change(self.ratio, self.low, self.high)
+
+    @property
+    def change_size(self) -> float:
+        return 0.0 if self.ratio is None else abs(self.ratio - 1.0)
+
+    @property
+    def high_p(self) -> bool:
+        """q ≥ α (p ≥ α where no q-value): the difference is not statistically significant."""
+        value = self.qvalue if self.qvalue is not None else self.pvalue
+        return value is not None and value >= ALPHA
+
+    @property
+    def verdict_slug(self) -> str:
+        return self.verdict.replace(" ", "-")
+
+    @property
+    def verdict_icon(self) -> str:
+        return VERDICT_ICONS.get(self.verdict, "")
+
+    @property
+    def sort_key(self) -> tuple:
+        return VERDICT_ORDER.get(self.verdict, len(VERDICT_ORDER)), -self.change_size, self.benchmark, self.metric
+
+    @cached_property
+    def baseline_text(self) -> str:
+        return _quantity(self.baseline, *self._scale())
+
+    @cached_property
+    def candidate_text(self) -> str:
+        return _quantity(self.candidate, *self._scale())
+
+    @property
+    def pvalue_text(self) -> str:
+        return format_probability(self.pvalue)
+
+    @property
+    def qvalue_text(self) -> str:
+        return format_probability(self.qvalue)
+
+    def _scale(self) -> tuple[float, str]:
+        reference = self.baseline.mean if self.baseline.mean is not None else self.candidate.mean
+        if self.unit != "s" or not reference:
+            return 1.0, self.unit
+        return next(((factor, prefix) for factor, prefix in _TIME_SCALES if abs(reference) >= factor),
+                    _TIME_SCALES[-1])
+
+
+def _quantity(side: Side, scale: float, unit: str) -> str:
+    if side.mean is None:
+        return "—"
+    # Four significant digits, trailing zeros kept so a column lines up ("1.000", not "1"), never a bare point.
+    text = f"{side.mean / scale:#.4g}".rstrip(".")
+    if side.half_width is not None:
+        text += f" ± {side.half_width / scale:.2g}"
+    return f"{text} {unit}".rstrip()
+
+
+def format_probability(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def verdict_counts(rows: list[ComparisonRow]) -> dict[str, int]:
+    """Rows per verdict, in display order, verdicts without rows left out."""
+    counted = Counter(row.verdict for row in rows)
+    return {str(verdict): counted[verdict] for verdict in VERDICT_ORDER if counted[verdict]}
+
+
+def _half_widths(variances, ns, confidences) -> list[float | None]:
+    """Half-width of each mean's interval, ``t_{(1+c)/2, n−1} · sqrt(variance / n)`` (spec §3); None where n < 2."""
+    n = np.asarray(ns, dtype=float)
+    if n.size == 0:
+        return []
+    variance = np.asarray(variances, dtype=float)
+    levels = np.asarray(confidences, dtype=float)
+    usable = n >= 2
+    widths = np.full(n.shape, np.nan)
+    widths[usable] = scipy_stats.t.ppf((1.0 + levels[usable]) / 2.0, n[usable] - 1) * np.sqrt(
+        variance[usable] / n[usable])
+    return [None if np.isnan(width) else float(width) for width in widths]
+
+
+def _sparklines(series: set[tuple[int, int]], *, projects: set[int],
+               limit: int = SPARKLINE_POINTS) -> dict[tuple[int, int], Sparkline]:
+    """The means of each (metric id, machine id) in the newest ``limit`` nightly runs of its project on
+    that machine, from one query (the runs are picked by a window in a subquery, so only their results
+    are read, however long the history)."""
+    if not series:
+        return {}
+    machine_ids = {machine for _, machine in series}
+    recency = Window(RowNumber(), partition_by=[F("project_id"), F("machine_id")],
+                     order_by=[F("started_at").desc(), F("id").desc()])
+    recent_runs = (
+        Run.objects.filter(project_id__in=projects, machine_id__in=machine_ids, kind=Run.Kind.NIGHTLY,
+                           status=Run.Status.COMPLETED)
+        .annotate(recency=recency).filter(recency__lte=limit).values("pk")
+    )
+    rows = (
+        Result.objects.filter(run_id__in=recent_runs, metric_id__in={metric for metric, _ in series})
+        .order_by("run__started_at", "run_id").values_list("metric_id", "run__machine_id", "mean")
+    )
+    means: dict[tuple[int, int], list[float]] = defaultdict(list)
+    for metric, machine, mean in rows:
+        if (metric, machine) in series:
+            means[metric, machine].append(mean)
+    return {key: _sparkline(values) for key, values in means.items()}
+
+
+def _sparkline(means: list[float]) -> Sparkline:
+    """Oldest to newest means scaled into the box, 2 px of padding; a flat series is drawn mid-height."""
+    width, height, pad = Sparkline.WIDTH, Sparkline.HEIGHT, 2.0
+    low, high = min(means), max(means)
+    span = high - low
+    step = (width - 2 * pad) / max(len(means) - 1, 1)
+    coordinates = [
+        (pad + i * step, height / 2 if span == 0 else pad + (high - mean) / span * (height - 2 * pad))
+        for i, mean in enumerate(means)
+    ]
+    # Coordinates as text: the template shows them as they are, without number localization.
+    return Sparkline(points=" ".join(f"{x:.1f},{y:.1f}" for x, y in coordinates), last_x=f"{coordinates[-1][0]:.1f}",
+                     last_y=f"{coordinates[-1][1]:.1f}", count=len(means), low=low, high=high)
+
+
+def _rows_from_comparisons(items: list[tuple[Result, Comparison | None]], *, machines: dict[int, str],
+                           sparklines: dict[tuple[int, int], Sparkline]) -> list[ComparisonRow]:
+    """Rows from results and their stored comparison (history or pairwise), sorted worst first."""
+    candidate_widths = _half_widths([r.variance for r, _ in items],
+                                    [r.n for r, _ in items], [r.metric.confidence_level for r, _ in items])
+    baselines = [_stored_baseline(comparison) for _, comparison in items]
+    baseline_widths = _half_widths([b[1] for b in baselines], [b[2] for b in baselines],
+                                   [r.metric.confidence_level for r, _ in items])
+    rows = []
+    for (result, comparison), width, (mean, variance, n, label), baseline_width in zip(
+            items, candidate_widths, baselines, baseline_widths):
+        metric = result.metric
+        machine_id = result.run.machine_id
+        common = {
+            "metric_id": metric.pk, "benchmark": metric.benchmark.name, "metric": metric.name, "unit": metric.unit,
+            "direction": metric.direction, "machine": machines.get(machine_id, ""), "run_id": result.run_id,
+            "candidate": Side(mean=result.mean, half_width=width, variance=result.variance, n=result.n,
+                              subsession_size=result.subsession_size, independent=result.independent),
+            "sparkline": sparklines.get((metric.pk, machine_id)),
+        }
+        if comparison is None:
+            rows.append(ComparisonRow(
+                **common, baseline=Side(mean=None), ratio=None, low=None, high=None, bounded=False, statistic=None,
+                df=None, pvalue=None, qvalue=None, verdict=NOT_COMPARED, threshold=metric.threshold,
+                confidence_level=metric.confidence_level, note="the run has not been compared yet"))
+            continue
+        if comparison.verdict == Verdict.INSUFFICIENT_HISTORY:
+            found = len(comparison.inputs.get("history_runs", []))
+            note = f"{found} earlier night{'s' if found != 1 else ''}, {comparison.inputs.get('needed', '?')} needed"
+        else:
+            note = label
+        baseline_result = comparison.baseline
+        rows.append(ComparisonRow(
+            **common,
+            baseline=Side(mean=mean, half_width=baseline_width if mean is not None else None, variance=variance, n=n,
+                          subsession_size=baseline_result.subsession_size if baseline_result else None,
+                          independent=baseline_result.independent if baseline_result else True),
+            ratio=comparison.ratio, low=comparison.ci_low, high=comparison.ci_high, bounded=comparison.bounded,
+            statistic=comparison.statistic, df=comparison.df, pvalue=comparison.pvalue, qvalue=comparison.qvalue,
+            verdict=comparison.verdict, threshold=comparison.threshold, confidence_level=comparison.confidence_level,
+            note=note))
+    return sorted(rows, key=lambda row: row.sort_key)
+
+
+def _stored_change(comparison: Comparison) -> str:
+    if comparison.ratio is None:
+        return ""
+    if not comparison.bounded or comparison.ci_low is None or comparison.ci_high is None:
+        return stats.format_change(comparison.ratio, -math.inf, math.inf)
+    return stats.format_change(comparison.ratio, comparison.ci_low, comparison.ci_high)
+
+
+def _stored_baseline(comparison: Comparison | None) -> tuple[float | None, float, int, str]:
+    """(mean, variance, n, description) of a stored comparison's baseline.
+
+    For a history comparison the baseline is the mean of the K nights' means, with the variance
+    of those K means (so its interval is the one of a mean of K units, night-to-night variation
+    included); for a pairwise one it is the baseline result's subsession statistics.
+    """
+    if comparison is None:
+        return None, 0.0, 0, ""
+    inputs = comparison.inputs or {}
+    if comparison.method == ComparisonMethod.HISTORY:
+        history = inputs.get("history") or []
+        if len(history) < 2:
+            return None, 0.0, 0, ""
+        means = np.array([entry[0] for entry in history], dtype=float)
+        return float(means.mean()), float(means.var(ddof=1)), len(history), f"mean of {len(history)} nights"
+    baseline = inputs.get("baseline")
+    if isinstance(baseline, list) and len(baseline) == 3:
+        return float(baseline[0]), float(baseline[1]), int(baseline[2]), ""
+    return None, 0.0, 0, ""
+
+
+ROW_LIMIT = 200
+_HISTORY_FIELDS = ("id", "ratio", "ci_low", "ci_high", "bounded", "statistic", "df", "pvalue", "qvalue", "verdict",
+                   "threshold", "confidence_level", "inputs")
+
+
+def _history_comparison(result: Result) -> Comparison | None:
+    """The history comparison annotated onto a result (``history_<field>``), or None when there is none."""
+    if result.history_id is None:
+        return None
+    return Comparison(candidate=result, method=ComparisonMethod.HISTORY,
+                      **{name: getattr(result, f"history_{name}") for name in _HISTORY_FIELDS})
+"""Rows shown per run unless asked for all: the most notable ones (worst first), so that a project
+with thousands of series still answers "did tonight regress?" at a glance."""
+
+
+@dataclass(frozen=True)
+class OverviewGroup:
+    """The latest nightly run of one project on one machine, and its rows (the most notable ``limit``)."""
+
+    run: Run
+    rows: list[ComparisonRow]
+    counts: dict[str, int]
+    insufficient: list[ComparisonRow]
+    total: int
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.rows)
+
+
+@dataclass(frozen=True)
+class ProjectOverview:
+    project: Project
+    groups: list[OverviewGroup]
+
+
+@dataclass(frozen=True)
+class NightlyOverview:
+    projects: list[ProjectOverview]
+    all_projects: list[Project]
+    all_machines: list[Machine]
+
+
+def nightly_overview(*, project: str | None = None, machine: str | None = None, benchmark: str | None = None,
+                     verdict: str | None = None, limit: int | None = ROW_LIMIT) -> NightlyOverview:
+    """The latest completed nightly run of each project on each machine against its history.
+
+    Filters: project slug, machine name, benchmark name (substring, case-insensitive) and the
+    history comparison's verdict. Each run shows its ``limit`` most notable series (by verdict,
+    then size of change; None: all); its counts are those of the whole run, its total that of the
+    filtered series. Eight queries, whatever the number of projects, machines, runs and rows.
+    """
+    all_projects = list(Project.objects.order_by("name"))
+    all_machines = list(Machine.objects.order_by("name"))
+    nightly = {"kind": Run.Kind.NIGHTLY, "status": Run.Status.COMPLETED}
+    newest = Run.objects.filter(project=OuterRef("project"), machine=OuterRef("machine"), **nightly).order_by(
+        "-started_at", "-id").values("pk")[:1]
+    latest = Run.objects.filter(pk=Subquery(newest), **nightly).select_related("project", "machine", "revision")
+    if project:
+        latest = latest.filter(project__slug=project)
+    if machine:
+        latest = latest.filter(machine__name=machine)
+    latest_runs = sorted(latest, key=lambda run: (run.project.name, run.machine.name))
+    run_ids = [run.pk for run in latest_runs]
+
+    matching = Result.objects.filter(run_id__in=run_ids).annotate(history_comparison=FilteredRelation(
+        "comparisons", condition=Q(comparisons__method=ComparisonMethod.HISTORY)))
+    if benchmark:
+        matching = matching.filter(metric__benchmark__name__icontains=benchmark)
+    if verdict:
+        matching = matching.filter(history_comparison__verdict=verdict)
+    totals = dict(matching.values("run_id").annotate(count=Count("id")).values_list("run_id", "count").order_by())
+    results = matching.select_related("metric__benchmark").defer("samples")
+    if limit is not None:
+        rank = Case(*[When(history_comparison__verdict=value, then=Value(order))
+                      for value, order in VERDICT_ORDER.items() if value != NOT_COMPARED],
+                    default=Value(VERDICT_ORDER[NOT_COMPARED]))
+        size = Coalesce(Abs(F("history_comparison__ratio") - 1.0), Value(0.0))
+        results = results.annotate(notability=Window(
+            RowNumber(), partition_by=[F("run_id")],
+            order_by=[rank.asc(), size.desc(), F("metric__benchmark__name").asc(), F("metric__name").asc()],
+        )).filter(notability__lte=limit)
+    # The history comparison's fields come with the result (no second query, no prefetch).
+    results = list(results.annotate(**{f"history_{name}": F(f"history_comparison__{name}")
+                                       for name in _HISTORY_FIELDS}))
+    counts: dict[int, dict[str, int]] = defaultdict(dict)
+    for row in (Comparison.objects.filter(candidate__run_id__in=run_ids, method=ComparisonMethod.HISTORY)
+                .values("candidate__run_id", "verdict").annotate(count=Count("id")).order_by()):
+        counts[row["candidate__run_id"]][row["verdict"]] = row["count"]
+
+    runs_by_id = {run.pk: run for run in latest_runs}
+    for result in results:
+        result.run = runs_by_id[result.run_id]
+    sparklines = _sparklines({(result.metric_id, result.run.machine_id) for result in results},
+                             projects={run.project_id for run in latest_runs})
+    rows = _rows_from_comparisons([(result, _history_comparison(result)) for result in results],
+                                  machines={run.machine_id: run.machine.name for run in latest_runs},
+                                  sparklines=sparklines)
+    rows_by_run: dict[int, list[ComparisonRow]] = defaultdict(list)
+    for row in rows:
+        rows_by_run[row.run_id].append(row)
+    groups_by_project: dict[int, list[OverviewGroup]] = defaultdict(list)
+    for run in latest_runs:
+        run_counts = counts.get(run.pk, {})
+        run_rows = rows_by_run.get(run.pk, [])
+        groups_by_project[run.project_id].append(OverviewGroup(
+            run=run, rows=run_rows, counts={str(v): run_counts[v] for v in VERDICT_ORDER if run_counts.get(v)},
+            insufficient=[row for row in run_rows if row.verdict == Verdict.INSUFFICIENT_HISTORY],
+            total=totals.get(run.pk, 0)))
+    shown = [p for p in all_projects if not project or p.slug == project]
+    return NightlyOverview(
+        projects=[ProjectOverview(project=p, groups=groups_by_project.get(p.pk, [])) for p in shown],
+        all_projects=all_projects, all_machines=all_machines)
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """Two runs compared on the fly, series by series (nothing is stored)."""
+
+    baseline: Run
+    candidate: Run
+    rows: list[ComparisonRow]
+    counts: dict[str, int]
+    only_baseline: list[str]
+    only_candidate: list[str]
+    not_compared: list[str]
+    total: int
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.rows)
+
+
+def _series_key(result: Result) -> tuple[str, str]:
+    return result.metric.benchmark.name, result.metric.name
+
+
+@dataclass(frozen=True)
+class ComparePage:
+    recent_runs: list[Run]
+    comparison: RunComparison | None
+
+
+RECENT_RUNS = 200
+
+
+def compare_page(*, baseline_id: int | None = None, candidate_id: int | None = None,
+                 limit: int | None = ROW_LIMIT) -> ComparePage:
+    """The recent runs to choose from and, when both ids are given, the two runs compared.
+
+    Raises Run.DoesNotExist when an id names no run.
+    """
+    recent = list(Run.objects.select_related("project", "machine", "revision").order_by(
+        "project__name", "-started_at", "-id")[:RECENT_RUNS])
+    comparison = None
+    if baseline_id is not None and candidate_id is not None:
+        comparison = compare_runs(baseline_id=baseline_id, candidate_id=candidate_id, limit=limit)
+    return ComparePage(recent_runs=recent, comparison=comparison)
+
+
+def compare_runs(*, baseline_id: int, candidate_id: int, limit: int | None = None) -> RunComparison:
+    """Welch's test and Fieller's ratio interval for every series the two runs share (spec §5–§7).
+
+    Series are matched by (benchmark, metric) name, so runs of different projects can be
+    compared too; the candidate metric's threshold, direction and confidence level apply.
+    q-values are Benjamini–Hochberg across the compared series. One vectorized call per
+    confidence level; four queries. ``limit`` keeps the most notable rows (worst first), every
+    series still counted. Raises Run.DoesNotExist when an id names no run.
+    """
+    runs = {run.pk: run for run in Run.objects.select_related("project", "machine", "revision")
+            .filter(pk__in=[baseline_id, candidate_id])}
+    if baseline_id not in runs or candidate_id not in runs:
+        missing = baseline_id if baseline_id not in runs else candidate_id
+        raise Run.DoesNotExist(f"No run {missing}.")
+    baseline_run, candidate_run = runs[baseline_id], runs[candidate_id]
+    results = list(Result.objects.filter(run_id__in=[baseline_id, candidate_id])
+                   .select_related("metric__benchmark").defer("samples"))
+    old = {(r.metric.benchmark.name, r.metric.name): r for r in results if r.run_id == baseline_id}
+    new = {(r.metric.benchmark.name, r.metric.name): r for r in results if r.run_id == candidate_id}
+    common = sorted(old.keys() & new.keys())
+    pairs = [(old[key], new[key]) for key in common if old[key].n >= 2 and new[key].n >= 2]
+    skipped = [f"{name} ({metric})" for name, metric in common if old[name, metric].n < 2 or new[name, metric].n < 2]
+
+    numbers: list[dict] = [{} for _ in pairs]
+    levels = np.array([candidate.metric.confidence_level for _, candidate in pairs])
+    for level in np.unique(levels):
+        chosen = np.flatnonzero(levels == level)
+        chosen_pairs = [pairs[i] for i in chosen]
+        result = stats.compare_summaries(
+            np.array([c.mean for _, c in chosen_pairs]), np.array([c.variance for _, c in chosen_pairs]),
+            np.array([c.n for _, c in chosen_pairs]), np.array([b.mean for b, _ in chosen_pairs]),
+            np.array([b.variance for b, _ in chosen_pairs]), np.array([b.n for b, _ in chosen_pairs]),
+            threshold=np.array([c.metric.threshold for _, c in chosen_pairs]),
+            direction=np.array([c.metric.direction for _, c in chosen_pairs], dtype=object), confidence=float(level))
+        fields = {name: np.atleast_1d(getattr(result, name))
+                  for name in ("ratio", "low", "high", "bounded", "statistic", "pvalue", "df", "verdict")}
+        for j, i in enumerate(chosen):
+            numbers[i] = {name: values[j] for name, values in fields.items()}
+    if pairs:
+        qvalues = np.atleast_1d(false_discovery_control([entry["pvalue"] for entry in numbers], method="bh"))
+        for entry, qvalue in zip(numbers, qvalues):
+            entry["qvalue"] = float(min(qvalue, 1.0))
+
+    confidences = [c.metric.confidence_level for _, c in pairs]
+    base_widths = _half_widths([b.variance for b, _ in pairs], [b.n for b, _ in pairs], confidences)
+    cand_widths = _half_widths([c.variance for _, c in pairs], [c.n for _, c in pairs], confidences)
+    # The most notable rows only get a sparkline and a row object.
+    order = sorted(range(len(pairs)), key=lambda i: (
+        VERDICT_ORDER[str(numbers[i]["verdict"])], -abs(float(numbers[i]["ratio"]) - 1.0)
+        if math.isfinite(float(numbers[i]["ratio"])) else 0.0, _series_key(pairs[i][1])))
+    counted = Counter(str(entry["verdict"]) for entry in numbers)
+    kept = order if limit is None else order[:limit]
+    pairs, numbers = [pairs[i] for i in kept], [numbers[i] for i in kept]
+    base_widths, cand_widths = [base_widths[i] for i in kept], [cand_widths[i] for i in kept]
+    sparklines = _sparklines({(c.metric_id, candidate_run.machine_id) for _, c in pairs},
+                             projects={candidate_run.project_id})
+    rows = []
+    for (base, cand), entry, base_width, cand_width in zip(pairs, numbers, base_widths, cand_widths):
+        metric = cand.metric
+        bounded = bool(entry["bounded"])
+        ratio = float(entry["ratio"])
+        statistic = float(entry["statistic"])
+        rows.append(ComparisonRow(
+            metric_id=metric.pk, benchmark=metric.benchmark.name, metric=metric.name, unit=metric.unit,
+            direction=metric.direction, machine=candidate_run.machine.name, run_id=candidate_run.pk,
+            baseline=Side(mean=base.mean, half_width=base_width, variance=base.variance, n=base.n,
+                          subsession_size=base.subsession_size, independent=base.independent),
+            candidate=Side(mean=cand.mean, half_width=cand_width, variance=cand.variance, n=cand.n,
+                           subsession_size=cand.subsession_size, independent=cand.independent),
+            ratio=ratio if math.isfinite(ratio) else None,
+            low=float(entry["low"]) if bounded else None, high=float(entry["high"]) if bounded else None,
+            bounded=bounded, statistic=statistic if math.isfinite(statistic) else None, df=float(entry["df"]),
+            pvalue=float(entry["pvalue"]), qvalue=entry["qvalue"], verdict=str(entry["verdict"]),
+            threshold=metric.threshold, confidence_level=metric.confidence_level,
+            sparkline=sparklines.get((metric.pk, candidate_run.machine_id))))
+    rows.sort(key=lambda row: row.sort_key)
+    return RunComparison(
+        baseline=baseline_run, candidate=candidate_run, rows=rows, total=len(order),
+        counts={verdict: counted[verdict] for verdict in VERDICT_ORDER if counted[verdict]},
+        only_baseline=[f"{name} ({metric})" for name, metric in sorted(old.keys() - new.keys())],
+        only_candidate=[f"{name} ({metric})" for name, metric in sorted(new.keys() - old.keys())],
+        not_compared=skipped)
+
+
+@dataclass(frozen=True)
+class PullRequestReview:
+    """A pull-request run against its base: the stored pairwise comparisons."""
+
+    run: Run
+    base_run: Run | None
+    rows: list[ComparisonRow]
+    counts: dict[str, int]
+
+    @property
+    def compared(self) -> bool:
+        return self.run.compared_at is not None
+
+
+def pr_review(*, run_id: int) -> PullRequestReview:
+    """A pull-request run with its stored pairwise comparisons, worst first; three queries.
+
+    Raises Run.DoesNotExist when there is no pull-request run with that id.
+    """
+    run = Run.objects.select_related("project", "machine", "revision").get(pk=run_id, kind=Run.Kind.PR)
+    both = list(Comparison.objects.filter(candidate__run_id=run_id,
+                                          method__in=[ComparisonMethod.PAIRWISE, ComparisonMethod.BOOTSTRAP])
+                .select_related("candidate__metric__benchmark", "baseline__run__revision", "baseline__run__machine")
+                .defer("candidate__samples", "baseline__samples"))
+    stored = [c for c in both if c.method == ComparisonMethod.PAIRWISE]
+    bootstrapped = {c.candidate.metric_id: _stored_change(c) for c in both if c.method == ComparisonMethod.BOOTSTRAP}
+    base_run = next((c.baseline.run for c in stored if c.baseline is not None), None)
+    for comparison in stored:
+        comparison.candidate.run = run
+    sparklines = _sparklines({(c.candidate.metric_id, run.machine_id) for c in stored}, projects={run.project_id})
+    rows = _rows_from_comparisons([(c.candidate, c) for c in stored], machines={run.machine_id: run.machine.name},
+                                  sparklines=sparklines)
+    rows = [replace(row, bootstrap_change=bootstrapped.get(row.metric_id, "")) for row in rows]
+    return PullRequestReview(run=run, base_run=base_run, rows=rows, counts=verdict_counts(rows))
+
+
+# Charts pages: a metric's history, one run in detail, the machines (results/views/history.py).
+#
+# The history reads its points with one ``values()`` query of the needed columns (plus one for the
+# comparisons, one for the change points and one for the pickers): 500 points are a few ms.
+
+HISTORY_LIMIT = 1000
+ACTIVE_SESSION_STATUSES = ("queued", "running")
+
+
+@dataclass(frozen=True)
+class MetricHistory:
+    """A metric's run means over time, ready for ``results.charts.history_figure``.
+
+    ``points`` are ``results.charts.HistoryPoint`` dicts, oldest first, each with the comparison
+    it is shown with (history for nightlies, pairwise for pull requests) or None.
+    """
+
+    metric: Metric
+    machines: list[str]
+    selected_machines: list[str]
+    branches: list[str]
+    branch: str
+    points: list[dict]
+    change_points: list[dict]
+    truncated: bool
+    limit: int
+
+
+def metric_history(*, metric_id: int, machines: list[str] | None = None, branch: str | None = None,
+                   start: datetime | None = None, end: datetime | None = None,
+                   limit: int = HISTORY_LIMIT) -> MetricHistory:
+    """A metric's completed results in time order (the newest `limit`), five queries.
+
+    `machines` empty: every machine that measured the metric. `branch` None: the project's default
+    branch, and runs without a revision (imported runs); ``""``: every branch. `start` and `end`
+    bound ``started_at`` (``start <= t < end``). Raises Metric.DoesNotExist.
+    """
+    from django.db.models import Q
+
+    from .models import ChangePoint
+
+    metric = Metric.objects.select_related("benchmark__project").get(pk=metric_id)
+    series = Result.objects.filter(metric=metric, run__status=Run.Status.COMPLETED)
+    pairs = set(series.values_list("run__machine__name", "run__revision__branch").distinct().order_by())
+    known_machines = sorted({machine for machine, _ in pairs})
+    branches = sorted({name for _, name in pairs if name})
+    chosen = [name for name in machines or () if name in known_machines] or known_machines
+    branch = metric.benchmark.project.default_branch if branch is None else branch
+    points = series.filter(run__machine__name__in=chosen)
+    if branch:
+        only = Q(run__revision__branch=branch)
+        if branch == metric.benchmark.project.default_branch:
+            only |= Q(run__revision__isnull=True)
+        points = points.filter(only)
+    if start is not None:
+        points = points.filter(run__started_at__gte=start)
+    if end is not None:
+        points = points.filter(run__started_at__lt=end)
+    rows = list(points.order_by("-run__started_at", "-run_id").values(
+        "id", "run_id", "mean", "ci_low", "ci_high", "n", started_at=F("run__started_at"),
+        machine=F("run__machine__name"), commit=F("run__revision__commit"), branch=F("run__revision__branch"),
+        kind=F("run__kind"))[:limit + 1])
+    truncated = len(rows) > limit
+    rows = rows[:limit][::-1]
+    shown: dict[int, dict] = {}
+    preference = {ComparisonMethod.HISTORY: 0, ComparisonMethod.PAIRWISE: 1}
+    for comparison in Comparison.objects.filter(
+            candidate_id__in=[row["id"] for row in rows], method__in=list(preference)).values(
+            "candidate_id", "method", "ratio", "ci_low", "ci_high", "pvalue", "qvalue", "verdict",
+            "confidence_level", "inputs", alert_id=F("alert__id"), alert_status=F("alert__status")):
+        current = shown.get(comparison["candidate_id"])
+        if current is None or preference[comparison["method"]] < preference[current["method"]]:
+            shown[comparison["candidate_id"]] = comparison
+    means = {(row["run_id"], row["machine"]): row["mean"] for row in rows}
+    for row in rows:
+        row["comparison"] = shown.get(row["id"])
+    change_points = []
+    if rows:
+        found = ChangePoint.objects.filter(metric=metric, machine__name__in=chosen,
+                                           run__started_at__gte=rows[0]["started_at"],
+                                           run__started_at__lte=rows[-1]["started_at"])
+        for row in found.order_by("run__started_at").values(
+                "run_id", "ratio", "ci_low", "ci_high", "pvalue", "machine__name", started_at=F("run__started_at")):
+            row["machine"] = row.pop("machine__name")
+            row["mean"] = means.get((row["run_id"], row["machine"]))
+            change_points.append(row)
+    return MetricHistory(metric=metric, machines=known_machines, selected_machines=chosen, branches=branches,
+                         branch=branch, points=rows, change_points=change_points, truncated=truncated, limit=limit)
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    """One run with everything its page shows; `rounds` are the session's rounds of this run's workload."""
+
+    run: Run
+    results: list[Result]
+    comparisons: list[Comparison]
+    session: object | None  # runner.models.Session
+    rounds: list  # runner.models.Round rows
+
+
+def run_detail(*, run_id: int) -> RunDetail:
+    """A run, its results (with samples), its stored comparisons, and the session that measured it
+    with that workload's rounds; five queries. Raises Run.DoesNotExist."""
+    # The runner app builds on this one; only these pages read its rows.
+    from runner.models import Round, Session
+
+    run = Run.objects.select_related("project", "machine", "revision").get(pk=run_id)
+    results = list(Result.objects.filter(run=run).select_related(*RESULT_FIELDS_FOR_TABLES)
+                   .order_by("metric__benchmark__name", "metric__name"))
+    comparisons = list(
+        Comparison.objects.filter(candidate__run=run)
+        .select_related("candidate__metric__benchmark", "baseline__run__revision", "alert")
+        .defer("candidate__samples", "baseline__samples")
+        .order_by("candidate__metric__benchmark__name", "candidate__metric__name", "method"))
+    session = Session.objects.filter(runs=run).select_related("job").order_by("-queued_at", "-id").first()
+    rounds = []
+    if session is not None:
+        workload = (run.environment or {}).get("workload")
+        rows = Round.objects.filter(session=session).order_by("index")
+        rounds = [row for row in rows if workload is None or row.workload == workload]
+    return RunDetail(run=run, results=results, comparisons=comparisons, session=session, rounds=rounds)
+
+
+@dataclass(frozen=True)
+class MachineOverview:
+    machine: Machine
+    active_sessions: list
+
+
+def machines_overview() -> list[MachineOverview]:
+    """Every machine with its run and job counts, newest run, and queued or running sessions; two queries."""
+    from django.db.models import Max
+
+    from runner.models import Session
+
+    machines = list(Machine.objects.annotate(
+        run_count=Count("runs", distinct=True), job_count=Count("jobs", distinct=True),
+        last_run_at=Max("runs__started_at")).order_by("name"))
+    active = defaultdict(list)
+    for session in (Session.objects.filter(status__in=ACTIVE_SESSION_STATUSES)
+                    .select_related("job").order_by("queued_at", "id")):
+        active[session.job.machine_id].append(session)
+    return [MachineOverview(machine=machine, active_sessions=active[machine.pk]) for machine in machines]

@@ -13,6 +13,7 @@ from datetime import datetime
 import numpy as np
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
+from django.db import models
 from django.db.models import JSONField
 from django.utils import timezone
 from django.utils.text import slugify
@@ -226,30 +227,34 @@ def _write_run(*, document: RunIn, project_slug: str, digest: str, user: Abstrac
             samples_shape=None if samples is None else list(samples.shape),
             metadata=result.metadata,
         ))
-    insert_results(rows)
+    bulk_insert(rows)
     Machine.objects.filter(pk=machine.pk).update(last_seen_at=timezone.now())
     return run
 
 
-def insert_results(rows: list[Result]) -> None:
-    """Insert result rows in bulk, without reading back their ids.
+def bulk_insert(rows: list[models.Model]) -> None:
+    """Insert rows of one model in bulk, without reading back their ids.
 
-    On PostgreSQL this is a COPY: the raw samples travel as binary bytea instead of being quoted
-    into a huge INSERT statement, about seven times faster for runs of a thousand results.
+    On PostgreSQL this is a COPY: raw samples travel as binary bytea and JSON as jsonb instead
+    of being quoted into one huge INSERT, about seven times faster for a thousand results.
     """
-    if connection.vendor != "postgresql":
-        Result.objects.bulk_create(rows)
+    if not rows:
         return
-    fields = [field for field in Result._meta.concrete_fields if not field.primary_key]
+    model = type(rows[0])
+    if connection.vendor != "postgresql":
+        model.objects.bulk_create(rows)
+        return
+    fields = [field for field in model._meta.concrete_fields if not field.primary_key]
     columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
     adapt = [Jsonb if isinstance(field, JSONField) else None for field in fields]
     with connection.wrap_database_errors, connection.cursor() as cursor, cursor.cursor.copy(
-        f"COPY {connection.ops.quote_name(Result._meta.db_table)} ({columns}) FROM STDIN"
+        f"COPY {connection.ops.quote_name(model._meta.db_table)} ({columns}) FROM STDIN"
     ) as copy:
         for row in rows:
+            # pre_save fills what the ORM would (auto_now_add timestamps).
             copy.write_row([
                 value if wrap is None or value is None else wrap(value)
-                for value, wrap in zip((getattr(row, field.attname) for field in fields), adapt)
+                for value, wrap in zip((field.pre_save(row, True) for field in fields), adapt)
             ])
 
 

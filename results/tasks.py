@@ -5,7 +5,7 @@ import logging
 from celery import shared_task
 from kombu.exceptions import OperationalError
 
-from . import comparisons, notifications
+from . import changepoints, comparisons, notifications
 
 logger = logging.getLogger(__name__)
 
@@ -38,3 +38,13 @@ def compare_pending_runs() -> None:
 def notify_pending_alert_groups() -> None:
     for group_id in notifications.pending_groups():
         enqueue(notify_alert_group, group_id)
+
+
+@shared_task(ignore_result=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
+def detect_change_points_for_run(run_id: int) -> None:
+    changepoints.detect_change_points_for_run(run_id=run_id)
+
+
+@shared_task(ignore_result=True)
+def scan_change_points() -> None:
+    changepoints.scan_change_points()

@@ -14,6 +14,7 @@ from django_celery_beat.models import PeriodicTask
 
 from results.models import SAMPLE_DTYPE, Alert, Direction, Machine, Project, Run, RunKind
 
+from . import session as session_loop
 from . import workloads
 from .session import MetricSpec
 
@@ -153,6 +154,15 @@ class Job(models.Model):
                                     metric.get("direction", Direction.LOWER_IS_BETTER)))
         return specs
 
+    def session_targets(self) -> session_loop.SessionTargets:
+        """What its sessions aim for and may spend, as the session loop takes it."""
+        return session_loop.SessionTargets(
+            confidence=self.confidence_level, target_width=self.target_width,
+            max_autocorrelation=self.max_autocorrelation, work_range=(self.work_min, self.work_max),
+            min_round_duration=self.min_round_duration, budget_seconds=self.budget_seconds,
+            budget_rounds=self.budget_rounds, warmup=self.warmup,
+        )
+
     def component_under_test(self) -> str | None:
         if self.workload_kind == WorkloadKind.BUILTIN:
             return workloads.BUILTIN_WORKLOADS[self.builtin].component
@@ -264,6 +274,14 @@ class Round(models.Model):
 
     def __str__(self) -> str:
         return f"round {self.index} ({self.workload})"
+
+    def record(self) -> session_loop.RoundRecord:
+        """The stored round as the session loop's record (to resume or re-analyse a session)."""
+        return session_loop.RoundRecord(
+            index=self.index, workload=self.workload, work_amount=self.work_amount, analysed=self.analysed,
+            outcome=session_loop.RoundOutcome(duration=self.duration, readings=self.readings,
+                                              unit_readings=self.unit_readings_by_metric()),
+        )
 
     def unit_readings_by_metric(self) -> dict[str, np.ndarray]:
         if not self.unit_readings:

@@ -219,13 +219,13 @@ def execute_session(*, session_id: int, attempt: int) -> Session | None:
     try:
         built = {label: _monitored(workload, label, job.component_under_test(), monitored)
                  for label, workload in _workloads(session).items()}
-        previous = [_record(row) for row in session.rounds.order_by("index")]
+        previous = [row.record() for row in session.rounds.order_by("index")]
         if job.overhead_rounds and not previous and "overhead" not in session.outcome:
             _measure_overhead(session, _workloads(session))
         outcome = session_loop.run_session(
             built,
             job.metric_specs(),
-            _targets(job),
+            job.session_targets(),
             previous_rounds=previous,
             on_round=lambda record, progress: _store_round(session, record, progress,
                                                            monitored.pop(record.workload, None)),
@@ -306,25 +306,6 @@ def _monitor_summary(summary: monitor.MonitorSummary | None) -> dict:
     }
 
 
-def _targets(job: Job) -> session_loop.SessionTargets:
-    return session_loop.SessionTargets(
-        confidence=job.confidence_level, target_width=job.target_width,
-        max_autocorrelation=job.max_autocorrelation, work_range=(job.work_min, job.work_max),
-        min_round_duration=job.min_round_duration, budget_seconds=job.budget_seconds,
-        budget_rounds=job.budget_rounds, warmup=job.warmup,
-    )
-
-
-def _record(row: Round) -> session_loop.RoundRecord:
-    return session_loop.RoundRecord(
-        index=row.index, workload=row.workload, work_amount=row.work_amount, analysed=row.analysed,
-        outcome=session_loop.RoundOutcome(
-            duration=row.duration, readings=row.readings,
-            unit_readings={metric: values.tolist() for metric, values in row.unit_readings_by_metric().items()},
-        ),
-    )
-
-
 def _store_round(session: Session, record: session_loop.RoundRecord, progress: session_loop.Progress,
                  summary: monitor.MonitorSummary | None) -> None:
     units = {metric: np.asarray(values, dtype=SAMPLE_DTYPE) for metric, values in record.outcome.unit_readings.items()}
@@ -371,7 +352,7 @@ def _finish(session: Session, outcome: session_loop.SessionOutcome) -> Session:
                                   for warning in row.monitor.get("warnings", [])})
             results = [
                 _result_document(spec=specs[name], estimate=estimate, job=job, bottlenecks=bottlenecks,
-                                 samples=session_loop.analysed_samples(outcome.rounds, name, label, _targets(job)))
+                                 samples=session_loop.analysed_samples(outcome.rounds, name, label, job.session_targets()))
                 for name, estimate in estimates.items() if estimate.valid
             ]
             if not results:

@@ -1,3 +1,5 @@
+import os
+
 import pytest
 from django.test import Client
 
@@ -28,11 +30,30 @@ def api(token):
     return Client(headers={"Authorization": f"Bearer {token}"})
 
 
+_REDIS = {}
+
+
+def pytest_configure(config):
+    """One real Redis for the whole session, set as the broker before Celery first reads its
+    configuration (it does so lazily), so every task any test sends goes there, never elsewhere."""
+    from django.conf import settings
+
+    context = real_redis()
+    url = context.__enter__()
+    _REDIS.update(context=context, url=url)
+    os.environ["REDIS_URL"] = url
+    settings.CELERY_BROKER_URL = settings.CELERY_RESULT_BACKEND = settings.REDIS_URL = url
+
+
+def pytest_unconfigure(config):
+    if "context" in _REDIS:
+        _REDIS.pop("context").__exit__(None, None, None)
+
+
 @pytest.fixture(scope="session")
 def redis_url():
-    """A real Redis server on a free loopback port for the whole test session."""
-    with real_redis() as url:
-        yield url
+    """The session's real Redis server (see pytest_configure)."""
+    return _REDIS["url"]
 
 
 @pytest.fixture

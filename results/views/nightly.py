@@ -1,19 +1,90 @@
-"""Server-rendered pages. Each view parses input, calls one selector, renders."""
+"""Server-rendered pages that answer "did tonight regress?". Each view parses input, calls one selector, renders.
 
+* ``/``: the latest nightly run of each project on each machine against its history;
+* ``/compare/?baseline=<run>&candidate=<run>``: any two runs compared on the fly;
+* ``/runs/<run>/pr/``: a pull-request run against its base, with a Markdown summary for the PR.
+
+Every view is a GET whose parameters are the permalink.
+"""
+
+from django import forms
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from .. import selectors
+from .. import pr, selectors
+from ..models import Run, Verdict
 
 
 def readable(request: HttpRequest) -> bool:
     return settings.PILOTWEB_PUBLIC_READ or request.user.is_authenticated
 
 
+class OverviewFilters(forms.Form):
+    project = forms.SlugField(required=False)
+    machine = forms.CharField(required=False, max_length=200)
+    benchmark = forms.CharField(required=False, max_length=200, strip=True)
+    verdict = forms.ChoiceField(required=False, choices=[("", "any verdict"), *Verdict.choices])
+    all = forms.BooleanField(required=False, help_text="Every series, not only the most notable of each run.")
+
+
+class CompareForm(forms.Form):
+    baseline = forms.IntegerField(min_value=1, required=False)
+    candidate = forms.IntegerField(min_value=1, required=False)
+    all = forms.BooleanField(required=False, help_text="Every series, not only the most notable.")
+
+
 def home(request: HttpRequest) -> HttpResponse:
-    """The latest run of each project with its results."""
+    """The nightly overview: tonight's runs against history, worst first, filterable by GET parameters."""
     if not readable(request):
         return redirect_to_login(request.get_full_path())
-    return render(request, "results/home.html", {"projects": selectors.latest_run_per_project()})
+    form = OverviewFilters(request.GET)
+    filters = form.cleaned_data if form.is_valid() else {}
+    overview = selectors.nightly_overview(
+        project=filters.get("project") or None, machine=filters.get("machine") or None,
+        benchmark=filters.get("benchmark") or None, verdict=filters.get("verdict") or None,
+        limit=None if filters.get("all") else selectors.ROW_LIMIT)
+    return render(request, "results/home.html", {
+        "form": form, "overview": overview, "filtered": any(filters.values()),
+        "verdicts": [(value, selectors.VERDICT_ICONS[value]) for value in selectors.VERDICT_ORDER
+                     if value != selectors.NOT_COMPARED],
+        "alpha": selectors.ALPHA, "sparkline_points": selectors.SPARKLINE_POINTS,
+    })
+
+
+def compare(request: HttpRequest) -> HttpResponse:
+    """Any two runs compared series by series (Welch and Fieller, computed now, not stored)."""
+    if not readable(request):
+        return redirect_to_login(request.get_full_path())
+    form = CompareForm(request.GET)
+    ids = form.cleaned_data if form.is_valid() else {}
+    baseline, candidate = ids.get("baseline"), ids.get("candidate")
+    status, error = 200, ""
+    try:
+        page = selectors.compare_page(baseline_id=baseline, candidate_id=candidate,
+                                      limit=None if ids.get("all") else selectors.ROW_LIMIT)
+    except Run.DoesNotExist as missing:
+        page, status, error = selectors.compare_page(), 404, str(missing)
+    return render(request, "results/compare.html", {
+        "form": form, "page": page, "comparison": page.comparison, "error": error,
+        "baseline_id": baseline, "candidate_id": candidate, "alpha": selectors.ALPHA,
+    }, status=status)
+
+
+def pr_review(request: HttpRequest, run_id: int) -> HttpResponse:
+    """A pull-request run against its base: verdict counts, the comparisons, a Markdown summary to paste."""
+    if not readable(request):
+        return redirect_to_login(request.get_full_path())
+    try:
+        review = selectors.pr_review(run_id=run_id)
+    except Run.DoesNotExist:
+        raise Http404(f"No pull-request run {run_id}.") from None
+    return render(request, "results/pr.html", {
+        "review": review, "run": review.run, "alpha": selectors.ALPHA,
+        "summary_counts": [(verdict, selectors.VERDICT_ICONS[verdict], review.counts.get(verdict, 0))
+                           for verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE,
+                                           Verdict.NO_CHANGE)],
+        "show_bootstrap": any(row.bootstrap_change for row in review.rows),
+        "markdown": pr.pr_markdown(review, url=request.build_absolute_uri()),
+    })

@@ -246,8 +246,8 @@ def test_a_regression_schedules_a_confirmation_session_when_a_job_exists(staff, 
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         comparisons.compare_run(run_id=run.pk)
         runner_services.confirm_alerts(alert_ids=list(Alert.objects.values_list("pk", flat=True)))
-    # The alert signal (after commit), and the confirmation session's enqueue.
-    assert len(callbacks) == 2
+    # The alert signal and the change-point check (after commit), and the confirmation session's enqueue.
+    assert len(callbacks) == 3
 
     session = Session.objects.get()
     assert session.trigger == "confirmation" and session.confirms == Alert.objects.get()
@@ -281,15 +281,29 @@ def test_a_pull_request_with_raw_samples_also_gets_a_seeded_hierarchical_bootstr
     assert abs(first.ci_low - fieller.ci_low) < 0.02 and abs(first.ci_high - fieller.ci_high) < 0.02
 
 
-def test_alerts_are_stored_even_when_the_broker_is_down_and_caught_up_later(django_capture_on_commit_callbacks):
+def test_groups_never_notified_are_found_by_the_catch_up_task(django_capture_on_commit_callbacks):
     for night in range(10):
         post_run(night, {"sort": 1.0}, sd=0.002)
     run = post_run(10, {"sort": 1.2}, sd=0.002)
-
-    # No Redis is running here: the notification is logged and left to the periodic catch-up.
-    with django_capture_on_commit_callbacks(execute=True):
+    with django_capture_on_commit_callbacks(execute=False):
         comparisons.compare_run(run_id=run.pk)
 
     group = AlertGroup.objects.get()
     AlertGroup.objects.filter(pk=group.pk).update(created_at=START)
     assert notifications.pending_groups() == [group.pk]
+
+
+def test_an_unreachable_broker_is_logged_not_raised(caplog):
+    from celery import Celery
+
+    from results.tasks import enqueue
+
+    nowhere = Celery("nowhere", broker="redis://127.0.0.1:1/0", set_as_current=False)
+
+    @nowhere.task(name="tests.nowhere")
+    def nothing() -> None:
+        """A task no worker will ever see."""
+
+    enqueue(nothing)
+
+    assert "Broker unreachable" in caplog.text

@@ -9,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import redis
 from django.db import connection
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
@@ -34,13 +35,11 @@ def database_url() -> str:
 
 @pytest.fixture
 def broker(redis_url):
-    """Point this process's Celery producer at the test Redis."""
-    previous = app.conf.broker_url, app.conf.result_backend
-    app.conf.broker_url = app.conf.result_backend = redis_url
-    app.close()
-    yield redis_url
-    app.conf.broker_url, app.conf.result_backend = previous
-    app.close()
+    """The session's Redis, emptied of messages earlier tests left in it."""
+    client = redis.Redis.from_url(redis_url)
+    client.flushall()
+    client.close()
+    return redis_url
 
 
 @pytest.fixture

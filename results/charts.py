@@ -1,0 +1,719 @@
+"""Plotly figures as plain dicts, built from plain data: no Django, no database, testable alone.
+
+Every ``*_figure`` function returns ``{"data": [...], "layout": {...}}`` for ``Plotly.newPlot``
+(``static/results/charts.js`` draws them from a ``json_script`` block). The analysis helpers
+beside them (:func:`session_samples`, :func:`autocorrelation_by_size`, :func:`ci_narrowing`)
+recompute what a run page shows from stored rounds with the session's own code
+(:mod:`runner.session`, :mod:`results.stats`), which is framework-free too.
+
+Text that comes from users (benchmark, machine and branch names, commits, warnings) is
+HTML-escaped here: Plotly renders a subset of HTML in hover labels and legends, and decodes the
+entities back for display, so a name like ``<b>x</b>`` shows as typed and never as markup.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any, TypedDict
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from results.stats import autocorrelation, stable_phase
+from runner import session as session_loop
+
+Figure = dict[str, Any]
+
+PALETTE = ["#2354a8", "#c2571a", "#2a8c82", "#7b3fa0", "#8a6d00", "#b0306a", "#4d6b2a", "#5b6575"]
+REGRESSION, IMPROVEMENT, INCONCLUSIVE, QUIET = "#b3261e", "#1b7f3b", "#8a5a00", "#7d8694"
+VERDICT_LABELS = {
+    "regression": "▲ regression",
+    "improvement": "▼ improvement",
+    "inconclusive": "? inconclusive",
+    "no change": "≈ no change",
+    "insufficient history": "· insufficient history",
+}
+MAX_DISPLAYED_SAMPLES = 20_000
+MAX_PREFIXES = 200
+MIN_PREFIXES = 12
+SAMPLE_BUDGET = 500_000
+MAX_SIZES = 60
+FONT = {"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 12, "color": "#1d2430"}
+BELOW = {"orientation": "h", "x": 0, "xanchor": "left", "y": -0.18, "yanchor": "top"}
+"""Legend under the plot (the run page's charts are narrow; a legend on top eats the plot)."""
+RUN_MARGIN = {"t": 40, "b": 40}
+RUN_HEIGHT = 420
+CONFIG = {"displaylogo": False, "responsive": True,
+          "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"]}
+
+
+def escape(text: object) -> str:
+    """User text for a Plotly label: HTML-escaped (Plotly shows the entities as the characters)."""
+    return html.escape(str(text), quote=True)
+
+
+def verdict_label(verdict: str | None) -> str:
+    """The verdict with its icon, so colour is never the only signal."""
+    if not verdict:
+        return ""
+    return VERDICT_LABELS.get(verdict, verdict)
+
+
+def _number(value: float | None, digits: int = 4) -> str:
+    if value is None or not math.isfinite(value):
+        return "—"
+    return f"{value:.{digits}g}"
+
+
+def change_text(ratio: float, low: float | None, high: float | None) -> str:
+    """:func:`results.stats.format_change` for plain floats (None: unbounded), without its array
+    validation: a history of hundreds of points formats hundreds of these."""
+    change = f"{(ratio - 1.0) * 100:+.1f}%"
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return f"{change} [unbounded]"
+    return f"{change} [{(low - 1.0) * 100:+.1f}%, {(high - 1.0) * 100:+.1f}%]"
+
+
+def _timestamp(value: datetime) -> str:
+    """A UTC wall-clock string Plotly's date axis reads (it ignores time zones)."""
+    if value.tzinfo is not None:
+        value = value.astimezone(timezone.utc)
+    return value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _rgba(colour: str, alpha: float) -> str:
+    red, green, blue = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red},{green},{blue},{alpha})"
+
+
+def _layout(**overrides) -> dict:
+    layout = {
+        "font": FONT, "paper_bgcolor": "#ffffff", "plot_bgcolor": "#ffffff", "hovermode": "closest",
+        "margin": {"l": 70, "r": 20, "t": 40, "b": 50}, "height": 360,
+        "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "font": {"size": 11}},
+        "xaxis": {"gridcolor": "#eef0f3", "zeroline": False},
+        "yaxis": {"gridcolor": "#eef0f3", "zeroline": False},
+    }
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(layout.get(key), dict):
+            layout[key] = {**layout[key], **value}
+        else:
+            layout[key] = value
+    return layout
+
+
+def _band(xs: Sequence, lows: Sequence[float | None], highs: Sequence[float | None]) -> tuple[list, list]:
+    """Closed polygons (one per stretch of known limits, separated by None) for a ``fill: "toself"`` band."""
+    out_x: list = []
+    out_y: list = []
+    stretch: list[tuple] = []
+
+    def close() -> None:
+        if stretch:
+            if out_x:
+                out_x.append(None)
+                out_y.append(None)
+            out_x.extend([x for x, _, _ in stretch] + [x for x, _, _ in reversed(stretch)])
+            out_y.extend([high for _, _, high in stretch] + [low for _, low, _ in reversed(stretch)])
+            stretch.clear()
+
+    for x, low, high in zip(xs, lows, highs):
+        if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+            close()
+        else:
+            stretch.append((x, low, high))
+    close()
+    return out_x, out_y
+
+
+# --------------------------------------------------------------------------------------------
+# Benchmark history
+
+
+class HistoryPoint(TypedDict, total=False):
+    """One run mean of the history (a row of ``results.selectors.metric_history``).
+
+    ``comparison`` is the comparison shown for the point (history for nightlies, pairwise for pull
+    requests) or None: keys ``method, ratio, ci_low, ci_high, pvalue, qvalue, verdict,
+    confidence_level, inputs, alert_id, alert_status``.
+    """
+
+    id: int
+    run_id: int
+    started_at: datetime
+    machine: str
+    commit: str | None
+    branch: str | None
+    kind: str
+    mean: float
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+    comparison: Mapping | None
+
+
+class ChangePointRow(TypedDict):
+    run_id: int
+    started_at: datetime
+    machine: str
+    ratio: float
+    ci_low: float | None
+    ci_high: float | None
+    pvalue: float | None
+    mean: float | None
+
+
+def history_bands(comparisons: Sequence[Mapping | None]) -> tuple[list[float | None], list[float | None]]:
+    """The history baseline band of each point: where tonight's mean was expected if nothing changed.
+
+    From a history comparison's inputs (the K run means ``ȳ_j`` it was compared with):
+    ``mean(ȳ_j) ± t_{(1+c)/2, K−1} · S · sqrt(1 + 1/K)``, with ``S²`` the variance (ddof=1) of the
+    ``ȳ_j`` — the prediction interval for one new run mean. ``S²`` carries the run-to-run and the
+    within-run variation, which is what the history comparison adds to the candidate's variance
+    (``σ_b² + s²/n ≈ S²``) besides the baseline's own ``S²/K``. None where there is no history.
+    """
+    count = len(comparisons)
+    centres = np.full(count, np.nan)
+    spreads = np.full(count, np.nan)
+    sizes = np.zeros(count)
+    levels = np.full(count, 0.95)
+    for index, comparison in enumerate(comparisons):
+        if not comparison or comparison.get("method") != "history":
+            continue
+        means = [row[0] for row in (comparison.get("inputs") or {}).get("history") or ()]
+        if len(means) < 2 or not all(isinstance(mean, int | float) and math.isfinite(mean) for mean in means):
+            continue
+        centre = math.fsum(means) / len(means)
+        centres[index] = centre
+        spreads[index] = math.sqrt(math.fsum((mean - centre) ** 2 for mean in means) / (len(means) - 1))
+        sizes[index] = len(means)
+        levels[index] = comparison.get("confidence_level") or 0.95
+    known = np.flatnonzero(sizes >= 2)
+    lows: list[float | None] = [None] * count
+    highs: list[float | None] = [None] * count
+    if known.size:
+        quantile = scipy_stats.t.ppf((1.0 + levels[known]) / 2.0, sizes[known] - 1.0)
+        half = quantile * spreads[known] * np.sqrt(1.0 + 1.0 / sizes[known])
+        for index, low, high in zip(known.tolist(), (centres[known] - half).tolist(),
+                                    (centres[known] + half).tolist()):
+            lows[index], highs[index] = low, high
+    return lows, highs
+
+
+def _history_hover(point: Mapping, unit: str) -> str:
+    commit = point.get("commit")
+    lines = [f"<b>{escape(commit[:12])}</b>" + (f" on {escape(point['branch'])}" if point.get("branch") else "")
+             if commit else "<b>no revision</b>"]
+    lines.append(f"{_timestamp(point['started_at'])} UTC · {escape(point['machine'])} · {escape(point.get('kind', ''))}")
+    interval = (f" [{_number(point['ci_low'])}, {_number(point['ci_high'])}]"
+                if point.get("ci_low") is not None else " (no CI)")
+    lines.append(f"mean {_number(point['mean'])} {escape(unit)}{interval}")
+    comparison = point.get("comparison")
+    if comparison:
+        ratio = comparison.get("ratio")
+        if ratio is not None:
+            change = change_text(ratio, comparison.get("ci_low"), comparison.get("ci_high"))
+            baseline = "history" if comparison["method"] == "history" else "base"
+            lines.append(f"vs {baseline}: {change}")
+        if comparison.get("pvalue") is not None:
+            tail = f", q = {comparison['qvalue']:.3g}" if comparison.get("qvalue") is not None else ""
+            lines.append(f"p = {comparison['pvalue']:.3g}{tail}")
+        lines.append(verdict_label(comparison.get("verdict")))
+        if comparison.get("alert_id") is not None:
+            lines.append(f"alert #{comparison['alert_id']} ({escape(comparison.get('alert_status') or 'new')})")
+    lines.append("<i>click for the run</i>")
+    return "<br>".join(lines)
+
+
+def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[ChangePointRow] = (), *,
+                   metric: str, unit: str, machines: Sequence[str] | None = None) -> Figure:
+    """Run means over time, one trace per machine, with their CIs, the history baseline band,
+    change points, alerts and improvements.
+
+    Parameters
+    ----------
+    points : sequence of HistoryPoint
+        Oldest first. ``customdata`` of every clickable marker is the run id.
+    change_points : sequence of ChangePointRow
+    metric, unit : str
+        The axis title.
+    machines : sequence of str, optional
+        Trace (and colour) order; by default the machines in order of appearance.
+    """
+    by_machine: dict[str, list[Mapping]] = {}
+    for name in machines or ():
+        by_machine[name] = []
+    for point in points:
+        by_machine.setdefault(point["machine"], []).append(point)
+    data: list[dict] = []
+    markers: dict[str, list[Mapping]] = {"alert": [], "improvement": []}
+    for position, (machine, rows) in enumerate(by_machine.items()):
+        if not rows:
+            continue
+        colour = PALETTE[position % len(PALETTE)]
+        name = escape(machine)
+        xs = [_timestamp(row["started_at"]) for row in rows]
+        comparisons = [row.get("comparison") for row in rows]
+        band_x, band_y = _band(xs, [row.get("ci_low") for row in rows], [row.get("ci_high") for row in rows])
+        if band_x:
+            data.append({"type": "scatter", "mode": "lines", "x": band_x, "y": band_y, "fill": "toself",
+                         "fillcolor": _rgba(colour, 0.16), "line": {"width": 0}, "hoverinfo": "skip",
+                         "name": f"{name}: run CI", "legendgroup": f"ci-{position}", "showlegend": True})
+        lows, highs = history_bands(comparisons)
+        base_x, base_y = _band(xs, lows, highs)
+        if base_x:
+            data.append({"type": "scatter", "mode": "lines", "x": base_x, "y": base_y, "fill": "toself",
+                         "fillcolor": "rgba(120,128,140,0.10)",
+                         "line": {"width": 1, "dash": "dot", "color": _rgba(colour, 0.55)}, "hoverinfo": "skip",
+                         "name": f"{name}: history baseline (95% prediction of a run mean)",
+                         "legendgroup": f"base-{position}"})
+        data.append({
+            "type": "scatter", "mode": "lines+markers", "name": name, "legendgroup": f"mean-{position}",
+            "x": xs, "y": [row["mean"] for row in rows], "customdata": [row["run_id"] for row in rows],
+            "text": [_history_hover(row, unit) for row in rows],
+            "hovertemplate": "%{text}<extra></extra>",
+            "line": {"color": colour, "width": 1.5}, "marker": {"color": colour, "size": 6},
+        })
+        for row, comparison in zip(rows, comparisons):
+            if comparison and comparison.get("alert_id") is not None:
+                markers["alert"].append(row)
+            elif comparison and comparison.get("verdict") == "improvement":
+                markers["improvement"].append(row)
+    shapes = []
+    if change_points:
+        texts, xs, ys, ids = [], [], [], []
+        for row in change_points:
+            x = _timestamp(row["started_at"])
+            shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
+                           "line": {"color": "#5b6575", "width": 1, "dash": "dash"}})
+            change = change_text(row["ratio"], row.get("ci_low"), row.get("ci_high"))
+            pvalue = f"<br>p = {row['pvalue']:.3g}" if row.get("pvalue") is not None else ""
+            texts.append(f"<b>change point</b> · {escape(row['machine'])}<br>{x} UTC<br>"
+                         f"shift {change}{pvalue}<br><i>click for the first run after it</i>")
+            xs.append(x)
+            ys.append(row.get("mean"))
+            ids.append(row["run_id"])
+        data.append({"type": "scatter", "mode": "markers", "name": "┆ change point (shift, CI)", "x": xs, "y": ys,
+                     "customdata": ids, "text": texts, "hovertemplate": "%{text}<extra></extra>",
+                     "marker": {"symbol": "diamond-open", "size": 16, "color": "#1d2430",
+                                "line": {"color": "#1d2430", "width": 2}}})
+    for kind, symbol, colour, label in (("alert", "triangle-up", REGRESSION, "▲ alert (regression)"),
+                                        ("improvement", "triangle-down", IMPROVEMENT, "▼ improvement")):
+        rows = markers[kind]
+        if rows:
+            data.append({
+                "type": "scatter", "mode": "markers", "name": label,
+                "x": [_timestamp(row["started_at"]) for row in rows], "y": [row["mean"] for row in rows],
+                "customdata": [row["run_id"] for row in rows], "text": [_history_hover(row, unit) for row in rows],
+                "hovertemplate": "%{text}<extra></extra>",
+                "marker": {"symbol": symbol, "size": 13, "color": colour, "line": {"color": "#ffffff", "width": 1}},
+            })
+    layout = _layout(
+        height=520, shapes=shapes, margin={"t": 30, "b": 30},
+        legend={"y": 1.0, "yanchor": "bottom"},
+        yaxis={"title": {"text": f"{escape(metric)} ({escape(unit)})"}, "rangemode": "normal"},
+        xaxis={
+            "type": "date", "rangeslider": {"visible": True, "thickness": 0.08},
+            "rangeselector": {"buttons": [
+                {"count": 7, "label": "1w", "step": "day", "stepmode": "backward"},
+                {"count": 1, "label": "1m", "step": "month", "stepmode": "backward"},
+                {"count": 3, "label": "3m", "step": "month", "stepmode": "backward"},
+                {"count": 1, "label": "1y", "step": "year", "stepmode": "backward"},
+                {"step": "all", "label": "all"},
+            ], "x": 0, "y": -0.02, "yanchor": "top", "font": {"size": 11}},
+        },
+    )
+    return {"data": data, "layout": layout, "config": CONFIG}
+
+
+# --------------------------------------------------------------------------------------------
+# Run detail: samples, warm-up, autocorrelation, CI narrowing, utilisation, overhead
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionSamples:
+    """One metric's readings over a session, split as the session's analysis split them.
+
+    Attributes
+    ----------
+    values : ndarray
+        Every reading in time order: a round's unit readings, or its one reading when it has none.
+    rounds : ndarray of int
+        The round index of each value.
+    kept : ndarray of bool
+        True for the values subsession analysis used (the stable phase of each round).
+    spans : list of tuple
+        ``(start, stop, round index, why removed)`` of every stretch of removed values; why is
+        ``"warm-up"`` (before the stable phase), ``"cool-down"`` (after it), ``"no stable phase"`` or
+        ``"short round"`` (not analysed).
+    records : list of RoundRecord
+        The rounds with their unit readings cut to the stable phase (and rounds without one left
+        out): with ``warmup="none"`` :func:`runner.session.analyse` sees exactly the samples the EDM
+        analysis saw, without running EDM again for every prefix.
+    """
+
+    values: np.ndarray
+    rounds: np.ndarray
+    kept: np.ndarray
+    spans: list
+    records: list
+
+
+def session_samples(records: Sequence[session_loop.RoundRecord], metric: str,
+                    targets: session_loop.SessionTargets, *, stored: np.ndarray | None = None) -> SessionSamples:
+    """Split one metric's readings into the stable phases and what the session removed.
+
+    The same rules as :func:`runner.session.analyse` (and ``analysed_samples``): rounds shorter than
+    ``min_round_duration`` are not analysed; with ``warmup="edm"``, each round's unit readings
+    (when there are at least ``edm_min_size``) keep only their dominant stable phase
+    (:func:`results.stats.stable_phase`), and a round without one is left out; with ``"none"`` and
+    ``"wps"`` every reading is kept (WPS removes rounds, not readings).
+
+    EDM costs a third of a second on a round of 1,000 readings, so when the session's result kept
+    its samples (`stored`: exactly these stable phases, concatenated), each round's phase is read
+    back from them instead (:func:`stored_phases`); EDM runs only when they do not fit.
+    """
+    edm = targets.warmup is session_loop.WarmupMethod.EDM
+    phases = stored_phases(records, metric, targets, stored) if edm and stored is not None else None
+    chunks, owners, masks, spans, trimmed = [], [], [], [], []
+    offset = 0
+    for record in records:
+        units = record.outcome.unit_readings.get(metric)
+        if units is None or len(units) == 0:
+            values = np.array([record.outcome.readings[metric]], dtype=float)
+        else:
+            values = np.asarray(units, dtype=float)
+        kept = np.ones(values.size, dtype=bool)
+        cut = record
+        if not record.analysed:
+            kept[:] = False
+            spans.append((offset, offset + values.size, record.index, "short round"))
+            cut = None
+        elif edm and units is not None and len(units) >= targets.edm_min_size:
+            if phases is not None:
+                bounds = phases[record.index]
+            else:
+                phase = stable_phase(values, min_size=targets.edm_min_size)
+                bounds = (phase.start, phase.stop) if phase.dominant else None
+            kept[:] = False
+            if bounds is not None:
+                first, stop = bounds
+                kept[first:stop] = True
+                if first > 0:
+                    spans.append((offset, offset + first, record.index, "warm-up"))
+                if stop < values.size:
+                    spans.append((offset + stop, offset + values.size, record.index, "cool-down"))
+                cut = dataclasses.replace(record, outcome=dataclasses.replace(
+                    record.outcome, unit_readings={**record.outcome.unit_readings, metric: values[first:stop]}))
+            else:
+                spans.append((offset, offset + values.size, record.index, "no stable phase"))
+                cut = None
+        if cut is not None:
+            trimmed.append(cut)
+        chunks.append(values)
+        owners.append(np.full(values.size, record.index))
+        masks.append(kept)
+        offset += values.size
+    if not chunks:
+        return SessionSamples(np.empty(0), np.empty(0, dtype=int), np.empty(0, dtype=bool), [], [])
+    return SessionSamples(np.concatenate(chunks), np.concatenate(owners), np.concatenate(masks), spans, trimmed)
+
+
+def stored_phases(records: Sequence[session_loop.RoundRecord], metric: str, targets: session_loop.SessionTargets,
+                  stored: np.ndarray) -> dict[int, tuple[int, int] | None] | None:
+    """Each EDM round's stable phase ``(start, stop)`` (None: no dominant phase), read back from the
+    samples the session stored, or None when they do not fit the rounds.
+
+    The stored samples are the rounds' stable phases in order (``runner.session.analysed_samples``).
+    A round's phase is where its readings continue the stored samples, found by exact equality, and
+    must look like one EDM can give: longer than half the round, any warm-up or cool-down at least
+    ``edm_min_size`` long. A round with repeated values cannot be read back unambiguously, and any
+    misfit (or samples left over) gives None, so that the caller runs EDM instead.
+    """
+    stored = np.asarray(stored, dtype=float).ravel()
+    size = targets.edm_min_size
+    position = 0
+    phases: dict[int, tuple[int, int] | None] = {}
+    for record in records:
+        if not record.analysed:
+            continue
+        units = record.outcome.unit_readings.get(metric)
+        if units is None or len(units) == 0:
+            units = [record.outcome.readings[metric]]
+        units = np.asarray(units, dtype=float)
+        if units.size < size:
+            if not np.array_equal(stored[position:position + units.size], units):
+                return None
+            position += units.size
+            continue
+        if np.unique(units).size < units.size:
+            return None
+        hits = np.flatnonzero(units == stored[position]) if position < stored.size else ()
+        if len(hits) == 0:
+            phases[record.index] = None
+            continue
+        start = int(hits[0])
+        length = min(units.size - start, stored.size - position)
+        same = units[start:start + length] == stored[position:position + length]
+        stop = start + (length if same.all() else int(np.argmin(same)))
+        if stop - start <= units.size // 2 or 0 < start < size or 0 < units.size - stop < size:
+            return None
+        phases[record.index] = (start, stop)
+        position += stop - start
+    return phases if position == stored.size else None
+
+
+def _stride(size: int, limit: int = MAX_DISPLAYED_SAMPLES) -> int:
+    return max(1, math.ceil(size / limit))
+
+
+def samples_figure(values: np.ndarray, *, unit: str, kept: np.ndarray | None = None, spans: Sequence = (),
+                   mean: float | None = None, ci_low: float | None = None, ci_high: float | None = None) -> Figure:
+    """Readings in time order; with `kept`, the stable phase apart from the removed readings, whose
+    stretches are shaded; the result's mean and CI across.
+
+    More than ``MAX_DISPLAYED_SAMPLES`` readings are thinned evenly for display (the title says so).
+    """
+    values = np.asarray(values, dtype=float).ravel()
+    step = _stride(values.size)
+    index = np.arange(values.size)[::step]
+    shown = values[::step]
+    kind = "scattergl" if index.size > 5000 else "scatter"
+    data: list[dict] = []
+    if spans:
+        low = float(np.min(values)) if values.size else 0.0
+        high = float(np.max(values)) if values.size else 1.0
+        xs: list = []
+        ys: list = []
+        for start, stop, _, _ in spans:
+            if xs:
+                xs.append(None)
+                ys.append(None)
+            xs.extend([start - 0.5, stop - 0.5, stop - 0.5, start - 0.5, start - 0.5])
+            ys.extend([low, low, high, high, low])
+        data.append({"type": "scatter", "mode": "lines", "x": xs, "y": ys, "fill": "toself",
+                     "fillcolor": "rgba(179,38,30,0.08)", "line": {"width": 0}, "hoverinfo": "skip",
+                     "name": "removed stretch (warm-up, cool-down, unstable or short round)"})
+    if kept is None:
+        data.append({"type": kind, "mode": "markers", "name": "samples", "x": index.tolist(), "y": shown.tolist(),
+                     "marker": {"size": 3, "color": PALETTE[0]},
+                     "hovertemplate": "#%{x}: %{y:.4g} " + escape(unit) + "<extra></extra>"})
+    else:
+        kept_shown = np.asarray(kept, dtype=bool)[::step]
+        for mask, name, style in (
+            (kept_shown, "stable phase (analysed)", {"size": 3, "color": PALETTE[0]}),
+            (~kept_shown, "removed", {"size": 4, "color": REGRESSION, "symbol": "x-thin",
+                                      "line": {"width": 1, "color": REGRESSION}}),
+        ):
+            if mask.any():
+                data.append({"type": kind, "mode": "markers", "name": name, "x": index[mask].tolist(),
+                             "y": shown[mask].tolist(), "marker": style,
+                             "hovertemplate": "#%{x}: %{y:.4g} " + escape(unit) + "<extra>" + name + "</extra>"})
+    if mean is not None and values.size:
+        ends = [-0.5, values.size - 0.5]
+        if ci_low is not None and ci_high is not None:
+            data.append({"type": "scatter", "mode": "lines", "x": ends + ends[::-1],
+                         "y": [ci_high, ci_high, ci_low, ci_low], "fill": "toself",
+                         "fillcolor": "rgba(29,36,48,0.12)", "line": {"width": 0}, "hoverinfo": "skip",
+                         "name": f"CI [{_number(ci_low)}, {_number(ci_high)}]"})
+        data.append({"type": "scatter", "mode": "lines", "x": ends, "y": [mean, mean], "name": f"mean {_number(mean)}",
+                     "line": {"color": "#1d2430", "width": 1.5, "dash": "dash"}, "hoverinfo": "skip"})
+    title = "Readings in time order"
+    if step > 1:
+        title += f" (every {step}th of {values.size} shown)"
+    return {"data": data, "layout": _layout(title={"text": title, "font": {"size": 13}, "x": 0.01},
+                                            margin=RUN_MARGIN, height=RUN_HEIGHT,
+                                            legend=BELOW,
+                                            xaxis={"title": {"text": "reading"}},
+                                            yaxis={"title": {"text": escape(unit)}}), "config": CONFIG}
+
+
+def autocorrelation_by_size(samples: np.ndarray, *, min_subsessions: int = 10,
+                            max_points: int = MAX_SIZES, include: Iterable[int] = ()) -> tuple[list[int], list[float]]:
+    """Lag-1 autocorrelation r1 of the block means for subsession sizes q = 1 … n // min_subsessions.
+
+    Blocks are cut as :func:`results.stats.subsessions` cuts them (the oldest remainder dropped).
+    At most `max_points` sizes are evaluated, spread evenly on a log scale, plus every q in `include`.
+    """
+    samples = np.asarray(samples, dtype=float).ravel()
+    largest = samples.size // min_subsessions
+    if largest < 1:
+        return [], []
+    if largest <= max_points:
+        sizes = np.arange(1, largest + 1)
+    else:
+        sizes = np.unique(np.round(np.geomspace(1, largest, max_points)).astype(int))
+    sizes = sorted(set(sizes.tolist()) | {q for q in include if 1 <= q <= largest})
+    count = samples.size
+    values = []
+    for q in sizes:
+        m = count // q
+        means = samples[count - m * q:].reshape(m, q).mean(axis=1)
+        values.append(autocorrelation(means))
+    return sizes, values
+
+
+def autocorrelation_figure(sizes: Sequence[int], values: Sequence[float], *, chosen: int | None,
+                           bound: float = 0.1) -> Figure:
+    """r1 of the block means against the subsession size, the ±bound band and the chosen q."""
+    data = [
+        {"type": "scatter", "mode": "lines", "x": [1, max(sizes, default=1)],
+         "y": [bound, bound], "line": {"color": "rgba(27,127,59,0.5)", "width": 1, "dash": "dot"},
+         "hoverinfo": "skip", "name": f"±{bound:g} (independent enough)", "legendgroup": "bound"},
+        {"type": "scatter", "mode": "lines", "x": [1, max(sizes, default=1)], "y": [-bound, -bound],
+         "fill": "tonexty", "fillcolor": "rgba(27,127,59,0.08)", "line": {"color": "rgba(27,127,59,0.5)",
+                                                                             "width": 1, "dash": "dot"},
+         "hoverinfo": "skip", "showlegend": False, "legendgroup": "bound", "name": f"-{bound:g}"},
+        {"type": "scatter", "mode": "lines+markers", "x": list(sizes), "y": list(values), "name": "r1 of block means",
+         "line": {"color": PALETTE[0], "width": 1.5}, "marker": {"size": 4},
+         "hovertemplate": "q = %{x}: r1 = %{y:.3f}<extra></extra>"},
+    ]
+    if chosen is not None and chosen in sizes:
+        value = values[list(sizes).index(chosen)]
+        data.append({"type": "scatter", "mode": "markers+text", "x": [chosen], "y": [value], "name": f"chosen q = {chosen}",
+                     "text": [f"q = {chosen}"], "textposition": "top center",
+                     "marker": {"symbol": "star", "size": 13, "color": "#c2571a"},
+                     "hovertemplate": "chosen q = %{x}: r1 = %{y:.3f}<extra></extra>"})
+    log = bool(sizes) and max(sizes) > 40
+    return {"data": data, "layout": _layout(
+        title={"text": "Autocorrelation against subsession size", "font": {"size": 13}, "x": 0.01},
+        margin=RUN_MARGIN, height=RUN_HEIGHT, legend=BELOW,
+        xaxis={"title": {"text": "subsession size q (samples per block)"},
+               **({"type": "log", "dtick": 1} if log else {"type": "linear"})},
+        yaxis={"title": {"text": "lag-1 autocorrelation r1"}, "range": [-1.05, 1.05]}), "config": CONFIG}
+
+
+@dataclasses.dataclass(frozen=True)
+class NarrowingPoint:
+    rounds: int
+    relative_width: float | None
+    converged: bool
+
+
+def ci_narrowing(records: Sequence[session_loop.RoundRecord], spec: session_loop.MetricSpec,
+                 targets: session_loop.SessionTargets, *, trimmed: Sequence[session_loop.RoundRecord] | None = None,
+                 max_prefixes: int = MAX_PREFIXES) -> list[NarrowingPoint]:
+    """The relative CI width after each round (at most `max_prefixes` prefixes, evenly spread, fewer
+    for long sessions: about ``SAMPLE_BUDGET`` samples analysed in all, never fewer than ``MIN_PREFIXES``).
+
+    Each point is :func:`runner.session.analyse` on the rounds so far. With EDM warm-up removal,
+    pass the rounds already cut to their stable phases (`trimmed`, from :func:`session_samples`):
+    they are analysed with ``warmup="none"``, which sees the same samples without re-running EDM on
+    every prefix.
+    """
+    total = len(records)
+    if total == 0:
+        return []
+    readings = sum(max(1, len(record.outcome.unit_readings.get(spec.name, ()))) for record in records)
+    # Each prefix re-runs subsession analysis on its samples: spend about SAMPLE_BUDGET samples in all.
+    count = int(min(total, max_prefixes, max(MIN_PREFIXES, 2 * SAMPLE_BUDGET // readings)))
+    prefixes = np.unique(np.round(np.linspace(1, total, count)).astype(int)).tolist()
+    source, used = records, targets
+    if trimmed is not None and targets.warmup is session_loop.WarmupMethod.EDM:
+        source, used = trimmed, dataclasses.replace(targets, warmup=session_loop.WarmupMethod.NONE)
+    position = {record.index: order for order, record in enumerate(records)}
+    points = []
+    for prefix in prefixes:
+        last = records[prefix - 1].index
+        rounds = [record for record in source if position.get(record.index, total) <= position[last]]
+        if not rounds:
+            points.append(NarrowingPoint(prefix, None, False))
+            continue
+        estimate = session_loop.analyse(rounds, [spec], used)[rounds[0].workload][spec.name]
+        points.append(NarrowingPoint(prefix, estimate.relative_width, estimate.converged))
+    return points
+
+
+def ci_narrowing_figure(points: Sequence[NarrowingPoint], *, target: float) -> Figure:
+    """Full CI width relative to the mean, round by round, against the target width."""
+    xs = [point.rounds for point in points]
+    ys = [None if point.relative_width is None else 100.0 * point.relative_width for point in points]
+    converged = [point for point in points if point.converged and point.relative_width is not None]
+    data = [
+        {"type": "scatter", "mode": "lines+markers", "x": xs, "y": ys, "name": "CI width / mean",
+         "line": {"color": PALETTE[0], "width": 1.5}, "marker": {"size": 4}, "connectgaps": False,
+         "hovertemplate": "after %{x} rounds: %{y:.2f}%<extra></extra>"},
+        {"type": "scatter", "mode": "lines", "x": [min(xs, default=0), max(xs, default=1)],
+         "y": [100.0 * target] * 2, "name": f"target {100.0 * target:g}%",
+         "line": {"color": IMPROVEMENT, "dash": "dash", "width": 1.5}, "hoverinfo": "skip"},
+    ]
+    if converged:
+        data.append({"type": "scatter", "mode": "markers", "x": [p.rounds for p in converged],
+                     "y": [100.0 * p.relative_width for p in converged], "name": "✓ converged (stop rule met)",
+                     "marker": {"symbol": "circle-open", "size": 9, "color": IMPROVEMENT, "line": {"width": 2}},
+                     "hovertemplate": "after %{x} rounds: %{y:.2f}% (converged)<extra></extra>"})
+    known = [y for y in ys if y is not None]
+    log = bool(known) and max(known) / max(min(known), 1e-12) > 20
+    return {"data": data, "layout": _layout(
+        title={"text": "CI narrowing round by round", "font": {"size": 13}, "x": 0.01}, margin=RUN_MARGIN,
+        height=RUN_HEIGHT, legend=BELOW,
+        xaxis={"title": {"text": "rounds done"}},
+        yaxis={"title": {"text": "full CI width, % of mean"}, "type": "log" if log else "linear",
+               "rangemode": "tozero"}), "config": CONFIG}
+
+
+def utilisation_figure(rounds: Sequence[tuple[int, Mapping]], *, threshold: float = 80.0) -> Figure | None:
+    """Mean utilisation (%) per component over each round, from the rounds' stored monitor summaries.
+
+    `rounds` holds ``(round index, monitor)`` pairs; ``monitor["usage"]`` maps a figure key to
+    ``{label, unit, mean, max}``. Rates (B/s) are not utilisations and are left out. None when no
+    round was monitored.
+    """
+    series: dict[str, dict] = {}
+    for index, monitor in rounds:
+        for key, usage in ((monitor or {}).get("usage") or {}).items():
+            if usage.get("unit") != "%" or usage.get("mean") is None:
+                continue
+            entry = series.setdefault(key, {"label": usage.get("label") or key, "x": [], "y": [], "max": []})
+            entry["x"].append(index)
+            entry["y"].append(usage["mean"])
+            entry["max"].append(usage.get("max"))
+    if not series:
+        return None
+    data = []
+    for position, entry in enumerate(series.values()):
+        label = escape(entry["label"])
+        data.append({"type": "scatter", "mode": "lines+markers", "name": label, "x": entry["x"], "y": entry["y"],
+                     "customdata": entry["max"], "line": {"color": PALETTE[position % len(PALETTE)], "width": 1.5},
+                     "marker": {"size": 4},
+                     "hovertemplate": f"{label}<br>round %{{x}}: mean %{{y:.0f}}%, peak %{{customdata:.0f}}%<extra></extra>"})
+    every = [x for entry in series.values() for x in entry["x"]]
+    data.append({"type": "scatter", "mode": "lines", "x": [min(every), max(every)], "y": [threshold, threshold],
+                 "name": f"bottleneck threshold {threshold:g}%", "hoverinfo": "skip",
+                 "line": {"color": REGRESSION, "dash": "dash", "width": 1}})
+    return {"data": data, "layout": _layout(
+        title={"text": "Utilisation per round (psutil)", "font": {"size": 13}, "x": 0.01}, margin=RUN_MARGIN,
+        height=RUN_HEIGHT, legend=BELOW,
+        xaxis={"title": {"text": "round"}}, yaxis={"title": {"text": "mean utilisation, %"}, "range": [0, 105]}),
+        "config": CONFIG}
+
+
+def overhead_figure(overhead: Mapping) -> Figure:
+    """Monitoring overhead: ``mean(with) / mean(without)`` with its CI, against 1 (no overhead)."""
+    ratio = overhead["ratio"]
+    low, high = overhead.get("low"), overhead.get("high")
+    bounded = overhead.get("bounded", True) and low is not None and high is not None \
+        and math.isfinite(low) and math.isfinite(high)
+    level = overhead.get("confidence_level", 0.95)
+    point = {"type": "scatter", "mode": "markers", "x": [ratio], "y": ["overhead"], "name": "ratio with/without",
+             "marker": {"size": 11, "color": PALETTE[0]},
+             "hovertemplate": "%{x:.4f}<extra></extra>"}
+    if bounded:
+        point["error_x"] = {"type": "data", "symmetric": False, "array": [high - ratio], "arrayminus": [ratio - low],
+                            "color": PALETTE[0], "thickness": 2, "width": 8}
+    text = change_text(ratio, low if bounded else None, high if bounded else None)
+    span = [x for x in (ratio, low, high, 1.0) if x is not None and math.isfinite(x)]
+    pad = max(0.01, (max(span) - min(span)) * 0.3)
+    return {"data": [point], "layout": _layout(
+        height=170, margin={"t": 50, "b": 40}, showlegend=False,
+        title={"text": f"Monitoring overhead: {text} ({level:.0%} CI, {overhead.get('rounds', '?')} rounds each way)",
+               "font": {"size": 13}, "x": 0.01},
+        shapes=[{"type": "line", "xref": "x", "yref": "paper", "x0": 1, "x1": 1, "y0": 0, "y1": 1,
+                 "line": {"color": QUIET, "dash": "dash"}}],
+        xaxis={"title": {"text": "duration with monitoring / without (1 = no overhead)"},
+               "range": [min(span) - pad, max(span) + pad]},
+        yaxis={"showticklabels": False}), "config": CONFIG}

@@ -1,0 +1,35 @@
+"""``GET /api/v1/runs/{run_id}/pr-summary``: a pull-request run's review as Markdown and JSON.
+
+Mounted on the versioned API with ``api.add_router("/", pr_api.router)``; read access as for
+every other read (token, session, or anyone when ``PILOTWEB_PUBLIC_READ`` is on).
+"""
+
+from typing import Any
+
+from django.http import Http404, HttpRequest
+from django.urls import reverse
+from ninja import Router, Schema
+
+from . import pr, selectors
+from .api import READ_AUTH
+from .models import Run
+
+router = Router(tags=["pull requests"])
+
+
+class PullRequestSummaryOut(Schema):
+    markdown: str
+    summary: dict[str, Any]
+    comparisons: list[dict[str, Any]]
+
+
+@router.get("/runs/{run_id}/pr-summary", response=PullRequestSummaryOut, auth=READ_AUTH, url_name="pr_summary",
+            summary="A pull-request run against its base: Markdown for a PR comment, counts and comparisons")
+def pr_summary(request: HttpRequest, run_id: int):
+    try:
+        review = selectors.pr_review(run_id=run_id)
+    except Run.DoesNotExist:
+        raise Http404(f"No pull-request run {run_id}.") from None
+    url = request.build_absolute_uri(reverse("results:pr_review", args=[run_id]))
+    return {"markdown": pr.pr_markdown(review, url=url), "summary": pr.summary(review),
+            "comparisons": [pr.row_json(row) for row in review.rows]}

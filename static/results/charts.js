@@ -1,0 +1,73 @@
+// Charts: every <div data-figure="KEY"> is drawn from the figures in <script id="pilotweb-figures">
+// (Django's json_script), built server-side by results/charts.py. Charts are drawn as they scroll
+// into view, so a run with many metrics stays quick. A chart with data-run-url opens the run of a
+// clicked point; the history's permalink follows the range zoomed to.
+(function () {
+  "use strict";
+  var source = document.getElementById("pilotweb-figures");
+  if (!source || typeof Plotly === "undefined") { return; }
+  var figures = JSON.parse(source.textContent);
+
+  function runUrl(element, runId) {
+    // data-run-url is the URL of run 0 ("/runs/0/"): put the clicked run's id in its place.
+    return element.dataset.runUrl.replace(/\/0\/$/, "/" + encodeURIComponent(runId) + "/");
+  }
+
+  function day(value) {
+    // Plotly gives axis ranges as "YYYY-MM-DD HH:MM:SS.sss" strings (or numbers for autorange).
+    return typeof value === "string" ? value.slice(0, 10) : null;
+  }
+
+  function followRange(element) {
+    var link = document.querySelector(".js-range-permalink");
+    if (!link) { return; }
+    element.on("plotly_relayout", function (change) {
+      var url = new URL(window.location.href);
+      var from = day(change["xaxis.range[0]"] || (change["xaxis.range"] || [])[0]);
+      var to = day(change["xaxis.range[1]"] || (change["xaxis.range"] || [])[1]);
+      if (change["xaxis.autorange"]) {
+        url.searchParams.delete("from");
+        url.searchParams.delete("to");
+      } else if (from && to) {
+        url.searchParams.set("from", from);
+        url.searchParams.set("to", to);
+      } else {
+        return;
+      }
+      link.href = url.pathname + url.search;
+    });
+  }
+
+  function draw(element) {
+    var figure = figures[element.dataset.figure];
+    if (!figure || element.dataset.drawn) { return; }
+    element.dataset.drawn = "true";
+    Plotly.newPlot(element, figure.data, figure.layout, figure.config || {}).then(function () {
+      element.classList.add("drawn");
+      if (element.dataset.runUrl) {
+        element.on("plotly_click", function (event) {
+          var point = event.points && event.points[0];
+          if (point && point.customdata !== undefined && point.customdata !== null) {
+            window.location.href = runUrl(element, point.customdata);
+          }
+        });
+        followRange(element);
+      }
+    });
+  }
+
+  var charts = Array.prototype.slice.call(document.querySelectorAll("[data-figure]"));
+  if (!("IntersectionObserver" in window)) {
+    charts.forEach(draw);
+    return;
+  }
+  var observer = new IntersectionObserver(function (entries) {
+    entries.forEach(function (entry) {
+      if (entry.isIntersecting) {
+        observer.unobserve(entry.target);
+        draw(entry.target);
+      }
+    });
+  }, {rootMargin: "400px 0px"});
+  charts.forEach(function (element) { observer.observe(element); });
+})();

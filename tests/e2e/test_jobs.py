@@ -1,0 +1,153 @@
+"""Jobs, a session's live progress and alert triage, driven in Chromium.
+
+There is no worker here: a session stays queued until the test writes its progress (as a worker's
+rounds would), and the page's poller must pick that up.
+"""
+
+import pytest
+from playwright.sync_api import expect
+
+from results import comparisons
+from results.models import Alert
+from runner import services as runner_services
+from runner.models import Job, Session, SessionStatus
+from tests.factories import MachineFactory, ProjectFactory, UserFactory
+from tests.results.test_comparisons import post_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class Undelivered:
+    """Stands in for a Celery task: sending it does nothing."""
+
+    def apply_async(self, *args, **kwargs):
+        return None
+
+    delay = apply_async
+
+
+@pytest.fixture(autouse=True)
+def no_broker(monkeypatch):
+    """Nothing is delivered: sessions stay queued, comparisons are made by the tests themselves."""
+    for task in ("runner.tasks.run_session", "results.tasks.compare_run", "results.tasks.notify_alert_group"):
+        monkeypatch.setattr(task, Undelivered())
+
+
+def test_staff_create_a_scheduled_job_run_it_and_watch_its_progress(page, login, screenshot):
+    ProjectFactory(name="Demo", slug="demo")
+    MachineFactory(name="bench-1")
+    staff = UserFactory(is_staff=True)
+    login(staff)
+
+    page.goto("/jobs/")
+    page.get_by_role("link", name="New job").click()
+    page.select_option("#id_project", label="Demo")
+    page.fill("#id_name", "nightly sort")
+    page.fill("#id_benchmark", "sort 100k")
+    page.select_option("#id_machine", label="bench-1")
+    page.select_option("#id_builtin", value="sort")
+    page.fill("#id_work_min", "10")
+    page.fill("#id_work_max", "500")
+    page.fill("#id_environment", "PYTHONHASHSEED=0\nOOPS")
+    page.fill("#id_cron", "0 2 * *")
+    page.get_by_role("button", name="Create job").click()
+
+    expect(page.locator("#field-cron .field-errors")).to_contain_text("five fields")
+    expect(page.locator("#field-environment .field-errors")).to_contain_text('has no "="')
+    screenshot("job-form")
+    page.fill("#id_environment", "PYTHONHASHSEED=0")
+    page.fill("#id_cron", "0 2 * * *")
+    page.get_by_role("button", name="Create job").click()
+
+    expect(page.locator(".messages")).to_contain_text("created and scheduled")
+    job = Job.objects.get(name="nightly sort")
+    row = page.locator(f"#job-{job.pk}")
+    expect(row).to_contain_text("nightly sort")
+    expect(row.locator("code.cron")).to_have_text("0 2 * * *")
+    expect(row).to_contain_text("never run")
+
+    row.get_by_role("button", name="Run now").click()
+    session = Session.objects.get()
+    expect(page).to_have_url(f"{page.url.split('/jobs/')[0]}/jobs/sessions/{session.pk}/")
+    bar = page.locator("[data-field=bar]")
+    expect(bar).to_have_class("bar indeterminate")
+    expect(page.locator("[data-field=status]")).to_have_text("Queued")
+    expect(page.locator("[data-field=figures]")).to_have_text("0 rounds · waiting for a worker")
+
+    # A worker claims the session and stores rounds: the polled bar follows without a reload.
+    Session.objects.filter(pk=session.pk).update(status=SessionStatus.RUNNING, progress={
+        "rounds_done": 7, "elapsed": 30.0, "estimated_remaining": 10.0,
+        "metrics": [{"workload": "A", "metric": "time", "relative_width": 0.14, "target_width": 0.1,
+                     "converged": False}]})
+    expect(page.locator("[data-field=status]")).to_have_text("Running", timeout=6000)
+    expect(bar).to_have_attribute("aria-valuenow", "75")
+    expect(page.locator("[data-field=figures]")).to_have_text("7 rounds · 30 s elapsed · ~10 s left")
+    expect(page.locator("[data-field=metrics] tr")).to_have_count(1)
+    expect(page.locator("[data-field=metrics]")).to_contain_text("14.0%")
+    page.wait_for_timeout(700)  # the bar's width transition
+    screenshot("session-progress")
+
+    Session.objects.filter(pk=session.pk).update(progress={
+        "rounds_done": 12, "elapsed": 45.0, "estimated_remaining": 5.0,
+        "metrics": [{"workload": "A", "metric": "time", "relative_width": 0.09, "target_width": 0.1,
+                     "converged": True}]})
+    expect(bar).to_have_attribute("aria-valuenow", "90", timeout=6000)
+    expect(page.locator("[data-field=metrics]")).to_contain_text("✓ within target")
+
+    page.goto("/jobs/")
+    expect(page.locator(".session-card")).to_have_count(1)
+    expect(page.locator(".session-card [data-field=figures]")).to_have_text("12 rounds · 45 s elapsed · ~5 s left")
+    page.wait_for_timeout(700)
+    screenshot("jobs")
+
+
+def test_a_user_sees_no_write_buttons_and_gets_403_on_the_form(page, login):
+    staff = UserFactory(is_staff=True)
+    job = runner_services.create_job(user=staff, cron="0 2 * * *", project=ProjectFactory(), name="sort",
+                                     benchmark="sort", machine=MachineFactory(), workload_kind="builtin",
+                                     builtin="sort")
+    login(UserFactory())
+
+    page.goto("/jobs/")
+    expect(page.locator(f"#job-{job.pk}")).to_contain_text("sort")
+    expect(page.get_by_role("link", name="New job")).to_have_count(0)
+    expect(page.get_by_role("button", name="Run now")).to_have_count(0)
+    assert page.goto("/jobs/new/").status == 403
+    assert page.goto(f"/jobs/{job.pk}/edit/").status == 403
+
+
+def test_a_user_triages_an_alert(page, login, screenshot, staff):
+    for night in range(10):
+        post_run(night, {"sort": 1.0, "hash": 1.0, "json": 1.0}, sd=0.002)
+    run = post_run(10, {"sort": 1.2, "hash": 1.15, "json": 1.0}, sd=0.002)
+    comparisons.compare_run(run_id=run.pk)
+    runner_services.create_job(user=staff, project=run.project, name="sort", benchmark="sort", machine=run.machine,
+                               workload_kind="builtin", builtin="sort")
+    sort_alert = Alert.objects.get(comparison__candidate__metric__benchmark__name="sort")
+    [session] = runner_services.confirm_alerts(alert_ids=[sort_alert.pk])
+    Session.objects.filter(pk=session.pk).update(status=SessionStatus.RESOLVED, outcome={
+        "message": "Every pair of workloads is resolved.",
+        "comparisons": [{"metric": "time", "better": "baseline", "worse": "candidate", "better_mean": 1.0,
+                         "worse_mean": 1.2, "pvalue": 0.00002, "overlap": False, "resolved": True}]})
+    user = UserFactory()
+    comparisons.set_alert_status(alert=sort_alert, status="acknowledged", note="bisecting", user=user)
+    login(user)
+
+    page.goto("/alerts/")
+    hash_alert = Alert.objects.get(comparison__candidate__metric__benchmark__name="hash")
+    row = page.locator(f"#alert-{hash_alert.pk}")
+    expect(row).to_contain_text("▲ regression")
+    row.locator("select[name=status]").select_option("invalid")
+    row.locator("input[name=note]").fill("noisy neighbour on bench-1")
+    row.get_by_role("button", name="Update").click()
+
+    expect(page.locator(".messages")).to_contain_text(f"Alert #{hash_alert.pk} is now Invalid.")
+    expect(page.locator(f"#alert-{hash_alert.pk} .badge")).to_have_text("Invalid")
+    expect(page.locator(f"#alert-{hash_alert.pk} + tr.alert-details .alert-history")).to_contain_text(
+        "noisy neighbour on bench-1")
+    expect(page.locator(".alert-confirmations")).to_contain_text(f"Session #{session.pk}")
+    screenshot("alerts")
+
+    page.goto("/alerts/?status=invalid")
+    expect(page.locator(".alert-row")).to_have_count(1)
+    expect(page.locator("#id_status")).to_have_value("invalid")

@@ -1,0 +1,89 @@
+"""The results pages in a real browser: tonight's regressions stand out, two runs compare, a PR summary copies."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from results import services, tasks
+from tests.results.test_overview_pages import (
+    compared,
+    pull_request_against_base,
+    run,
+    tonight_with_every_verdict,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def no_broker(monkeypatch):
+    """Runs are compared by the tests themselves and nobody is notified: nothing goes to a (missing) broker."""
+    monkeypatch.setattr(services, "_enqueue_comparison", lambda run_id: None)
+    monkeypatch.setattr(tasks.notify_alert_group, "delay", lambda *args, **kwargs: None)
+
+
+def test_the_nightly_overview_marks_regressions_and_inconclusive_rows(page, screenshot):
+    tonight_with_every_verdict()
+    # A second machine with a single regression, so the page shows groups.
+    for night in range(5):
+        run(night, {"regressed": 1.0, "steady": 2.0}, machine="bench-2")
+    compared(run(5, {"regressed": 1.06, "steady": 2.0}, machine="bench-2"))
+
+    page.goto("/")
+
+    regression = page.locator("tr[data-verdict=regression]").filter(has_text="regressed").first
+    expect(regression).to_have_class(re.compile(r"\bverdict-regression\b"))
+    expect(regression.locator(".verdict")).to_have_text("▲ regression")
+    inconclusive = page.locator("tr[data-verdict=inconclusive]").filter(has_text="noisy")
+    expect(inconclusive).to_have_class(re.compile(r"\bverdict-inconclusive\b.*\bhigh-p\b"))
+    expect(inconclusive.locator(".verdict")).to_have_text("? inconclusive")
+    expect(inconclusive.locator(".badge")).to_have_text("high p")
+    # Red for the regression label, and the first row of each table is the worst.
+    color = regression.locator(".verdict").evaluate("element => getComputedStyle(element).color")
+    assert color == "rgb(179, 38, 30)"
+    firsts = page.locator("table.comparison tbody tr:first-child").evaluate_all(
+        "rows => rows.map(row => row.dataset.verdict)")
+    assert firsts == ["regression", "regression"]
+    assert page.locator("svg.sparkline polyline").count() == 7
+    page.locator("details.legend summary").click()
+    expect(page.locator("details.legend dl")).to_be_visible()
+    screenshot("nightly-overview")
+
+    page.select_option("select[name=verdict]", "inconclusive")
+    page.click("form.filters button[type=submit]")
+    expect(page).to_have_url(re.compile(r"verdict=inconclusive"))
+    assert page.locator("tr.verdict-row").count() == 1
+
+
+def test_two_runs_are_compared_from_the_form(page, screenshot):
+    for night in range(4):
+        run(night, {"sort": 1.0, "hash": 1.0, "parse": 1.0}, sd=0.01)
+    candidate = run(4, {"sort": 1.1, "hash": 0.95, "parse": 1.0, "json": 1.0}, sd=0.01)
+    baseline_id = candidate.pk - 1
+
+    page.goto("/compare/")
+    page.select_option("select[name=baseline]", str(baseline_id))
+    page.select_option("select[name=candidate]", str(candidate.pk))
+    page.click("form.compare-form button[type=submit]")
+
+    expect(page).to_have_url(re.compile(rf"/compare/\?baseline={baseline_id}&candidate={candidate.pk}$"))
+    expect(page.locator("tr.verdict-row").first).to_have_attribute("data-verdict", "regression")
+    expect(page.locator("tr[data-verdict=improvement]")).to_contain_text("hash")
+    expect(page.locator("text=Only in the candidate: json (time).")).to_be_visible()
+    screenshot("compare")
+
+
+def test_the_pr_review_copies_its_markdown(page, screenshot, live_server):
+    head = pull_request_against_base()
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+
+    page.goto(f"/runs/{head.pk}/pr/")
+
+    expect(page.locator("ul.summary-counts li").first).to_have_text(re.compile(r"1\s+▲ regression"))
+    markdown = page.locator("#pr-markdown").input_value()
+    assert markdown.startswith("### Performance: `cccccccccccc` against base `bbbbbbbbbbbb`")
+    page.click("button.copy")
+    expect(page.locator(".copy-status")).to_have_text("Copied to the clipboard.")
+    assert page.evaluate("navigator.clipboard.readText()") == markdown
+    screenshot("pr-review")

@@ -1,0 +1,211 @@
+"""Change points of nightly histories: located, sized, stored, replaced, and found in constant queries.
+
+The histories are simulated with a known truth (a seeded night-to-night noise of 1% around a step or a
+creep), as ruptures' tests do with `pw_constant`, and stored through the real ingestion service.
+"""
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from django.conf import settings
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from results import changepoints, comparisons, services, tasks
+from results.models import ChangePoint, Machine, Metric, Run
+from results.schemas import RunIn
+
+pytestmark = pytest.mark.django_db
+
+START = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
+
+
+def post_night(night: int, means: dict[str, float], *, machine: str = "bench-1", branch: str = "main",
+               kind: str = "nightly", commit: str | None = None) -> Run:
+    """One run whose results are summaries: the given run means, a within-run spread of 0.5%, 20 subsessions."""
+    results = [{"benchmark": name, "metric": "time", "unit": "s",
+                "summary": {"mean": float(mean), "subsession_size": 1, "variance": float((0.005 * mean) ** 2),
+                            "n": 20}}
+               for name, mean in means.items()]
+    document = RunIn.model_validate({
+        "project": {"name": "Demo"}, "machine": {"name": machine}, "kind": kind,
+        "revision": {"commit": commit or f"{night:040x}", "branch": branch},
+        "started_at": START + timedelta(days=night), "results": results,
+    })
+    return services.ingest_run(document=document, user=None).run
+
+
+def post_history(truth: dict[str, np.ndarray], *, seed: int, noise: float = 0.01, **options) -> list[Run]:
+    """Nightly runs, night i measuring truth[name][i] times a seeded normal night-to-night error of `noise`."""
+    rng = np.random.default_rng(seed)
+    observed = {name: means * (1.0 + noise * rng.standard_normal(means.size)) for name, means in truth.items()}
+    nights = len(next(iter(truth.values())))
+    return [post_night(night, {name: means[night] for name, means in observed.items()}, **options)
+            for night in range(nights)]
+
+
+def step(nights: int, at: int, ratio: float) -> np.ndarray:
+    return np.where(np.arange(nights) < at, 1.0, ratio)
+
+
+def metric(name: str) -> int:
+    return Metric.objects.get(benchmark__name=name).pk
+
+
+def machine(name: str = "bench-1") -> int:
+    return Machine.objects.get(name=name).pk
+
+
+def test_a_step_is_located_within_a_night_and_sized_with_an_interval_covering_it():
+    runs = post_history({"sort": step(80, 40, 1.05)}, seed=1)
+
+    found = changepoints.detect_change_points(metric_ids=[metric("sort")], machine_id=machine())
+
+    assert len(found) == 1
+    change = ChangePoint.objects.get()
+    assert abs(runs.index(change.run) - 40) <= 1
+    assert change.ratio == pytest.approx(1.05, abs=0.005)
+    assert change.ci_low < 1.05 < change.ci_high
+    assert change.ci_high - change.ci_low < 0.02  # 40 runs a side at 1% noise: about ±0.45%
+    assert change.pvalue < 1e-6
+    assert (change.metric_id, change.machine_id) == (metric("sort"), machine())
+
+
+def test_a_creeping_regression_is_dated_inside_its_creep():
+    # +1% a night for five nights from night 40, then stable at +5%. A step fits a ramp best inside it
+    # (most often at its middle); the ratio of the segments spans most of the creep.
+    truth = np.ones(80)
+    truth[40:45] = 1.0 + 0.01 * np.arange(1, 6)
+    truth[45:] = 1.05
+    runs = post_history({"sort": truth}, seed=2)
+
+    changepoints.detect_change_points(metric_ids=[metric("sort")], machine_id=machine())
+
+    change = ChangePoint.objects.get()
+    assert 40 <= runs.index(change.run) <= 44
+    assert change.ratio == pytest.approx(1.045, abs=0.01)
+    assert change.ci_low > 1.02
+
+
+def test_flat_histories_have_no_change_point():
+    post_history({f"flat-{i}": np.ones(80) for i in range(5)}, seed=3)
+
+    found = changepoints.detect_change_points(metric_ids=list(Metric.objects.values_list("pk", flat=True)),
+                                              machine_id=machine())
+
+    assert found == [] and not ChangePoint.objects.exists()
+
+
+def test_a_step_between_perfectly_repeatable_nights_is_found_and_a_constant_series_has_none():
+    # Every consecutive difference but one is zero: the noise scale falls back to the spread of differences.
+    for night in range(40):
+        post_night(night, {"repeatable": 1.0 if night < 20 else 1.05, "constant": 2.0})
+
+    changepoints.detect_change_points(metric_ids=[metric("repeatable"), metric("constant")], machine_id=machine())
+
+    change = ChangePoint.objects.get()
+    assert change.metric_id == metric("repeatable") and change.run.started_at == START + timedelta(days=20)
+    assert (change.ratio, change.ci_low, change.ci_high, change.pvalue) == pytest.approx((1.05, 1.05, 1.05, 0.0))
+
+
+def test_detecting_again_replaces_the_change_points_in_the_analysed_window_and_keeps_older_ones():
+    runs = post_history({"sort": step(80, 40, 1.05)}, seed=1)
+    sort, bench = metric("sort"), machine()
+    before_window = ChangePoint.objects.create(metric_id=sort, machine_id=bench, run=runs[10], ratio=0.9)
+    stale = ChangePoint.objects.create(metric_id=sort, machine_id=bench, run=runs[25], ratio=1.2)
+
+    # The newest 60 runs are nights 20–79: the stale point at night 25 is replaced, night 10 is history.
+    first = changepoints.detect_change_points(metric_ids=[sort], machine_id=bench, limit=60)
+    again = changepoints.detect_change_points(metric_ids=[sort], machine_id=bench, limit=60)
+
+    assert len(first) == len(again) == 1 and first[0].run_id == again[0].run_id
+    stored = set(ChangePoint.objects.values_list("pk", flat=True))
+    assert stored == {before_window.pk, again[0].pk}
+    assert stale.pk not in stored and abs(runs.index(again[0].run) - 40) <= 1
+
+
+def test_the_number_of_queries_does_not_grow_with_the_number_of_series():
+    names = [f"bench-{i}" for i in range(20)]
+    post_history({name: step(30, 15, 1.05) for name in names}, seed=4)
+    metric_ids, bench = [metric(name) for name in names], machine()
+
+    with CaptureQueriesContext(connection) as three:
+        few = changepoints.detect_change_points(metric_ids=metric_ids[:3], machine_id=bench)
+    with CaptureQueriesContext(connection) as twenty:
+        many = changepoints.detect_change_points(metric_ids=metric_ids, machine_id=bench)
+
+    assert {c.metric_id for c in few} == set(metric_ids[:3]) and {c.metric_id for c in many} == set(metric_ids)
+    # A savepoint, the read, the delete, the insert, the release.
+    assert len(three.captured_queries) == len(twenty.captured_queries) == 5
+
+
+def test_only_the_given_machine_and_branch_are_examined():
+    post_history({"sort": step(40, 20, 1.05)}, seed=5, machine="bench-a")
+    post_history({"sort": np.ones(40)}, seed=6, machine="bench-b")
+    release = post_history({"sort": step(40, 20, 1.05)}, seed=7, machine="bench-b", branch="release")
+    for night in range(30, 40):  # pull requests are one-offs, never part of a history, whatever their branch
+        post_night(night, {"sort": 1.2}, machine="bench-b", kind="pr", commit=f"{night:039x}f")
+    sort = metric("sort")
+
+    on_release = changepoints.detect_change_points(metric_ids=[sort], machine_id=machine("bench-b"),
+                                                   branch="release")
+    on_main = changepoints.detect_change_points(metric_ids=[sort], machine_id=machine("bench-b"))
+    on_other_machine = changepoints.detect_change_points(metric_ids=[sort], machine_id=machine("bench-a"))
+
+    assert on_main == []
+    assert len(on_release) == 1 and abs(release.index(on_release[0].run) - 20) <= 1
+    assert len(on_other_machine) == 1 and on_other_machine[0].run.machine.name == "bench-a"
+    # Examining bench-b's main branch did not replace the release branch's change point.
+    assert ChangePoint.objects.filter(machine__name="bench-b").get().run.revision.branch == "release"
+
+
+def test_a_compared_run_reexamines_only_the_series_its_history_comparison_flagged():
+    # Tonight (night 24) is compared with nights 14–23, four of them after the step: "sort" is flagged,
+    # "hash" (0.2% noise) is no change.
+    rng = np.random.default_rng(8)
+    runs = post_history({"sort": step(25, 20, 1.05) * (1.0 + 0.01 * rng.standard_normal(25)),
+                         "hash": 1.0 + 0.002 * rng.standard_normal(25)}, seed=8, noise=0.0)
+    tonight = runs[-1]
+    comparisons.compare_run(run_id=tonight.pk)
+
+    assert changepoints.series_to_check(run_id=tonight.pk) == [metric("sort")]
+    tasks.detect_change_points_for_run(tonight.pk)
+
+    change = ChangePoint.objects.get()
+    assert change.metric_id == metric("sort") and abs(runs.index(change.run) - 20) <= 1
+
+
+def test_a_run_without_flagged_series_examines_nothing():
+    runs = post_history({"sort": np.ones(15)}, seed=10, noise=0.002)
+    comparisons.compare_run(run_id=runs[-1].pk)
+
+    with CaptureQueriesContext(connection) as queries:
+        found = changepoints.detect_change_points_for_run(run_id=runs[-1].pk)
+
+    assert found == [] and len(queries.captured_queries) == 1
+
+
+def test_the_daily_scan_examines_every_series_in_chunks_of_metrics_per_machine():
+    post_history({"sort": step(30, 15, 1.05), "hash": np.ones(30)}, seed=11, machine="bench-a")
+    post_history({"sort": np.ones(30), "hash": step(30, 15, 0.95)}, seed=12, machine="bench-b")
+
+    chunks = changepoints.series_chunks(chunk_size=1)
+    tasks.scan_change_points()
+
+    assert sorted(chunks) == sorted((machine(m), [metric(name)]) for m in ("bench-a", "bench-b")
+                                    for name in ("hash", "sort"))
+    assert set(ChangePoint.objects.values_list("machine__name", "metric__benchmark__name")) == {
+        ("bench-a", "sort"), ("bench-b", "hash")}
+    assert changepoints.scan_change_points(chunk_size=1) == ChangePoint.objects.count()
+
+
+def test_the_scan_is_scheduled_daily_on_the_analysis_queue():
+    entry = settings.CELERY_BEAT_SCHEDULE["scan-change-points"]
+
+    assert entry == {"task": tasks.scan_change_points.name, "schedule": 86400.0, "options": {"queue": "analysis"}}
+
+
+def test_a_window_too_short_for_two_segments_is_refused():
+    with pytest.raises(ValueError, match="limit must be at least 10"):
+        changepoints.detect_change_points(metric_ids=[], machine_id=1, limit=9)

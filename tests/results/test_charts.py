@@ -1,0 +1,220 @@
+"""results.charts: figure dicts from plain data, and the run page's analyses from stored rounds. No database."""
+
+import dataclasses
+import json
+import math
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+from results import charts
+from results.stats import autocorrelation, format_change
+from runner import session as session_loop
+
+START = datetime(2026, 10, 1, 2, 0, tzinfo=timezone.utc)
+
+
+def point(day: int, mean: float, *, machine: str = "bench-1", comparison: dict | None = None, run_id: int | None = None,
+          ci: float | None = 0.01) -> dict:
+    return {"id": day, "run_id": run_id or 100 + day, "started_at": START + timedelta(days=day), "machine": machine,
+            "commit": f"{day:040x}", "branch": "main", "kind": "nightly", "mean": mean,
+            "ci_low": None if ci is None else mean - ci, "ci_high": None if ci is None else mean + ci, "n": 20,
+            "comparison": comparison}
+
+
+def history_comparison(means: list[float], **fields) -> dict:
+    return {"method": "history", "ratio": 1.0, "ci_low": 0.98, "ci_high": 1.02, "pvalue": 0.5, "qvalue": 0.6,
+            "verdict": "no change", "confidence_level": 0.95, "alert_id": None, "alert_status": None,
+            "inputs": {"history": [[mean, 1e-4, 20] for mean in means], "baseline": float(np.mean(means))},
+            **fields}
+
+
+def trace(figure: dict, name: str) -> dict:
+    return next(t for t in figure["data"] if t.get("name") == name)
+
+
+def test_one_mean_trace_and_one_interval_band_per_machine_with_run_ids_to_click():
+    points = [point(day, 1.0 + 0.01 * day, machine=machine) for day in range(4) for machine in ("a", "b")]
+
+    figure = charts.history_figure(points, metric="time", unit="s")
+
+    assert [t["name"] for t in figure["data"] if t["mode"] == "lines+markers"] == ["a", "b"]
+    means = trace(figure, "a")
+    assert means["customdata"] == [100, 101, 102, 103] and means["x"][0] == "2026-10-01 02:00:00"
+    band = trace(figure, "a: run CI")
+    assert band["fill"] == "toself" and len(band["x"]) == 8  # out along the highs, back along the lows
+    assert band["y"][:4] == [p["ci_high"] for p in points if p["machine"] == "a"]
+    assert figure["layout"]["xaxis"]["rangeslider"]["visible"] and figure["layout"]["xaxis"]["type"] == "date"
+    json.dumps(figure)  # plain JSON, ready for json_script
+
+
+def test_a_gap_in_the_intervals_splits_the_band_instead_of_bridging_it():
+    points = [point(0, 1.0), point(1, 1.0), point(2, 1.0, ci=None), point(3, 1.0), point(4, 1.0)]
+
+    band = trace(charts.history_figure(points, metric="time", unit="s"), "bench-1: run CI")
+
+    assert band["x"].count(None) == 1 and len(band["x"]) == 9
+
+
+def test_the_history_baseline_band_is_the_prediction_interval_of_a_new_run_mean():
+    # mean 3, S = sqrt(2.5), t(0.975, 4) = 2.7764451 (scipy.stats.t.ppf), half = t·S·sqrt(1 + 1/5)
+    low, high = charts.history_bands([history_comparison([1.0, 2.0, 3.0, 4.0, 5.0]), None,
+                                      {"method": "pairwise", "inputs": {}}])
+
+    half = 2.7764451051977987 * math.sqrt(2.5) * math.sqrt(1.2)
+    assert low[0] == pytest.approx(3.0 - half) and high[0] == pytest.approx(3.0 + half)
+    assert low[1:] == [None, None] and high[1:] == [None, None]
+
+
+def test_alerts_improvements_and_change_points_are_marked():
+    points = [point(0, 1.0), point(1, 1.0, comparison=history_comparison([1.0] * 3, verdict="improvement")),
+              point(2, 1.2, comparison=history_comparison([1.0, 1.01, 0.99], verdict="regression", alert_id=7,
+                                                          alert_status="new", ratio=1.2, ci_low=1.15, ci_high=1.25))]
+    change = [{"run_id": 102, "started_at": START + timedelta(days=2), "machine": "bench-1", "ratio": 1.2,
+               "ci_low": 1.15, "ci_high": 1.25, "pvalue": 0.0004, "mean": 1.2}]
+
+    figure = charts.history_figure(points, change, metric="time", unit="s")
+
+    alert = trace(figure, "▲ alert (regression)")
+    assert alert["customdata"] == [102] and alert["marker"]["symbol"] == "triangle-up"
+    assert trace(figure, "▼ improvement")["customdata"] == [101]
+    marker = trace(figure, "┆ change point (shift, CI)")
+    assert marker["customdata"] == [102] and "+20.0% [+15.0%, +25.0%]" in marker["text"][0]
+    assert "p = 0.0004" in marker["text"][0]
+    assert figure["layout"]["shapes"][0]["x0"] == "2026-10-03 02:00:00"
+    hover = trace(figure, "bench-1")["text"][2]
+    assert "▲ regression" in hover and "+20.0% [+15.0%, +25.0%]" in hover and "alert #7 (new)" in hover
+    assert "p = 0.5, q = 0.6" in hover
+
+
+def test_user_text_reaches_plotly_as_entities_never_as_markup():
+    nasty = "<img src=x onerror=alert(1)>"
+    points = [dict(point(0, 1.0, machine=nasty), branch="<b>main</b>", commit="<script>x</script>" + "0" * 30)]
+
+    figure = charts.history_figure(points, metric="<i>time</i>", unit="<s>")
+
+    text = json.dumps(figure)
+    assert "<img" not in text and "<script>" not in text and "<b>main" not in text and "<i>time" not in text
+    assert trace(figure, "&lt;img src=x onerror=alert(1)&gt;")["text"][0].count("&lt;b&gt;main&lt;/b&gt;") == 1
+
+
+def test_change_text_matches_format_change():
+    for ratio, low, high in [(1.055, 1.03, 1.08), (0.9, 0.85, 0.95), (1.0, None, None), (1.2, 1.1, math.inf)]:
+        expected = format_change(ratio, math.inf if low is None else low, math.inf if high is None else high)
+        assert charts.change_text(ratio, low, high) == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# Run detail
+
+TARGETS = session_loop.SessionTargets(target_width=0.001, work_range=(60, 200), budget_rounds=10)
+
+
+def synthetic_rounds(count: int = 10, *, seed: int = 3, warmup: int = 40) -> list[session_loop.RoundRecord]:
+    rng = np.random.default_rng(seed)
+    records = []
+    for index in range(count):
+        values = 1.0 + rng.normal(0, 0.01, 120)
+        values[:warmup] += 0.5
+        records.append(session_loop.RoundRecord(
+            index=index, workload="A", work_amount=120.0, analysed=index != 0,
+            outcome=session_loop.RoundOutcome(duration=float(values.sum()), readings={"time": float(values.sum())},
+                                              unit_readings={"time": values.tolist()})))
+    return records
+
+
+def test_session_samples_split_the_warmup_as_the_session_analysis_does():
+    records = synthetic_rounds()
+
+    split = charts.session_samples(records, "time", TARGETS)
+
+    analysed = session_loop.analysed_samples(records, "time", "A", TARGETS)
+    assert np.array_equal(split.values[split.kept], analysed)
+    assert split.values.size == 10 * 120 and not split.kept[:120].any()  # round 0 is a short round
+    reasons = {reason for _, _, _, reason in split.spans}
+    assert reasons == {"short round", "warm-up"}
+    warmups = [(start, stop) for start, stop, _, reason in split.spans if reason == "warm-up"]
+    assert warmups[0][0] == 120 and warmups[0][1] - 120 >= 40  # every shifted reading is removed
+    full = session_loop.analyse(records, [session_loop.MetricSpec("time", "s")], TARGETS)["A"]["time"]
+    none = dataclasses.replace(TARGETS, warmup="none")
+    again = session_loop.analyse(split.records, [session_loop.MetricSpec("time", "s")], none)["A"]["time"]
+    assert (again.mean, again.ci_low, again.ci_high, again.subsession_size) == \
+        (full.mean, full.ci_low, full.ci_high, full.subsession_size)
+
+
+def test_the_stable_phases_are_read_back_from_the_stored_samples_instead_of_rerunning_edm():
+    records = synthetic_rounds()
+    stored = session_loop.analysed_samples(records, "time", "A", TARGETS)
+
+    phases = charts.stored_phases(records, "time", TARGETS, stored)
+    fast = charts.session_samples(records, "time", TARGETS, stored=stored)
+    slow = charts.session_samples(records, "time", TARGETS)
+
+    assert phases is not None and set(phases) == set(range(1, 10))
+    assert np.array_equal(fast.kept, slow.kept) and fast.spans == slow.spans
+    assert charts.stored_phases(records, "time", TARGETS, stored[:-1]) is None  # a misfit: EDM decides
+
+
+def test_ci_narrowing_ends_at_the_sessions_own_estimate_and_caps_its_work():
+    records = synthetic_rounds(30)
+    spec = session_loop.MetricSpec("time", "s")
+    split = charts.session_samples(records, "time", TARGETS)
+
+    points = charts.ci_narrowing(records, spec, TARGETS, trimmed=split.records)
+    few = charts.ci_narrowing(records, spec, TARGETS, trimmed=split.records, max_prefixes=5)
+
+    final = session_loop.analyse(records, [spec], TARGETS)["A"]["time"]
+    assert [p.rounds for p in points] == list(range(1, 31))
+    assert points[-1].relative_width == pytest.approx(final.relative_width)
+    assert points[0].relative_width is None  # a short round: nothing to analyse yet
+    assert [p.rounds for p in few] == [1, 8, 16, 23, 30]
+    figure = charts.ci_narrowing_figure(points, target=0.001)
+    assert trace(figure, "target 0.1%")["y"] == [0.1, 0.1]
+
+
+def test_autocorrelation_by_size_marks_the_chosen_size():
+    rng = np.random.default_rng(0)
+    ar = np.empty(2000)
+    ar[0] = 0.0
+    for i in range(1, ar.size):
+        ar[i] = 0.8 * ar[i - 1] + rng.normal()
+
+    sizes, values = charts.autocorrelation_by_size(ar, include=[37])
+
+    assert sizes[0] == 1 and values[0] == pytest.approx(autocorrelation(ar))
+    assert 37 in sizes and max(sizes) == 200 and len(sizes) <= charts.MAX_SIZES + 1
+    assert values[0] > 0.7 and abs(values[sizes.index(37)]) < 0.3
+    figure = charts.autocorrelation_figure(sizes, values, chosen=37)
+    assert trace(figure, "chosen q = 37")["x"] == [37]
+    assert trace(figure, "±0.1 (independent enough)")["y"] == [0.1, 0.1]
+    assert charts.autocorrelation_by_size(np.ones(5)) == ([], [])
+
+
+def test_samples_are_thinned_for_display_and_the_title_says_so():
+    figure = charts.samples_figure(np.arange(50_000.0), unit="s", mean=1.0, ci_low=0.9, ci_high=1.1)
+
+    samples = trace(figure, "samples")
+    assert samples["type"] == "scattergl" and len(samples["x"]) == 16_667
+    assert "every 3th of 50000" in figure["layout"]["title"]["text"]
+
+
+def test_utilisation_keeps_percentages_and_draws_the_threshold():
+    monitors = [(index, {"usage": {"cpu": {"label": "cpu (all cores)", "unit": "%", "mean": 95.0, "max": 99.0},
+                                   "net": {"label": "network sent", "unit": "B/s", "mean": 1e6, "max": 2e6}}})
+                for index in range(3)]
+
+    figure = charts.utilisation_figure(monitors, threshold=80.0)
+
+    assert [t["name"] for t in figure["data"]] == ["cpu (all cores)", "bottleneck threshold 80%"]
+    assert charts.utilisation_figure([(0, {}), (1, {"usage": {}})]) is None
+
+
+def test_overhead_is_a_ratio_with_its_interval_or_says_it_is_unbounded():
+    bounded = charts.overhead_figure({"ratio": 1.02, "low": 1.01, "high": 1.04, "bounded": True, "rounds": 6})
+    unbounded = charts.overhead_figure({"ratio": 1.02, "low": None, "high": None, "bounded": False, "rounds": 6})
+
+    bar = bounded["data"][0]["error_x"]
+    assert bar["array"] == [pytest.approx(0.02)] and bar["arrayminus"] == [pytest.approx(0.01)]
+    assert "+2.0% [+1.0%, +4.0%]" in bounded["layout"]["title"]["text"]
+    assert "error_x" not in unbounded["data"][0] and "[unbounded]" in unbounded["layout"]["title"]["text"]

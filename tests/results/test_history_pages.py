@@ -1,0 +1,415 @@
+"""The chart pages: a metric's history, a run in detail, the machines."""
+
+import json
+import re
+import time
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone as django_timezone
+
+from results import comparisons, services
+from results.models import (
+    Benchmark,
+    ChangePoint,
+    Comparison,
+    Machine,
+    Metric,
+    Project,
+    Result,
+    Revision,
+    Run,
+)
+from results.schemas import RunIn
+from runner import monitor
+from runner import services as runner_services
+from runner import session as session_loop
+from runner.models import Job, Session
+from tests.factories import MachineFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+START = datetime(2026, 10, 1, 2, 0, tzinfo=timezone.utc)
+
+
+def nightly(night: int, means: dict[str, float], *, machine: str = "bench-1", sd: float = 0.004, n: int = 20,
+            branch: str = "main", kind: str = "nightly", project: str = "Demo", samples: bool = False) -> Run:
+    """A run on `machine` whose results have the given means (seeded), started `night` days after START."""
+    rng = np.random.default_rng(night * 1000 + sum(map(ord, machine)))
+    results = []
+    for name, mean in means.items():
+        values = mean + rng.normal(0, sd * mean, n)
+        entry = {"benchmark": name, "metric": "time", "unit": "s"}
+        if samples:
+            entry["samples"] = values.tolist()
+        else:
+            entry["summary"] = {"mean": float(values.mean()), "subsession_size": 1,
+                                "variance": float(values.var(ddof=1)), "n": n}
+        results.append(entry)
+    document = RunIn.model_validate({
+        "project": {"name": project}, "machine": {"name": machine, "cpu_model": "Test CPU", "cores": 4},
+        "kind": kind, "revision": {"commit": f"{night:02d}{machine}".encode().hex()[:40].ljust(40, "0"),
+                                   "branch": branch},
+        "started_at": START + timedelta(days=night), "results": results,
+    })
+    return services.ingest_run(document=document, user=None).run
+
+
+def history_of(nights: int, *, machines=("bench-1",), regression_at: int | None = None,
+               benchmark: str = "sort") -> Metric:
+    """Nightly runs of one benchmark on each machine, compared as they arrive."""
+    for night in range(nights):
+        for machine in machines:
+            mean = 1.10 if regression_at is not None and night >= regression_at else 1.0
+            comparisons.compare_run(run_id=nightly(night, {benchmark: mean}, machine=machine).pk)
+    return Metric.objects.get(benchmark__name=benchmark)
+
+
+def figures(response) -> dict:
+    found = re.search(r'<script id="pilotweb-figures" type="application/json">(.*?)</script>',
+                      response.content.decode(), re.S)
+    assert found, "the page carries its figures in a json_script block"
+    return json.loads(found.group(1))
+
+
+FAKE_TARGETS = {"confidence_level": 0.95, "target_width": 0.0008, "max_autocorrelation": 0.1, "work_min": 60.0,
+                "work_max": 200.0, "min_round_duration": 0.05, "budget_seconds": 3600.0, "budget_rounds": 12,
+                "warmup": "edm"}
+
+
+def session_run(*, rounds: int = 12, overhead: bool = True, benchmark: str = "sort (built-in workload)",
+                seed: int = 7) -> Run:
+    """A finished session of a synthetic workload with a warm-up, stored as the runner stores one.
+
+    Each round's unit readings start 40 readings high (warm-up) then settle around 1 ms; the rounds
+    go through Pilot's loop (``runner.session.run_session``) and the runner's own storage.
+    """
+    project, _ = Project.objects.get_or_create(name="Demo", defaults={"slug": "demo"})
+    machine = Machine.objects.filter(name="bench-1").first() or MachineFactory(name="bench-1")
+    job = Job.objects.create(project=project, name=f"job {benchmark}", benchmark=benchmark, machine=machine,
+                             builtin="sort", **{**FAKE_TARGETS, "budget_rounds": rounds})
+    session = Session.objects.create(job=job, status="running", started_at=django_timezone.now())
+    if overhead:
+        session.outcome = {"overhead": {"ratio": 1.012, "low": 0.998, "high": 1.027, "bounded": True,
+                                        "confidence_level": 0.95, "rounds": 6}}
+        session.save(update_fields=["outcome"])
+    rng = np.random.default_rng(seed)
+    clock = iter(range(10**6))
+
+    def workload(work_amount: float) -> session_loop.RoundOutcome:
+        units = int(work_amount)
+        values = 0.001 * (1.0 + rng.normal(0, 0.01, units))
+        values[:40] += 0.0004
+        return session_loop.RoundOutcome(duration=float(values.sum()), readings={"time": float(values.sum())},
+                                         unit_readings={"time": values.tolist()})
+
+    def on_round(record, progress):
+        busy = 85.0 if record.index % 4 == 3 else 30.0
+        usage = {"cpu": monitor.Usage(component="cpu", label="cpu (all cores)", unit="%", mean=99.0, max=100.0),
+                 "disk": monitor.Usage(component="disk", label="disk busy", unit="%", mean=busy, max=busy + 5),
+                 "disk_throughput": monitor.Usage(component="disk", label="disk read+write", unit="B/s",
+                                                  mean=1e6, max=2e6)}
+        warnings = tuple(monitor.bottleneck_warnings(usage, under_test="cpu"))
+        summary = monitor.MonitorSummary(usage=usage, warnings=warnings, samples=5, duration=record.outcome.duration)
+        runner_services._store_round(session, record, progress, summary)
+
+    outcome = session_loop.run_session({"A": workload}, job.metric_specs(), job.session_targets(),
+                                       on_round=on_round, clock=lambda: float(next(clock)) * 1e-3)
+    session = runner_services._finish(Session.objects.select_related("job__project", "job__machine")
+                                      .get(pk=session.pk), outcome)
+    return session.runs.get()
+
+
+# ---------------------------------------------------------------------------------------------
+# History
+
+
+def test_the_history_shows_run_means_with_their_intervals_baseline_alerts_and_links():
+    metric = history_of(14, regression_at=13)
+    last = Run.objects.order_by("-started_at").first()
+
+    response = Client().get(f"/history/{metric.pk}/")
+
+    assert response.status_code == 200
+    figure = figures(response)["history"]
+    names = [trace["name"] for trace in figure["data"]]
+    assert "bench-1" in names and "bench-1: run CI" in names and "▲ alert (regression)" in names
+    assert any("history baseline" in name for name in names)
+    means = next(trace for trace in figure["data"] if trace["name"] == "bench-1")
+    assert len(means["y"]) == 14 and means["customdata"][-1] == last.pk
+    assert "p = " in means["text"][-1] and "▲ regression" in means["text"][-1]
+    alert = next(trace for trace in figure["data"] if trace["name"] == "▲ alert (regression)")
+    assert alert["customdata"] == [last.pk] and alert["marker"]["symbol"] == "triangle-up"
+    assert figure["layout"]["xaxis"]["rangeslider"]["visible"] is True
+    html = response.content.decode()
+    assert f'href="/runs/{last.pk}/"' in html and 'data-run-url="/runs/0/"' in html
+    assert "▲ regression" in html and "vendor/plotly/plotly.min.js" in html
+
+
+def test_several_machines_are_overlaid_and_can_be_picked():
+    metric = history_of(5, machines=("bench-1", "bench-2"))
+
+    both = figures(Client().get(f"/history/{metric.pk}/"))["history"]
+    one = figures(Client().get(f"/history/{metric.pk}/?machine=bench-2"))["history"]
+
+    assert {"bench-1", "bench-2"} <= {trace["name"] for trace in both["data"]}
+    assert "bench-2" in {trace["name"] for trace in one["data"]}
+    assert "bench-1" not in {trace["name"] for trace in one["data"]}
+
+
+def test_the_date_range_and_branch_are_permalinks():
+    metric = history_of(10)
+    nightly(3, {"sort": 1.0}, branch="feature")
+
+    page = Client().get(f"/history/{metric.pk}/?from=2026-10-03&to=2026-10-05")
+    every_branch = Client().get(f"/history/{metric.pk}/?branch=")
+    feature = Client().get(f"/history/{metric.pk}/?branch=feature")
+
+    means = next(trace for trace in figures(page)["history"]["data"] if trace["name"] == "bench-1")
+    assert means["x"] == ["2026-10-03 02:00:00", "2026-10-04 02:00:00", "2026-10-05 02:00:00"]
+    assert 'value="2026-10-03"' in page.content.decode()
+    counts = {response: len(next(t for t in figures(response)["history"]["data"] if t["name"] == "bench-1")["y"])
+              for response in (every_branch, feature)}
+    assert counts[every_branch] == 11 and counts[feature] == 1
+
+
+def test_a_date_that_is_not_one_is_reported_and_ignored():
+    metric = history_of(3)
+
+    response = Client().get(f"/history/{metric.pk}/?from=yesterday")
+
+    assert response.status_code == 200
+    assert "is not a date" in response.content.decode()
+
+
+def test_change_points_are_vertical_markers_with_the_shift_in_the_hover():
+    metric = history_of(8, regression_at=5)
+    shifted = Run.objects.order_by("started_at")[5]
+    ChangePoint.objects.create(metric=metric, machine=shifted.machine, run=shifted, ratio=1.1, ci_low=1.08,
+                               ci_high=1.12, pvalue=0.001)
+
+    figure = figures(Client().get(f"/history/{metric.pk}/"))["history"]
+
+    assert figure["layout"]["shapes"][0]["x0"] == "2026-10-06 02:00:00"
+    marker = next(trace for trace in figure["data"] if trace["name"].startswith("┆ change point"))
+    assert marker["customdata"] == [shifted.pk]
+    assert "+10.0% [+8.0%, +12.0%]" in marker["text"][0] and "p = 0.001" in marker["text"][0]
+
+
+def test_an_unknown_metric_is_not_found():
+    assert Client().get("/history/999999/").status_code == 404
+
+
+def test_the_history_issues_a_fixed_number_of_queries():
+    metric = history_of(4, machines=("bench-1", "bench-2"), regression_at=3)
+    with CaptureQueriesContext(connection) as few:
+        Client().get(f"/history/{metric.pk}/")
+    for night in range(4, 12):
+        for machine in ("bench-1", "bench-2", "bench-3"):
+            comparisons.compare_run(run_id=nightly(night, {"sort": 1.0}, machine=machine).pk)
+    first = Run.objects.order_by("started_at").first()
+    ChangePoint.objects.create(metric=metric, machine=first.machine, run=first, ratio=1.0)
+    with CaptureQueriesContext(connection) as many:
+        response = Client().get(f"/history/{metric.pk}/")
+
+    assert len(figures(response)["history"]["data"]) > 6
+    assert len(many) == len(few) <= 5
+
+
+def test_500_points_render_quickly():
+    """500 nightly points with history comparisons, built in bulk: the page stays well under a second."""
+    project = Project.objects.create(name="Perf", slug="perf")
+    machine = MachineFactory(name="perf-1")
+    metric = Metric.objects.create(benchmark=Benchmark.objects.create(project=project, name="sort"), name="time",
+                                   unit="s")
+    revisions = Revision.objects.bulk_create(
+        [Revision(project=project, commit=f"{i:040x}", branch="main") for i in range(500)])
+    runs = Run.objects.bulk_create([Run(project=project, machine=machine, revision=revision, kind="nightly",
+                                        started_at=START + timedelta(hours=i)) for i, revision in enumerate(revisions)])
+    rng = np.random.default_rng(1)
+    means = 1.0 + rng.normal(0, 0.01, 500)
+    results = Result.objects.bulk_create([
+        Result(run=run, metric=metric, mean=mean, subsession_size=1, variance=1e-4, n=20, sample_count=20,
+               ci_low=mean - 0.005, ci_high=mean + 0.005) for run, mean in zip(runs, means)])
+    Comparison.objects.bulk_create([
+        Comparison(candidate=result, method="history", ratio=1.0, ci_low=0.98, ci_high=1.02, pvalue=0.5, qvalue=0.6,
+                   verdict="no change", threshold=0.02, confidence_level=0.95,
+                   inputs={"history": [[m, 1e-4, 20] for m in means[max(0, i - 10):i]], "baseline": 1.0})
+        for i, result in enumerate(results) if i >= 3])
+    client = Client()
+    client.get(f"/history/{metric.pk}/")
+
+    started = time.perf_counter()
+    response = client.get(f"/history/{metric.pk}/")
+    elapsed = time.perf_counter() - started
+
+    assert response.status_code == 200
+    means_trace = next(t for t in figures(response)["history"]["data"] if t["name"] == "perf-1")
+    assert len(means_trace["y"]) == 500
+    assert elapsed < 0.5, f"{elapsed:.3f} s"  # target 0.2 s; measured 0.15 s on a loaded 2-core machine
+
+
+# ---------------------------------------------------------------------------------------------
+# Run detail
+
+
+def test_a_session_run_shows_warmup_autocorrelation_narrowing_utilisation_and_overhead():
+    run = session_run()
+    result = run.results.get()
+
+    response = Client().get(f"/runs/{run.pk}/")
+
+    assert response.status_code == 200
+    found = figures(response)
+    key = f"m{result.metric_id}"
+    assert {f"{key}-samples", f"{key}-autocorrelation", f"{key}-narrowing", "utilisation", "overhead"} <= set(found)
+    samples = {trace["name"]: trace for trace in found[f"{key}-samples"]["data"]}
+    assert "removed" in samples and "stable phase (analysed)" in samples
+    assert len(samples["stable phase (analysed)"]["y"]) == result.sample_count
+    assert any(name.startswith("removed stretch") for name in samples)
+    narrowing = found[f"{key}-narrowing"]["data"][0]
+    assert narrowing["x"][-1] == 12
+    assert narrowing["y"][-1] == pytest.approx(100 * (result.ci_high - result.ci_low) / result.mean, rel=1e-9)
+    chosen = next(t for t in found[f"{key}-autocorrelation"]["data"] if t["name"].startswith("chosen q"))
+    assert chosen["x"] == [result.subsession_size]
+    utilisation = {trace["name"] for trace in found["utilisation"]["data"]}
+    assert {"cpu (all cores)", "disk busy"} <= utilisation and "disk read+write" not in utilisation
+    html = response.content.decode()
+    assert "disk busy 85% (above 80%) while measuring cpu" in html and "round 3:" in html
+    assert "+1.2% [-0.2%, +2.7%]" in found["overhead"]["layout"]["title"]["text"]
+    assert f"/jobs/sessions/{run.sessions.get().pk}/" in html
+
+
+def test_an_imported_run_shows_its_samples_and_a_summary_only_run_says_so():
+    with_samples = nightly(0, {"sort": 1.0}, samples=True, n=200)
+    summary_only = nightly(1, {"sort": 1.0})
+
+    shown = Client().get(f"/runs/{with_samples.pk}/")
+    bare = Client().get(f"/runs/{summary_only.pk}/")
+
+    key = f"m{with_samples.results.get().metric_id}"
+    assert set(figures(shown)) == {f"{key}-samples", f"{key}-autocorrelation"}
+    assert "No session rounds" in shown.content.decode()
+    assert figures(bare) == {}
+    assert "Only the summary was stored" in bare.content.decode()
+
+
+def test_the_run_page_lists_its_comparisons_with_verdicts():
+    history_of(10, regression_at=9)
+    last = Run.objects.order_by("-started_at").first()
+
+    html = Client().get(f"/runs/{last.pk}/").content.decode()
+
+    assert "▲ regression" in html and "last 9 runs" in html and "alert #" in html
+    assert "previous" in html and "history" in html
+
+
+def test_an_unknown_run_is_not_found():
+    assert Client().get("/runs/999999/").status_code == 404
+
+
+def test_the_run_page_issues_a_fixed_number_of_queries():
+    small = session_run(rounds=5, benchmark="small")
+    with CaptureQueriesContext(connection) as few:
+        Client().get(f"/runs/{small.pk}/")
+    large = session_run(rounds=15, benchmark="large", seed=8)
+    for night in range(4):
+        comparisons.compare_run(run_id=nightly(night, {"large": 1.0, "other": 2.0, "third": 3.0}).pk)
+    with CaptureQueriesContext(connection) as many:
+        Client().get(f"/runs/{large.pk}/")
+    imported = Run.objects.order_by("-started_at").first()
+    with CaptureQueriesContext(connection) as imported_queries:
+        Client().get(f"/runs/{imported.pk}/")
+
+    assert len(many) == len(few) <= 5
+    assert len(imported_queries) <= 5
+
+
+# ---------------------------------------------------------------------------------------------
+# Machines
+
+
+def test_the_machines_page_shows_hardware_queue_and_active_sessions():
+    machine = MachineFactory(name="bench-9", cpu_model="AMD EPYC 7763", cores=128, memory_bytes=512 * 2**30,
+                             os="Debian 12", hardware={"governor": "performance", "numa": {"nodes": 2}},
+                             last_seen_at=django_timezone.now())
+    project = Project.objects.create(name="P", slug="p")
+    job = Job.objects.create(project=project, name="sorting", benchmark="sort", machine=machine, builtin="sort")
+    running = Session.objects.create(job=job, status="running", progress={"rounds_done": 7})
+    Session.objects.create(job=job, status="converged")
+
+    html = Client().get("/machines/").content.decode()
+
+    assert "AMD EPYC 7763" in html and "128 logical cores" in html and "512.0\xa0GB" in html
+    assert "Debian 12" in html and "bench.bench-9" in html and "performance" in html
+    assert "{&quot;nodes&quot;: 2}" in html
+    assert f"/jobs/sessions/{running.pk}/" in html and "7 rounds done" in html
+    assert html.count("session #") == 1
+
+
+def test_the_machines_page_issues_a_fixed_number_of_queries():
+    MachineFactory()
+    with CaptureQueriesContext(connection) as few:
+        Client().get("/machines/")
+    project = Project.objects.create(name="P", slug="p")
+    for index in range(5):
+        machine = MachineFactory()
+        job = Job.objects.create(project=project, name=f"job {index}", benchmark="sort", machine=machine,
+                                 builtin="sort")
+        Session.objects.create(job=job, status="queued")
+        nightly(index, {"sort": 1.0}, machine=machine.name)
+    with CaptureQueriesContext(connection) as many:
+        Client().get("/machines/")
+
+    assert len(many) == len(few) <= 2
+
+
+def test_the_navigation_links_to_the_machines():
+    assert 'href="/machines/"' in Client().get("/machines/").content.decode()
+
+
+# ---------------------------------------------------------------------------------------------
+# Escaping and permission
+
+
+def test_user_text_is_escaped_in_the_page_and_in_the_figures():
+    nasty = "<script>alert(1)</script>"
+    for night in range(4):
+        comparisons.compare_run(run_id=nightly(night, {nasty: 1.0}, machine="<img src=x onerror=alert(2)>",
+                                               samples=True).pk)
+    metric = Metric.objects.get(benchmark__name=nasty)
+    run = Run.objects.order_by("-started_at").first()
+
+    for url in (f"/history/{metric.pk}/", f"/runs/{run.pk}/", "/machines/"):
+        html = Client().get(url).content.decode()
+        assert nasty not in html and "<img src=x" not in html, url
+    history = Client().get(f"/history/{metric.pk}/")
+    raw = re.search(r'<script id="pilotweb-figures" type="application/json">(.*?)</script>',
+                    history.content.decode(), re.S).group(1)
+    assert "<" not in raw and "\\u003C" in raw  # json_script escapes the markup for the script element
+    trace = next(t for t in figures(history)["history"]["data"] if t.get("mode") == "lines+markers")
+    assert trace["name"] == "&lt;img src=x onerror=alert(2)&gt;"  # and Plotly gets entities, not tags
+
+
+@pytest.mark.parametrize("public", [True, False])
+def test_reading_needs_a_login_unless_reading_is_public(settings, public):
+    settings.PILOTWEB_PUBLIC_READ = public
+    metric = history_of(2)
+    run = Run.objects.first()
+    urls = [f"/history/{metric.pk}/", f"/runs/{run.pk}/", "/machines/"]
+
+    anonymous = [Client().get(url) for url in urls]
+    client = Client()
+    client.force_login(UserFactory())
+    logged_in = [client.get(url) for url in urls]
+
+    for response in anonymous:
+        if public:
+            assert response.status_code == 200
+        else:
+            assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+    assert all(response.status_code == 200 for response in logged_in)

@@ -1,0 +1,469 @@
+"""The pages that answer "did tonight regress?": the nightly overview, any two runs compared, a pull
+request's review and its Markdown/JSON summary."""
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import include, path
+from ninja import NinjaAPI
+
+from results import comparisons, pr, pr_api, selectors, services, stats
+from results.models import Comparison, Metric, Run
+from results.schemas import RunIn
+
+pytestmark = pytest.mark.django_db
+
+START = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)
+SCRIPT = "<script>alert(1)</script>"
+
+# The pull-request summary router is mounted on the versioned API by the project's urls; these tests
+# mount it themselves (first, so its path wins) and keep every other URL as the project has it.
+_api = NinjaAPI(urls_namespace="pr-summary-tests")
+_api.add_router("/", pr_api.router)
+urlpatterns = [path("api/v1/", _api.urls), path("", include("pilotweb.urls"))]
+
+
+def run(night: int, means: dict[str, float | tuple[float, float]], *, project: str = "Demo", machine: str = "bench-1", sd: float = 0.002,
+        n: int = 20, kind: str = "nightly", branch: str = "main", commit: str | None = None, base_commit: str = "",
+        pull_request: int | None = None, seed: int | None = None, direction: str = "lower_is_better") -> Run:
+    """A run whose results are summaries with the given means, each with ``n`` subsessions whose sd is ``sd``
+    relative to the mean (a ``(mean, sd)`` pair gives a series its own)."""
+    rng = np.random.default_rng(night if seed is None else seed)
+    results = []
+    for name, given in means.items():
+        mean, spread = given if isinstance(given, tuple) else (given, sd)
+        values = mean + rng.normal(0, spread * mean, n)
+        results.append({"benchmark": name, "metric": "time", "unit": "s", "direction": direction,
+                        "summary": {"mean": float(values.mean()), "subsession_size": 1,
+                                    "variance": float(values.var(ddof=1)), "n": n}})
+    document = RunIn.model_validate({
+        "project": {"name": project}, "machine": {"name": machine}, "kind": kind,
+        "revision": {"commit": commit or f"{night:040x}", "branch": branch, "base_commit": base_commit,
+                     "pull_request": pull_request},
+        "started_at": START + timedelta(days=night), "source": "tests", "results": results,
+    })
+    return services.ingest_run(document=document, user=None).run
+
+
+def compared(candidate: Run) -> Run:
+    comparisons.compare_run(run_id=candidate.pk)
+    return Run.objects.get(pk=candidate.pk)
+
+
+def tonight_with_every_verdict(*, project: str = "Demo", machine: str = "bench-1") -> Run:
+    """Ten quiet nights, one night-to-night noisy series, then tonight: every verdict once."""
+    noise = np.random.default_rng(7).normal(0, 0.04, 10)
+    for night in range(10):
+        run(night, {"regressed": 1.0, "improved": 1.0, "same": 1.0, "noisy": 1.0 + noise[night]},
+            project=project, machine=machine)
+    return compared(run(10, {"regressed": 1.10, "improved": 0.90, "same": 1.0, "noisy": 1.03, "new": 1.0},
+                        project=project, machine=machine))
+
+
+def rows_of(html: str) -> list[tuple[str, str]]:
+    """(benchmark, verdict) of each table row, in page order."""
+    return re.findall(r'<tr class="verdict-row[^"]*" data-verdict="([^"]+)">\s*<td class="name">\s*<a [^>]*>([^<]+)</a>',
+                      html)
+
+
+def row_html(html: str, benchmark: str) -> str:
+    for match in re.finditer(r'<tr class="verdict-row.*?</tr>', html, flags=re.DOTALL):
+        if f">{benchmark}</a>" in match.group(0):
+            return match.group(0)
+    raise AssertionError(f"no row for {benchmark!r}")
+
+
+# The nightly overview.
+
+def test_the_overview_shows_tonight_against_history_worst_first():
+    tonight = tonight_with_every_verdict()
+
+    response = Client().get("/")
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert [verdict for verdict, _ in rows_of(html)] == [
+        "regression", "inconclusive", "improvement", "insufficient history", "no change"]
+    assert [name for _, name in rows_of(html)] == ["regressed", "noisy", "improved", "new", "same"]
+    regressed = row_html(html, "regressed")
+    assert "verdict-regression" in regressed and "▲ regression" in regressed
+    assert re.search(r"\+(9\.9|10\.\d)% \[\+\d+\.\d%, \+\d+\.\d%\]", regressed)
+    assert "mean of 10 nights" in regressed
+    assert "▼ improvement" in row_html(html, "improved") and "? inconclusive" in row_html(html, "noisy")
+    assert "0 earlier nights, 3 needed" in row_html(html, "new")
+    # Run metadata, the link to the run and the legend.
+    assert f'href="/runs/{tonight.pk}/"' in html and f'title="{tonight.revision.commit}"' in html
+    assert "2026-11-11 02:00 UTC" in html and "bench-1" in html
+    assert "Benjamini–Hochberg" in html and "mean of the last K nightly runs" in html
+    assert "Insufficient history (fewer than 3 earlier nights): new (time)." in html
+
+
+def test_high_q_values_are_marked_and_links_lead_to_the_history_pages():
+    tonight = tonight_with_every_verdict()
+    noisy = Comparison.objects.get(candidate__run=tonight, candidate__metric__benchmark__name="noisy",
+                                   method="history")
+    same = Comparison.objects.get(candidate__run=tonight, candidate__metric__benchmark__name="same", method="history")
+    regressed = Comparison.objects.get(candidate__run=tonight, candidate__metric__benchmark__name="regressed",
+                                       method="history")
+
+    html = Client().get("/").content.decode()
+
+    for comparison in (noisy, same, regressed):
+        name = comparison.candidate.metric.benchmark.name
+        assert ("high p" in row_html(html, name)) == (comparison.qvalue >= 0.05), name
+    assert noisy.verdict == "inconclusive" and noisy.qvalue >= 0.05
+    metric = Metric.objects.get(benchmark__name="regressed")
+    assert f'href="/history/{metric.pk}/?machine=bench-1"' in html
+
+
+def test_each_row_has_a_sparkline_of_the_last_twenty_nights():
+    for night in range(25):
+        run(night, {"sort": 1.0 + night / 100})
+    compared(Run.objects.order_by("-started_at").first())
+
+    html = Client().get("/").content.decode()
+
+    points = re.search(r'<polyline points="([^"]+)"', html).group(1).split()
+    assert len(points) == 20
+    heights = [float(point.split(",")[1]) for point in points]
+    # The means rise night by night, so the line climbs (SVG y grows downwards) and ends on the newest.
+    assert heights[0] > heights[-1] and "<title>20 recent nightly means" in html
+
+
+def test_the_overview_groups_by_project_and_machine_and_filters_by_get_parameters():
+    tonight_with_every_verdict(project="Alpha", machine="bench-1")
+    tonight_with_every_verdict(project="Alpha", machine="bench-2")
+    tonight_with_every_verdict(project="Beta", machine="bench-1")
+    client = Client()
+
+    everything = client.get("/").content.decode()
+    assert everything.count("<tbody>") == 3 and len(rows_of(everything)) == 15
+
+    only_regressions = client.get("/", {"verdict": "regression"}).content.decode()
+    assert {verdict for verdict, _ in rows_of(only_regressions)} == {"regression"}
+    assert len(rows_of(only_regressions)) == 3
+
+    by_machine = client.get("/", {"machine": "bench-2"}).content.decode()
+    assert by_machine.count("<tbody>") == 1 and "<h3>bench-2</h3>" in by_machine
+
+    by_project = client.get("/", {"project": "beta", "benchmark": "PROV"}).content.decode()
+    assert by_project.count("<tbody>") == 1 and [name for _, name in rows_of(by_project)] == ["improved"]
+    assert '<option value="beta" selected>' in by_project and 'value="PROV"' in by_project
+
+    nothing = client.get("/", {"benchmark": "no such benchmark"}).content.decode()
+    assert rows_of(nothing) == [] and "No series match the filters." in nothing
+
+
+def test_a_large_run_shows_its_most_notable_series_and_all_on_request(monkeypatch):
+    monkeypatch.setattr(selectors, "ROW_LIMIT", 2)
+    tonight_with_every_verdict()
+    client = Client()
+
+    notable = client.get("/").content.decode()
+    assert rows_of(notable) == [("regression", "regressed"), ("inconclusive", "noisy")]
+    assert "Showing the 2 most notable of 5 series" in notable and "&amp;all=on" in notable
+    assert "1 no change" in notable
+    everything = client.get("/", {"all": "on"}).content.decode()
+    assert len(rows_of(everything)) == 5 and "most notable" not in everything
+
+
+def test_a_filter_that_is_not_understood_is_ignored_and_said_so():
+    tonight_with_every_verdict()
+
+    response = Client().get("/", {"verdict": "catastrophe"})
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert len(rows_of(html)) == 5 and "Some filters were not understood" in html
+
+
+def test_a_run_not_compared_yet_shows_its_results_as_pending():
+    for night in range(4):
+        compared(run(night, {"sort": 1.0}))
+    run(4, {"sort": 1.3})
+
+    html = Client().get("/").content.decode()
+
+    assert "Not compared yet" in html and rows_of(html) == [("not compared", "sort")]
+
+
+def test_only_nightly_runs_are_shown_and_projects_without_one_say_so():
+    tonight_with_every_verdict()
+    run(11, {"regressed": 2.0}, kind="pr", branch="feature")
+    run(0, {"sort": 1.0}, project="Other", kind="manual")
+
+    html = Client().get("/").content.decode()
+
+    assert "Run #" in html and html.count("<tbody>") == 1
+    assert "Other" in html and "No nightly runs yet." in html
+
+
+def test_the_overview_issues_a_fixed_number_of_queries():
+    def night_of(count: int, project: str, machine: str) -> None:
+        names = {f"bench {i}": 1.0 + i / 10 for i in range(count)}
+        for night in range(4):
+            run(night, names, project=project, machine=machine)
+        compared(run(4, names, project=project, machine=machine))
+
+    night_of(2, "Alpha", "bench-1")
+    with CaptureQueriesContext(connection) as few:
+        assert Client().get("/").status_code == 200
+    night_of(8, "Alpha", "bench-2")
+    night_of(8, "Beta", "bench-3")
+    with CaptureQueriesContext(connection) as many:
+        html = Client().get("/").content.decode()
+
+    assert len(rows_of(html)) == 18
+    assert len(many) == len(few)
+
+
+def test_benchmark_names_are_escaped_on_every_page():
+    for night in range(4):
+        run(night, {SCRIPT: 1.0})
+    tonight = compared(run(4, {SCRIPT: 1.2}))
+    pull = compared(run(5, {SCRIPT: 1.3}, kind="pr", branch="feature", base_commit=f"{3:040x}"))
+    client = Client()
+
+    for url in ("/", f"/compare/?baseline={tonight.pk - 1}&candidate={tonight.pk}", f"/runs/{pull.pk}/pr/",
+                f"/?benchmark={SCRIPT}"):
+        html = client.get(url).content.decode()
+        assert SCRIPT not in html, url
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html, url
+
+
+@pytest.mark.parametrize("url", ["/", "/compare/", "/compare/?baseline=1&candidate=2", "/runs/1/pr/"])
+def test_anonymous_visitors_log_in_first_when_reading_is_not_public(settings, url):
+    settings.PILOTWEB_PUBLIC_READ = False
+
+    response = Client().get(url)
+
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/?next=")
+
+
+@pytest.mark.parametrize("public", [True, False])
+def test_every_page_is_readable_by_users_and_by_anonymous_visitors_when_public(settings, user, public):
+    settings.PILOTWEB_PUBLIC_READ = public
+    tonight = tonight_with_every_verdict()
+    pull = compared(run(11, {"regressed": 1.0}, kind="pr", branch="feature", base_commit=f"{9:040x}"))
+    urls = ["/", "/compare/", f"/compare/?baseline={tonight.pk - 1}&candidate={tonight.pk}", f"/runs/{pull.pk}/pr/"]
+    anonymous, member = Client(), Client()
+    member.force_login(user)
+
+    for url in urls:
+        assert member.get(url).status_code == 200, url
+        assert anonymous.get(url).status_code == (200 if public else 302), url
+
+
+def test_the_nav_links_to_the_overview_and_compare():
+    html = Client().get("/").content.decode()
+
+    assert '<a href="/">Nightly</a>' in html and '<a href="/compare/">Compare</a>' in html
+
+
+# Any two runs compared.
+
+def test_two_runs_are_compared_on_the_fly_with_welch_and_fieller():
+    baseline = run(0, {"sort": 1.0, "hash": 2.0, "gone": 1.0}, sd=0.01)
+    candidate = run(1, {"sort": 1.08, "hash": 2.0, "fresh": 1.0}, sd=0.01)
+    before = Comparison.objects.count()
+
+    response = Client().get("/compare/", {"baseline": baseline.pk, "candidate": candidate.pk})
+
+    assert response.status_code == 200 and Comparison.objects.count() == before
+    html = response.content.decode()
+    result = selectors.compare_runs(baseline_id=baseline.pk, candidate_id=candidate.pk)
+    sort = next(row for row in result.rows if row.benchmark == "sort")
+    old, new = baseline.results.get(metric__benchmark__name="sort"), candidate.results.get(metric__benchmark__name="sort")
+    expected = stats.compare_summaries(new.mean, new.variance, new.n, old.mean, old.variance, old.n)
+    assert (sort.ratio, sort.low, sort.high, sort.pvalue) == pytest.approx(
+        (expected.ratio, expected.low, expected.high, expected.pvalue))
+    assert sort.verdict == str(expected.verdict) == "regression"
+    assert stats.format_change(expected.ratio, expected.low, expected.high) in html
+    assert next(name for _, name in rows_of(html)) == "sort"
+    assert "Only in the baseline: gone (time)." in html and "Only in the candidate: fresh (time)." in html
+    assert f'<option value="{baseline.pk}" selected>' in html and f'<option value="{candidate.pk}" selected>' in html
+
+
+def test_compare_shows_the_most_notable_series_of_many(monkeypatch):
+    monkeypatch.setattr(selectors, "ROW_LIMIT", 1)
+    baseline = run(0, {"same": 1.0, "slower": 1.0, "faster": 1.0})
+    candidate = run(1, {"same": 1.0, "slower": 1.2, "faster": 0.9})
+    url = f"/compare/?baseline={baseline.pk}&candidate={candidate.pk}"
+
+    html = Client().get(url).content.decode()
+
+    assert rows_of(html) == [("regression", "slower")] and "Showing the 1 most notable of 3 series" in html
+    assert "1 improvement" in html and "1 no change" in html
+    assert len(rows_of(Client().get(url + "&all=on").content.decode())) == 3
+
+
+def test_compare_q_values_are_benjamini_hochberg_across_the_series():
+    baseline = run(0, {f"b{i}": 1.0 for i in range(6)}, sd=0.02)
+    candidate = run(1, {f"b{i}": 1.0 + i / 100 for i in range(6)}, sd=0.02)
+
+    rows = selectors.compare_runs(baseline_id=baseline.pk, candidate_id=candidate.pk).rows
+
+    from scipy.stats import false_discovery_control
+    expected = false_discovery_control([row.pvalue for row in rows], method="bh")
+    assert [row.qvalue for row in rows] == pytest.approx(list(np.minimum(expected, 1.0)))
+
+
+def test_compare_without_runs_shows_the_form_and_an_unknown_run_is_not_found():
+    run(0, {"sort": 1.0})
+    client = Client()
+
+    empty = client.get("/compare/")
+    assert empty.status_code == 200 and "Choose a baseline and a candidate run." in empty.content.decode()
+    missing = client.get("/compare/", {"baseline": 1, "candidate": 999})
+    assert missing.status_code == 404 and "No run 999." in missing.content.decode()
+    nonsense = client.get("/compare/", {"baseline": "one", "candidate": "two"})
+    assert nonsense.status_code == 200 and "Run ids are whole numbers." in nonsense.content.decode()
+
+
+def test_compare_issues_a_fixed_number_of_queries():
+    def pair(count: int) -> str:
+        names = {f"bench {i}": 1.0 + i / 10 for i in range(count)}
+        first, second = run(2 * count, names), run(2 * count + 1, names)
+        return f"/compare/?baseline={first.pk}&candidate={second.pk}"
+
+    small = pair(2)
+    with CaptureQueriesContext(connection) as few:
+        Client().get(small)
+    large = pair(12)
+    with CaptureQueriesContext(connection) as many:
+        html = Client().get(large).content.decode()
+
+    assert len(rows_of(html)) == 12 and len(many) == len(few)
+
+
+# The pull-request review.
+
+def pull_request_against_base() -> Run:
+    """Head against base commit bbbb…: sort +8% (regression), hash −10% (improvement), parse unchanged, and
+    json +2% but noisy on the head, so its interval straddles the band (inconclusive)."""
+    for night in range(3):
+        run(night, {"sort": 1.0, "hash": 1.0, "parse": 1.0}, sd=0.002)
+    run(3, {"sort": 1.0, "hash": 1.0, "parse": 1.0, "json": 1.0}, sd=0.002, commit="b" * 40)
+    return compared(run(4, {"sort": 1.08, "hash": 0.9, "parse": 1.0, "json": (1.02, 0.05)}, sd=0.002, kind="pr",
+                        branch="feature", commit="c" * 40, base_commit="b" * 40, pull_request=42))
+
+
+def test_the_pr_review_puts_the_verdict_first_then_the_comparisons_then_the_markdown():
+    head = pull_request_against_base()
+
+    response = Client().get(f"/runs/{head.pk}/pr/")
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    counts = re.findall(r'<li class="count verdict-([a-z-]+)[^"]*"><strong>(\d+)</strong>', html)
+    assert counts == [("regression", "1"), ("improvement", "1"), ("inconclusive", "1"), ("no-change", "1")]
+    assert "Pull request #42" in html and "bbbbbbbbbbbb" in html and "cccccccccccc" in html
+    assert html.index("summary-counts") < html.index("<table class=\"results comparison\">") < html.index("<textarea")
+    assert [verdict for verdict, _ in rows_of(html)] == ["regression", "inconclusive", "improvement", "no change"]
+    assert '<textarea id="pr-markdown" readonly' in html and 'data-copy-target="pr-markdown"' in html
+    assert "results/copy.js" in html
+
+
+def test_the_pr_markdown_lists_the_changed_and_the_inconclusive_benchmarks():
+    head = pull_request_against_base()
+
+    markdown = pr.pr_markdown(selectors.pr_review(run_id=head.pk), url="https://example.org/runs/1/pr/")
+
+    assert markdown.startswith("### Performance: `cccccccccccc` against base `bbbbbbbbbbbb`")
+    assert "**1 regression**, 1 improvement, 1 inconclusive, 1 no change" in markdown
+    table = [line for line in markdown.splitlines() if line.startswith("| ")]
+    assert table[0] == "| Benchmark | Change [95% CI] | p-value | Verdict |"
+    assert any(line.startswith("| sort (time) | +8.") and line.endswith("| regression |") for line in table)
+    assert any(line.startswith("| hash (time) | -10.") for line in table)
+    assert not any("parse" in line for line in table)
+    assert "**Inconclusive**" in markdown and "`json (time)`" in markdown and "20 + 20 subsessions" in markdown
+    assert "[Full review](https://example.org/runs/1/pr/)" in markdown
+
+
+def test_a_pr_without_changes_or_base_says_so():
+    for night in range(3):
+        run(night, {"sort": 1.0})
+    same = compared(run(4, {"sort": 1.0}, kind="pr", branch="feature", base_commit=f"{2:040x}"))
+    lonely = compared(run(0, {"sort": 1.0}, project="Lonely", kind="pr", branch="feature", base_commit="d" * 40))
+    pending = run(5, {"sort": 1.0}, kind="pr", branch="other", base_commit=f"{2:040x}")
+
+    assert "No benchmark changed beyond its threshold." in pr.pr_markdown(selectors.pr_review(run_id=same.pk))
+    assert "Nothing to compare: no run of the base commit `dddddddddddd`" in pr.pr_markdown(
+        selectors.pr_review(run_id=lonely.pk))
+    assert "No base run to compare with" in Client().get(f"/runs/{lonely.pk}/pr/").content.decode()
+    assert "Not compared yet" in Client().get(f"/runs/{pending.pk}/pr/").content.decode()
+
+
+def test_the_pr_review_is_for_pull_request_runs_only():
+    nightly = run(0, {"sort": 1.0})
+
+    assert Client().get(f"/runs/{nightly.pk}/pr/").status_code == 404
+    assert Client().get("/runs/999/pr/").status_code == 404
+
+
+def test_the_pr_review_issues_a_fixed_number_of_queries():
+    def pull(count: int, offset: int) -> str:
+        names = {f"bench {i}": 1.0 + i / 10 for i in range(count)}
+        for night in range(3):
+            run(offset + night, names, project=f"P{offset}")
+        head = compared(run(offset + 3, names, project=f"P{offset}", kind="pr", branch="feature",
+                            base_commit=f"{offset + 2:040x}"))
+        return f"/runs/{head.pk}/pr/"
+
+    small = pull(2, 0)
+    with CaptureQueriesContext(connection) as few:
+        Client().get(small)
+    large = pull(10, 100)
+    with CaptureQueriesContext(connection) as many:
+        html = Client().get(large).content.decode()
+
+    assert len(rows_of(html)) == 10 and len(many) == len(few)
+
+
+def test_the_markdown_escapes_table_cells():
+    run(0, {"a|b": 1.0})
+    head = compared(run(1, {"a|b": 1.5}, kind="pr", branch="feature", base_commit=f"{0:040x}"))
+
+    markdown = pr.pr_markdown(selectors.pr_review(run_id=head.pk))
+
+    assert "| a\\|b (time) |" in markdown
+
+
+# The pull-request summary API.
+
+@pytest.mark.urls(__name__)
+def test_the_pr_summary_api_returns_markdown_counts_and_comparisons():
+    head = pull_request_against_base()
+
+    response = Client().get(f"/api/v1/runs/{head.pk}/pr-summary")
+
+    assert response.status_code == 200
+    body = response.json()
+    assert body["markdown"] == pr.pr_markdown(selectors.pr_review(run_id=head.pk),
+                                              url=f"http://testserver/runs/{head.pk}/pr/")
+    assert body["summary"]["counts"] == {"regression": 1, "inconclusive": 1, "improvement": 1, "no change": 1}
+    assert body["summary"]["base_commit"] == "b" * 40 and body["summary"]["pull_request"] == 42
+    assert [row["benchmark"] for row in body["comparisons"]] == ["sort", "json", "hash", "parse"]
+    first = body["comparisons"][0]
+    assert first["verdict"] == "regression" and first["change"].startswith("+8.")
+    assert set(first["baseline"]) == {"mean", "half_width", "n"}
+    json.dumps(body, allow_nan=False)
+
+
+@pytest.mark.urls(__name__)
+def test_the_pr_summary_api_reads_like_the_rest_of_the_api(settings, user):
+    nightly = run(0, {"sort": 1.0})
+    head = compared(run(1, {"sort": 1.0}, kind="pr", branch="feature", base_commit=f"{0:040x}"))
+
+    assert Client().get(f"/api/v1/runs/{nightly.pk}/pr-summary").status_code == 404
+    settings.PILOTWEB_PUBLIC_READ = False
+    assert Client().get(f"/api/v1/runs/{head.pk}/pr-summary").status_code == 401
+    member = Client()
+    member.force_login(user)
+    assert member.get(f"/api/v1/runs/{head.pk}/pr-summary").status_code == 200

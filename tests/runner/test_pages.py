@@ -1,0 +1,378 @@
+"""The jobs pages: list with schedules and live progress, the staff-only form, run now, cancel, a session."""
+
+import re
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django_celery_beat.models import PeriodicTask
+
+from results.models import Run
+from runner import services
+from runner.models import Job, Round, Session, SessionStatus
+from tests.factories import MachineFactory, ProjectFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+PROGRESS = {"rounds_done": 7, "elapsed": 30.0, "estimated_remaining": 10.0,
+            "metrics": [{"workload": "A", "metric": "time", "relative_width": 0.14, "target_width": 0.1,
+                         "converged": False}]}
+
+
+class Undelivered:
+    def apply_async(self, *args, **kwargs):
+        return None
+
+
+@pytest.fixture(autouse=True)
+def no_broker(monkeypatch):
+    """Sessions are queued, never delivered: there is no broker in these tests."""
+    monkeypatch.setattr("runner.tasks.run_session", Undelivered())
+
+
+@pytest.fixture
+def project():
+    return ProjectFactory(name="Demo", slug="demo")
+
+
+@pytest.fixture
+def machine():
+    return MachineFactory(name="bench-1")
+
+
+@pytest.fixture
+def job(staff, project, machine):
+    return services.create_job(user=staff, cron="0 2 * * *", project=project, name="nightly sort",
+                               benchmark="sort 100k", machine=machine, workload_kind="builtin", builtin="sort")
+
+
+def logged_in(user, **kwargs) -> Client:
+    client = Client(**kwargs)
+    client.force_login(user)
+    return client
+
+
+def form_data(project, machine, **overrides) -> dict:
+    data = {
+        "project": project.pk, "name": "hash", "benchmark": "sha256 64 MiB", "machine": machine.pk, "enabled": "on",
+        "workload_kind": "builtin", "builtin": "sha256", "parameters": "", "command": "", "setup_command": "",
+        "working_directory": "", "environment": "", "reading_mode": "wall_time", "metrics": "", "component": "",
+        "confidence_level": "0.95", "target_width": "0.1", "max_autocorrelation": "0.1", "work_min": "1",
+        "work_max": "64", "min_round_duration": "0.05", "round_timeout": "300", "budget_seconds": "600",
+        "budget_rounds": "1000", "warmup": "edm", "overhead_rounds": "0", "cron": "30 3 * * 1-5",
+    }
+    return {**data, **overrides}
+
+
+def field_errors(html: str, field: str) -> str:
+    """The error list rendered next to one field of the job form."""
+    match = re.search(rf'<div class="field has-error[^"]*" id="field-{field}">(.*?)</div>\s*(?=<div class="field|</fieldset)',
+                      html, re.DOTALL)
+    assert match, f"no error shown next to {field}"
+    return match.group(1)
+
+
+# --- the list ------------------------------------------------------------------------------------
+
+
+def test_the_jobs_page_lists_machine_workload_schedule_and_last_session(job, staff):
+    session = services.start_session(job=job, user=staff)
+    Session.objects.filter(pk=session.pk).update(status=SessionStatus.CONVERGED)
+
+    html = Client().get("/jobs/").content.decode()
+
+    row = html[html.index(f'id="job-{job.pk}"'):]
+    assert "nightly sort" in row and "sort 100k" in row and "bench-1" in row and "<code>sort</code>" in row
+    assert '<code class="cron">0 2 * * *</code>' in row
+    assert f'href="/jobs/sessions/{session.pk}/"' in row and "converged (CI within target)" in row
+    assert "No session is queued or running." in html
+
+
+def test_a_running_session_shows_its_progress_bar_polling_the_api(job, staff):
+    session = services.start_session(job=job, user=staff)
+    Session.objects.filter(pk=session.pk).update(status=SessionStatus.RUNNING, progress=PROGRESS)
+
+    html = Client().get("/jobs/").content.decode()
+
+    assert f'data-url="/api/v1/sessions/{session.pk}"' in html and 'data-status="running"' in html
+    assert 'aria-valuenow="75"' in html and "width: 75%" in html
+    assert "7 rounds · 30 s elapsed · ~10 s left" in html
+    assert ">14.0%<" in html and ">10.0%<" in html and "… narrowing" in html
+    assert "runner/progress.js" in html
+
+
+def test_a_queued_session_shows_an_indeterminate_bar(job, staff):
+    services.start_session(job=job, user=staff)
+
+    html = Client().get("/jobs/").content.decode()
+
+    assert 'data-status="queued"' in html and "bar indeterminate" in html
+    assert "0 rounds · waiting for a worker" in html
+
+
+def test_only_staff_see_the_create_run_and_cancel_buttons(job, user, staff):
+    services.start_session(job=job, user=staff)
+    for client, expected in ((Client(), False), (logged_in(user), False), (logged_in(staff), True)):
+        html = client.get("/jobs/").content.decode()
+        assert ("New job" in html) is expected
+        assert ("Run now" in html) is expected
+        assert (">Cancel<" in html) is expected
+        assert (f"/jobs/{job.pk}/edit/" in html) is expected
+
+
+def test_reading_follows_the_public_read_setting(settings, job, user):
+    settings.PILOTWEB_PUBLIC_READ = False
+    session = services.start_session(job=job, user=job.created_by)
+
+    for path in ("/jobs/", f"/jobs/sessions/{session.pk}/"):
+        response = Client().get(path)
+        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+        assert logged_in(user).get(path).status_code == 200
+
+    settings.PILOTWEB_PUBLIC_READ = True
+    assert Client().get("/jobs/").status_code == 200
+
+
+def test_the_jobs_page_issues_a_fixed_number_of_queries(staff, project, machine):
+    def add_jobs(start, stop):
+        for index in range(start, stop):
+            job = services.create_job(user=staff, cron=f"{index} 2 * * *", project=project, name=f"job {index}",
+                                      benchmark="sort", machine=machine, workload_kind="builtin", builtin="sort")
+            session = services.start_session(job=job, user=staff)
+            Session.objects.filter(pk=session.pk).update(status=SessionStatus.RUNNING, progress=PROGRESS)
+
+    add_jobs(0, 2)
+    with CaptureQueriesContext(connection) as few:
+        assert Client().get("/jobs/").status_code == 200
+    add_jobs(2, 8)
+    with CaptureQueriesContext(connection) as many:
+        html = Client().get("/jobs/").content.decode()
+
+    assert html.count("data-session-progress") == 8
+    assert len(many) == len(few)
+
+
+# --- create and edit -----------------------------------------------------------------------------
+
+
+def test_anonymous_visitors_are_sent_to_log_in_and_users_get_403_on_the_form(job, user):
+    for path in ("/jobs/new/", f"/jobs/{job.pk}/edit/"):
+        response = Client().get(path)
+        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+        assert logged_in(user).get(path).status_code == 403
+
+
+def test_staff_create_a_scheduled_job_through_the_form(staff, project, machine):
+    client = logged_in(staff)
+    assert client.get("/jobs/new/").status_code == 200
+
+    response = client.post("/jobs/new/", form_data(project, machine, environment="A=1\nB = two=2\n"))
+
+    assert response.status_code == 302 and response["Location"] == "/jobs/"
+    job = Job.objects.get(name="hash")
+    assert (job.builtin, job.work_max, job.created_by, job.environment) == ("sha256", 64, staff,
+                                                                           {"A": "1", "B": " two=2"})
+    crontab = job.schedule.crontab
+    assert (crontab.minute, crontab.hour, crontab.day_of_week) == ("30", "3", "1-5")
+    assert "created and scheduled" in client.get("/jobs/").content.decode()
+
+
+def test_staff_create_a_command_job_with_lines(staff, project, machine):
+    response = logged_in(staff).post("/jobs/new/", form_data(
+        project, machine, workload_kind="command", builtin="sha256", cron="",
+        command="python3\nbench.py\n--n={work_amount}\n", setup_command="git\ncheckout\n{revision}",
+        environment="PYTHONHASHSEED=0", reading_mode="json_lines",
+        metrics="time,s,lower_is_better\nops, 1/s, higher_is_better"))
+
+    assert response.status_code == 302
+    job = Job.objects.get(name="hash")
+    assert job.command == ["python3", "bench.py", "--n={work_amount}"]
+    assert job.setup_command == ["git", "checkout", "{revision}"]
+    assert job.builtin == "" and job.schedule is None
+    assert job.metrics == [{"name": "time", "unit": "s", "direction": "lower_is_better"},
+                           {"name": "ops", "unit": "1/s", "direction": "higher_is_better"}]
+
+
+@pytest.mark.parametrize(("overrides", "field", "message"), [
+    ({"cron": "0 2 * *"}, "cron", "five fields"),
+    ({"cron": "61 2 * * *"}, "cron", "not in 0-59 for Minutes"),
+    ({"builtin": "no-such-workload"}, "builtin", "Select a valid choice"),
+    ({"workload_kind": "command", "command": "echo\n{home}"}, "command", "home"),
+    ({"environment": "A=1\nJUST_A_NAME"}, "environment", "Line 2 (&quot;JUST_A_NAME&quot;) has no &quot;=&quot;"),
+    ({"environment": "1X=1"}, "environment", "is not a variable name"),
+    ({"workload_kind": "command", "command": "bench", "reading_mode": "json_lines", "metrics": "time"}, "metrics",
+     "write name,unit"),
+    ({"workload_kind": "command", "command": "bench", "reading_mode": "json_lines",
+      "metrics": '[{"name": "t", "unit": "s", "direction": "up"}]'}, "metrics", "direction must be one of"),
+    ({"parameters": '{"speed": 2}'}, "parameters", "Unknown parameter"),
+])
+def test_invalid_input_is_shown_next_to_its_field_and_nothing_is_written(staff, project, machine, overrides, field,
+                                                                         message):
+    response = logged_in(staff).post("/jobs/new/", form_data(project, machine, **overrides))
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "The job was not saved" in html
+    assert message in field_errors(html, field)
+    assert not Job.objects.exists() and not PeriodicTask.objects.filter(name__startswith="Benchmark job").exists()
+
+
+def test_an_invalid_work_range_is_shown_for_the_whole_form(staff, project, machine):
+    html = logged_in(staff).post("/jobs/new/", form_data(project, machine, work_min="10", work_max="5")) \
+        .content.decode()
+
+    assert "The job was not saved:" in html and "job_work_range_valid" in html
+    assert not Job.objects.exists()
+
+
+def test_staff_edit_a_job_and_its_schedule(job, staff, project, machine):
+    client = logged_in(staff)
+    html = client.get(f"/jobs/{job.pk}/edit/").content.decode()
+    assert 'value="0 2 * * *"' in html and 'value="nightly sort"' in html
+
+    response = client.post(f"/jobs/{job.pk}/edit/", form_data(project, machine, name="nightly sort",
+                                                                builtin="sort", cron="15 4 * * *"))
+    assert response.status_code == 302
+    job.refresh_from_db()
+    assert (job.builtin, job.schedule.crontab.minute, job.schedule.crontab.hour) == ("sort", "15", "4")
+
+    client.post(f"/jobs/{job.pk}/edit/", form_data(project, machine, name="nightly sort", builtin="sort", cron=""))
+    job.refresh_from_db()
+    assert job.schedule is None
+    assert not PeriodicTask.objects.filter(name__startswith="Benchmark job").exists()
+
+
+def test_a_failed_edit_changes_neither_the_job_nor_its_schedule(job, staff, project, machine):
+    response = logged_in(staff).post(f"/jobs/{job.pk}/edit/", form_data(
+        project, machine, name="renamed", builtin="sort", cron="99 * * * *"))
+
+    assert response.status_code == 200 and "not in 0-59" in field_errors(response.content.decode(), "cron")
+    job.refresh_from_db()
+    assert job.name == "nightly sort" and job.schedule.crontab.minute == "0"
+
+
+def test_users_cannot_create_edit_or_schedule(job, user, project, machine):
+    client = logged_in(user)
+
+    assert client.post("/jobs/new/", form_data(project, machine)).status_code == 403
+    assert client.post(f"/jobs/{job.pk}/edit/", form_data(project, machine, name="mine", cron="")).status_code == 403
+    anonymous = Client().post("/jobs/new/", form_data(project, machine))
+    assert anonymous.status_code == 302
+
+    assert list(Job.objects.values_list("name", flat=True)) == ["nightly sort"]
+    job.refresh_from_db()
+    assert job.schedule.crontab.minute == "0"
+
+
+# --- run now and cancel --------------------------------------------------------------------------
+
+
+def test_staff_run_a_job_now_and_land_on_its_session(job, staff, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False) as enqueued:
+        response = logged_in(staff).post(f"/jobs/{job.pk}/run/")
+
+    session = Session.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/jobs/sessions/{session.pk}/"
+    assert (session.status, session.trigger, session.requested_by) == ("queued", "manual", staff)
+    assert len(enqueued) == 1
+
+
+def test_run_now_is_a_post(job, staff):
+    assert logged_in(staff).get(f"/jobs/{job.pk}/run/").status_code == 405
+    assert not Session.objects.exists()
+
+
+def test_users_and_anonymous_visitors_cannot_run_or_cancel(job, user, staff):
+    session = services.start_session(job=job, user=staff)
+
+    assert logged_in(user).post(f"/jobs/{job.pk}/run/").status_code == 403
+    assert logged_in(user).post(f"/jobs/sessions/{session.pk}/cancel/").status_code == 403
+    assert Client().post(f"/jobs/{job.pk}/run/").status_code == 302
+    assert Client().post(f"/jobs/sessions/{session.pk}/cancel/").status_code == 302
+
+    assert list(Session.objects.values_list("status", flat=True)) == ["queued"]
+
+
+def test_staff_cancel_a_queued_session(job, staff):
+    session = services.start_session(job=job, user=staff)
+
+    response = logged_in(staff).post(f"/jobs/sessions/{session.pk}/cancel/")
+
+    assert response.status_code == 302
+    session.refresh_from_db()
+    assert session.status == SessionStatus.CANCELLED
+
+
+@pytest.mark.parametrize("path", ["/jobs/new/", "/jobs/{job}/edit/", "/jobs/{job}/run/",
+                                  "/jobs/sessions/{session}/cancel/"])
+def test_every_write_needs_the_csrf_token(job, staff, project, machine, path):
+    session = services.start_session(job=job, user=staff)
+    client = logged_in(staff, enforce_csrf_checks=True)
+
+    response = client.post(path.format(job=job.pk, session=session.pk), form_data(project, machine, cron=""))
+
+    assert response.status_code == 403 and b"CSRF" in response.content
+    assert Job.objects.count() == 1 and Session.objects.count() == 1
+    session.refresh_from_db()
+    job.refresh_from_db()
+    assert session.status == "queued" and job.schedule is not None
+
+
+def test_the_form_carries_its_csrf_token(staff):
+    html = logged_in(staff, enforce_csrf_checks=True).get("/jobs/new/").content.decode()
+    assert 'name="csrfmiddlewaretoken"' in html
+
+
+# --- a session -----------------------------------------------------------------------------------
+
+
+def test_the_session_page_shows_progress_rounds_outcome_and_runs(job, staff):
+    session = services.start_session(job=job, user=staff)
+    for index in range(3):
+        Round.objects.create(session=session, index=index, workload="A", work_amount=10 * (index + 1),
+                             duration=0.01 if index == 0 else 0.5, readings={"time": 0.002}, analysed=index > 0,
+                             monitor={"warnings": ["memory busy (91%)"] if index == 2 else []})
+    run = Run.objects.create(project=job.project, machine=job.machine, kind="manual",
+                             started_at=session.queued_at)
+    session.runs.add(run)
+    Session.objects.filter(pk=session.pk).update(
+        status=SessionStatus.CONVERGED, progress={**PROGRESS, "rounds_done": 3, "estimated_remaining": 0},
+        outcome={"message": "Every metric reached its target width.", "comparisons": []})
+
+    html = Client().get(f"/jobs/sessions/{session.pk}/").content.decode()
+
+    assert "converged (CI within target)" in html and 'aria-valuenow="100"' in html
+    assert "Every metric reached its target width." in html
+    assert f'href="/runs/{run.pk}/"' in html
+    assert html.count("<tr>") >= 3 + 1 and "no (too short)" in html and "⚠ memory busy (91%)" in html
+    assert "0.5000 s" in html
+    assert "Cancel session" not in logged_in(staff).get(f"/jobs/sessions/{session.pk}/").content.decode()
+
+
+def test_a_running_session_offers_cancel_to_staff_only(job, staff, user):
+    session = services.start_session(job=job, user=staff)
+    Session.objects.filter(pk=session.pk).update(status=SessionStatus.RUNNING, progress=PROGRESS)
+
+    assert "Cancel session" in logged_in(staff).get(f"/jobs/sessions/{session.pk}/").content.decode()
+    assert "Cancel session" not in logged_in(user).get(f"/jobs/sessions/{session.pk}/").content.decode()
+
+
+def test_an_unknown_session_is_404():
+    assert Client().get("/jobs/sessions/999/").status_code == 404
+
+
+def test_job_and_session_text_is_escaped(staff, project, machine):
+    job = services.create_job(user=staff, project=project, name="<script>x()</script>", benchmark="<b>b</b>",
+                              machine=machine, workload_kind="builtin", builtin="sort")
+    session = services.start_session(job=job, user=staff)
+
+    for path in ("/jobs/", f"/jobs/sessions/{session.pk}/"):
+        html = Client().get(path).content.decode()
+        assert "<script>x()</script>" not in html and "&lt;script&gt;x()&lt;/script&gt;" in html
+
+
+def test_a_second_staff_member_is_recorded_as_requester(job):
+    other = UserFactory(is_staff=True)
+    logged_in(other).post(f"/jobs/{job.pk}/run/")
+    assert Session.objects.get().requested_by == other
