@@ -57,3 +57,17 @@ hyperfine --style none --shell=none --warmup 2 --runs 5 --export-json hyperfine.
 # --- hyperfine: a parameter list (two commands made from one template)
 hyperfine --style none --shell=none --runs 3 --export-json hyperfine_parameters.json \
     --parameter-list delay 0.002,0.004 'sleep {delay}'
+
+# --- The files must not name paths of the machine that made them: pyperf records its
+#     interpreter's path and build flags. Replace those two metadata values (nothing measured).
+"$python" - pyperf_single.json pyperf_suite.json pyperf_unbalanced.json <<'PY'
+import json, sys
+
+for name in sys.argv[1:]:
+    with open(name) as handle:
+        suite = json.load(handle)
+    suite["metadata"]["python_executable"] = "python3"
+    suite["metadata"]["python_config_args"] = "(removed: names paths of the machine that made the file)"
+    with open(name, "w") as handle:
+        json.dump(suite, handle, separators=(",", ":"))
+PY
