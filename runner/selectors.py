@@ -11,9 +11,10 @@ def session(*, session_id: int) -> Session:
 
 
 def jobs_with_last_session() -> list[Job]:
-    """Every job with ``last_session`` set to its newest session (or None)."""
+    """Every job, with its schedule, and ``last_session`` set to its newest session (or None)."""
     newest = Session.objects.filter(job=OuterRef("pk")).order_by("-queued_at", "-id").values("pk")[:1]
-    jobs = list(Job.objects.select_related("project", "machine").annotate(last_session_id=Subquery(newest)))
+    jobs = list(Job.objects.select_related("project", "machine", "schedule__crontab")
+                .annotate(last_session_id=Subquery(newest)))
     sessions = {
         s.pk: s for s in Session.objects.filter(pk__in=[job.last_session_id for job in jobs if job.last_session_id])
         .select_related("job").prefetch_related("runs")

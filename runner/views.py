@@ -8,7 +8,6 @@ from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import prefetch_related_objects
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -89,8 +88,6 @@ def job_list(request: HttpRequest) -> HttpResponse:
     if (refused := _check_readable(request)) is not None:
         return refused
     jobs = selectors.jobs_with_last_session()
-    # The schedules (two queries for all jobs, never one per row).
-    prefetch_related_objects(jobs, "schedule__crontab")
     active = [job.last_session for job in jobs if job.last_session is not None and not job.last_session.finished]
     for session in active:
         session.view = progress_view(session)
