@@ -14,14 +14,14 @@ measures only the per-row writes the service avoids).
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.databases import chosen, measure_in_child  # noqa: E402
 
 
 def documents(*, results: int, per_run: int, seed: int = 1):
@@ -89,20 +89,6 @@ def measure(*, results: int, per_run: int, baseline_results: int) -> dict:
             "baseline_results": baseline_results, "baseline_rate": baseline_results / baseline_seconds}
 
 
-def child(arguments: argparse.Namespace, database: str) -> dict:
-    command = [sys.executable, __file__, "--child", "--results", str(arguments.results), "--per-run",
-               str(arguments.per_run), "--baseline-results", str(arguments.baseline_results)]
-    with tempfile.TemporaryDirectory() as directory:
-        environment = {**os.environ, "PILOTWEB_VAR_DIR": directory}
-        environment.pop("DATABASE_URL", None)
-        if database == "postgres":
-            command = [sys.executable, "-m", "tests.pgcluster", "--", *command]
-        finished = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True)
-    if finished.returncode != 0:
-        raise SystemExit(f"{database} run failed:\n{finished.stderr[-3000:]}")
-    return json.loads(finished.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", type=int, default=100_000)
@@ -115,11 +101,12 @@ def main() -> None:
         print(json.dumps(measure(results=arguments.results, per_run=arguments.per_run,
                                  baseline_results=arguments.baseline_results)))
         return
-    databases = ["sqlite", "postgres"] if arguments.database == "both" else [arguments.database]
     print(f"Ingesting {arguments.results:,} results with raw samples, {arguments.per_run:,} per posted run")
     print(f"{'database':<10} {'API results/s':>14} {'seconds':>8} {'baseline results/s':>19} {'ratio':>6}")
-    for database in databases:
-        figures = child(arguments, database)
+    for database in chosen(arguments.database):
+        figures = measure_in_child(__file__, ["--results", str(arguments.results), "--per-run", str(arguments.per_run),
+                                              "--baseline-results", str(arguments.baseline_results)],
+                                   database=database)
         print(f"{figures['database']:<10} {figures['api_rate']:>14,.0f} {figures['api_seconds']:>8.1f} "
               f"{figures['baseline_rate']:>19,.0f} {figures['api_rate'] / figures['baseline_rate']:>6.1f}x")
     print("target: >= 2,000 results/s (API, end to end)")

@@ -12,15 +12,15 @@ measured in the same run (the baseline).
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.databases import chosen, measure_in_child  # noqa: E402
 
 
 def measure(series: int, history: int) -> dict:
@@ -90,18 +90,8 @@ def main() -> None:
         return
     print(f"Comparing a {arguments.series:,}-series run with a {arguments.history}-run history")
     print(f"{'database':<11}{'end to end s':>13}{'queries':>9}{'statistics s':>14}{'scipy loop s':>14}{'speed-up':>10}")
-    for database in (["sqlite", "postgres"] if arguments.database == "both" else [arguments.database]):
-        command = [sys.executable, __file__, "--child", "--series", str(arguments.series), "--history",
-                   str(arguments.history)]
-        if database == "postgres":
-            command = [sys.executable, "-m", "tests.pgcluster", "--", *command]
-        with tempfile.TemporaryDirectory() as directory:
-            environment = {**os.environ, "PILOTWEB_VAR_DIR": directory}
-            environment.pop("DATABASE_URL", None)
-            finished = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True)
-        if finished.returncode != 0:
-            raise SystemExit(f"{database} run failed:\n{finished.stderr[-3000:]}")
-        figures = json.loads(finished.stdout.strip().splitlines()[-1])
+    for database in chosen(arguments.database):
+        figures = measure_in_child(__file__, ["--series", str(arguments.series), "--history", str(arguments.history)], database=database)
         print(f"{figures['database']:<11}{figures['end_to_end']:>13.2f}{figures['queries']:>9}"
               f"{figures['statistics']:>14.3f}{figures['loop']:>14.2f}{figures['loop'] / figures['statistics']:>9.0f}x")
     print("target: statistics <= 2 s; a constant number of queries (bulk inserts add only their batches)")

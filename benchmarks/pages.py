@@ -14,15 +14,15 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.databases import chosen, measure_in_child  # noqa: E402
 
 
 def seed(series: int, runs: int):
@@ -109,18 +109,8 @@ def main() -> None:
         return
     print(f"{arguments.series:,} series x {arguments.runs} runs = {arguments.series * arguments.runs:,} results; "
           f"{arguments.repeats} requests per page")
-    for database in (["sqlite", "postgres"] if arguments.database == "both" else [arguments.database]):
-        command = [sys.executable, __file__, "--child", "--series", str(arguments.series), "--runs",
-                   str(arguments.runs), "--repeats", str(arguments.repeats)]
-        if database == "postgres":
-            command = [sys.executable, "-m", "tests.pgcluster", "--", *command]
-        with tempfile.TemporaryDirectory() as directory:
-            environment = {**os.environ, "PILOTWEB_VAR_DIR": directory, "DEBUG": "true"}
-            environment.pop("DATABASE_URL", None)
-            finished = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True)
-        if finished.returncode != 0:
-            raise SystemExit(f"{database} run failed:\n{finished.stderr[-3000:]}")
-        figures = json.loads(finished.stdout.strip().splitlines()[-1])
+    for database in chosen(arguments.database):
+        figures = measure_in_child(__file__, ["--series", str(arguments.series), "--runs", str(arguments.runs), "--repeats", str(arguments.repeats)], database=database)
         print(f"\n{figures['database']} (seeded in {figures['seed_seconds']:.0f} s)")
         print(f"{'page':<26}{'median ms':>10}{'p95 ms':>9}{'queries':>9}")
         for name, (median, p95, queries) in figures["pages"].items():
