@@ -279,8 +279,9 @@ class Round(models.Model):
         """The stored round as the session loop's record (to resume or re-analyse a session)."""
         return session_loop.RoundRecord(
             index=self.index, workload=self.workload, work_amount=self.work_amount, analysed=self.analysed,
-            outcome=session_loop.RoundOutcome(duration=self.duration, readings=self.readings,
-                                              unit_readings=self.unit_readings_by_metric()),
+            outcome=session_loop.RoundOutcome(
+                duration=self.duration, readings=self.readings,
+                unit_readings={name: values.tolist() for name, values in self.unit_readings_by_metric().items()}),
         )
 
     def unit_readings_by_metric(self) -> dict[str, np.ndarray]:

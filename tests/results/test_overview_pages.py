@@ -315,13 +315,13 @@ def test_compare_q_values_are_benjamini_hochberg_across_the_series():
 
 
 def test_compare_without_runs_shows_the_form_and_an_unknown_run_is_not_found():
-    run(0, {"sort": 1.0})
+    existing = run(0, {"sort": 1.0})
     client = Client()
 
     empty = client.get("/compare/")
     assert empty.status_code == 200 and "Choose a baseline and a candidate run." in empty.content.decode()
-    missing = client.get("/compare/", {"baseline": 1, "candidate": 999})
-    assert missing.status_code == 404 and "No run 999." in missing.content.decode()
+    missing = client.get("/compare/", {"baseline": existing.pk, "candidate": existing.pk + 999})
+    assert missing.status_code == 404 and f"No run {existing.pk + 999}." in missing.content.decode()
     nonsense = client.get("/compare/", {"baseline": "one", "candidate": "two"})
     assert nonsense.status_code == 200 and "Run ids are whole numbers." in nonsense.content.decode()
 
