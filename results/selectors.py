@@ -85,29 +85,6 @@ def metric_series(*, metric_id: int, machine: str | None = None, branch: str | N
     return metric, newest[::-1]
 
 
-@dataclass(frozen=True)
-class ProjectLatestRun:
-    project: Project
-    run: Run | None
-
-
-def latest_run_per_project() -> list[ProjectLatestRun]:
-    """Every project with its most recent completed run and that run's results."""
-    latest = Run.objects.filter(project=OuterRef("pk"), status=Run.Status.COMPLETED).order_by("-started_at", "-id")
-    projects = list(Project.objects.annotate(latest_run_id=Subquery(latest.values("pk")[:1])))
-    run_ids = [project.latest_run_id for project in projects if project.latest_run_id is not None]
-    results = Result.objects.select_related(*RESULT_FIELDS_FOR_TABLES).defer("samples").order_by(
-        "metric__benchmark__name", "metric__name"
-    )
-    loaded = {
-        run.pk: run
-        for run in Run.objects.filter(pk__in=run_ids)
-        .select_related("machine", "revision")
-        .prefetch_related(Prefetch("results", queryset=results))
-    }
-    return [ProjectLatestRun(project=project, run=loaded.get(project.latest_run_id)) for project in projects]
-
-
 def run_comparisons(*, run_id: int, method: str | None = None) -> list[Comparison]:
     """A run's stored comparisons with their series, worst first (regressions, then by size)."""
     queryset = Comparison.objects.filter(candidate__run_id=run_id).select_related(
