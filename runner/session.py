@@ -502,7 +502,8 @@ def run_session(
             workload=name,
             work_amount=work_amount,
             outcome=outcome,
-            analysed=outcome.duration >= targets.min_round_duration,
+            # At the top of the valid range no longer round is allowed: its rounds are used, short or not.
+            analysed=outcome.duration >= targets.min_round_duration or work_amount >= targets.work_range[1],
         )
         rounds.append(record)
         state = analyser.state(rounds, comparing=comparing)

@@ -358,3 +358,19 @@ class TestResumeAndCancel:
         # The stop rule is checked after complete cycles (a, b); before the last one, time remains.
         cycles = [p for p in seen[:-1] if p.rounds_done % 2 == 0]
         assert all(p.estimated_remaining is None or p.estimated_remaining > 0 for p in cycles)
+
+
+def test_rounds_at_the_largest_work_amount_are_analysed_even_when_short():
+    targets = SessionTargets(warmup="none", work_range=(1, 4), min_round_duration=1.0, trial_rounds=1,
+                             first_estimate_rounds=2, first_estimate_seconds=0.0, budget_rounds=40,
+                             budget_seconds=1e6)
+    rng = np.random.default_rng(1)
+
+    def quick(work_amount):
+        return RoundOutcome(duration=0.01 * work_amount, readings={"time": float(1 + rng.normal(0, 0.01))})
+
+    outcome = run_session({"a": quick}, [MetricSpec("time", "s")], targets, clock=iter(range(10**6)).__next__)
+
+    assert [r.analysed for r in outcome.rounds if r.work_amount >= 4] and all(
+        r.analysed for r in outcome.rounds if r.work_amount >= 4)
+    assert outcome.estimates["a"]["time"].sample_count > 0

@@ -26,7 +26,7 @@ REGRESSED = "json encode+decode 10k records"
 # job name, built-in workload, benchmark, largest work amount
 DEMO_JOBS = [
     ("sort (built-in)", "sort", "sort (built-in workload)", 1000),
-    ("sha256 (built-in)", "sha256", "sha256 (built-in workload)", 64),
+    ("sha256 (built-in)", "sha256", "sha256 (built-in workload)", 512),
     ("json (built-in)", "json", "json (built-in workload)", 4000),
 ]
 REGRESSION_SIZE = 0.06  # in the latest night, so the overview opens on a genuine regression
