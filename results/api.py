@@ -16,7 +16,7 @@ from ninja.pagination import LimitOffsetPagination, paginate
 from ninja.security import HttpBearer, SessionAuth
 from pydantic import ValidationError as PydanticValidationError
 
-from . import comparisons, selectors, services, stats
+from . import comparisons, selectors, services
 from .ingest import ImportFormatError, import_document
 from .models import Alert, AlertStatus, ApiToken, Comparison, Metric, Result, Run
 from .schemas import ErrorOut, RunCreatedOut, RunDetailOut, RunIn, RunOut, SeriesOut, describe_errors
@@ -225,15 +225,10 @@ class ComparisonOut(Schema):
 
 def comparison_out(comparison: Comparison) -> dict:
     metric = comparison.candidate.metric
-    change = None
-    if comparison.ratio is not None:
-        low = comparison.ci_low if comparison.bounded else float("-inf")
-        high = comparison.ci_high if comparison.bounded else float("inf")
-        change = stats.format_change(comparison.ratio, low, high)
     return {
         "id": comparison.pk, "benchmark": metric.benchmark.name, "metric": metric.name, "unit": metric.unit,
         "direction": metric.direction, "method": comparison.method, "ratio": comparison.ratio,
-        "ci_low": comparison.ci_low, "ci_high": comparison.ci_high, "bounded": comparison.bounded, "change": change,
+        "ci_low": comparison.ci_low, "ci_high": comparison.ci_high, "bounded": comparison.bounded, "change": comparison.change or None,
         "statistic": comparison.statistic, "df": comparison.df, "pvalue": comparison.pvalue,
         "qvalue": comparison.qvalue, "verdict": comparison.verdict, "threshold": comparison.threshold,
         "confidence_level": comparison.confidence_level, "inputs": comparison.inputs,

@@ -23,7 +23,7 @@ from typing import Any, TypedDict
 import numpy as np
 from scipy import stats as scipy_stats
 
-from results.stats import autocorrelation, stable_phase
+from results.stats import autocorrelation, format_change, stable_phase
 from runner import session as session_loop
 
 Figure = dict[str, Any]
@@ -67,15 +67,6 @@ def _number(value: float | None, digits: int = 4) -> str:
     if value is None or not math.isfinite(value):
         return "—"
     return f"{value:.{digits}g}"
-
-
-def change_text(ratio: float, low: float | None, high: float | None) -> str:
-    """:func:`results.stats.format_change` for plain floats (None: unbounded), without its array
-    validation: a history of hundreds of points formats hundreds of these."""
-    change = f"{(ratio - 1.0) * 100:+.1f}%"
-    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
-        return f"{change} [unbounded]"
-    return f"{change} [{(low - 1.0) * 100:+.1f}%, {(high - 1.0) * 100:+.1f}%]"
 
 
 def _timestamp(value: datetime) -> str:
@@ -216,7 +207,7 @@ def _history_hover(point: Mapping, unit: str) -> str:
     if comparison:
         ratio = comparison.get("ratio")
         if ratio is not None:
-            change = change_text(ratio, comparison.get("ci_low"), comparison.get("ci_high"))
+            change = format_change(ratio, comparison.get("ci_low"), comparison.get("ci_high"))
             baseline = "history" if comparison["method"] == "history" else "base"
             lines.append(f"vs {baseline}: {change}")
         if comparison.get("pvalue") is not None:
@@ -290,7 +281,7 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
             x = _timestamp(row["started_at"])
             shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
                            "line": {"color": "#5b6575", "width": 1, "dash": "dash"}})
-            change = change_text(row["ratio"], row.get("ci_low"), row.get("ci_high"))
+            change = format_change(row["ratio"], row.get("ci_low"), row.get("ci_high"))
             pvalue = f"<br>p = {row['pvalue']:.3g}" if row.get("pvalue") is not None else ""
             texts.append(f"<b>change point</b> · {escape(row['machine'])}<br>{x} UTC<br>"
                          f"shift {change}{pvalue}<br><i>click for the first run after it</i>")
@@ -705,7 +696,7 @@ def overhead_figure(overhead: Mapping) -> Figure:
     if bounded:
         point["error_x"] = {"type": "data", "symmetric": False, "array": [high - ratio], "arrayminus": [ratio - low],
                             "color": PALETTE[0], "thickness": 2, "width": 8}
-    text = change_text(ratio, low if bounded else None, high if bounded else None)
+    text = format_change(ratio, low if bounded else None, high if bounded else None)
     span = [x for x in (ratio, low, high, 1.0) if x is not None and math.isfinite(x)]
     pad = max(0.01, (max(span) - min(span)) * 0.3)
     return {"data": [point], "layout": _layout(

@@ -33,7 +33,6 @@ from .services import bulk_insert
 from .signals import alerts_opened
 
 MIN_HISTORY = 3
-ALPHA = 0.05
 SUMMARY_FIELDS = ("id", "run_id", "metric_id", "mean", "variance", "n")
 
 

@@ -9,7 +9,8 @@ import math
 from typing import Any
 
 from . import report, stats
-from .selectors import ALPHA, ComparisonRow, PullRequestReview, Side, format_probability
+from .models import ALPHA
+from .selectors import ComparisonRow, PullRequestReview, Side, format_probability
 
 CHANGED = (stats.Verdict.REGRESSION.value, stats.Verdict.IMPROVEMENT.value)
 INCONCLUSIVE = stats.Verdict.INCONCLUSIVE.value

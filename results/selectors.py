@@ -36,6 +36,7 @@ from .models import (
     Result,
     Run,
     Verdict,
+    is_high_p,
 )
 
 RESULT_FIELDS_FOR_TABLES = ("metric__benchmark",)
@@ -112,7 +113,6 @@ def alerts(*, status: str | None = None, project: str | None = None) -> QuerySet
 # All three show the same table, one ComparisonRow per series. Each selector below issues a fixed
 # number of queries (the sparklines of every row come from one windowed query).
 
-ALPHA = 0.05
 """q (or p, where there is no q) at or above it is flagged "high p": not statistically significant."""
 SPARKLINE_POINTS = 20
 NOT_COMPARED = "not compared"
@@ -187,9 +187,8 @@ class ComparisonRow:
         """``+5.5% [+3.0%, +8.0%]``; empty when there is no ratio."""
         if self.ratio is None:
             return ""
-        if not self.bounded or self.low is None or self.high is None:
-            return stats.format_change(self.ratio, -math.inf, math.inf)
-        return stats.format_change(self.ratio, self.low, self.high)
+        return stats.format_change(self.ratio, self.low if self.bounded else None,
+                                   self.high if self.bounded else None)
 
     @property
     def change_size(self) -> float:
@@ -198,8 +197,7 @@ class ComparisonRow:
     @property
     def high_p(self) -> bool:
         """q ≥ α (p ≥ α where no q-value): the difference is not statistically significant."""
-        value = self.qvalue if self.qvalue is not None else self.pvalue
-        return value is not None and value >= ALPHA
+        return is_high_p(self.pvalue, self.qvalue)
 
     @property
     def verdict_slug(self) -> str:
@@ -356,14 +354,6 @@ def _rows_from_comparisons(items: list[tuple[Result, Comparison | None]], *, mac
             verdict=comparison.verdict, threshold=comparison.threshold, confidence_level=comparison.confidence_level,
             note=note))
     return sorted(rows, key=lambda row: row.sort_key)
-
-
-def _stored_change(comparison: Comparison) -> str:
-    if comparison.ratio is None:
-        return ""
-    if not comparison.bounded or comparison.ci_low is None or comparison.ci_high is None:
-        return stats.format_change(comparison.ratio, -math.inf, math.inf)
-    return stats.format_change(comparison.ratio, comparison.ci_low, comparison.ci_high)
 
 
 def _stored_baseline(comparison: Comparison | None) -> tuple[float | None, float, int, str]:
@@ -657,7 +647,7 @@ def pr_review(*, run_id: int) -> PullRequestReview:
                 .select_related("candidate__metric__benchmark", "baseline__run__revision", "baseline__run__machine")
                 .defer("candidate__samples", "baseline__samples"))
     stored = [c for c in both if c.method == ComparisonMethod.PAIRWISE]
-    bootstrapped = {c.candidate.metric_id: _stored_change(c) for c in both if c.method == ComparisonMethod.BOOTSTRAP}
+    bootstrapped = {c.candidate.metric_id: c.change for c in both if c.method == ComparisonMethod.BOOTSTRAP}
     base_run = next((c.baseline.run for c in stored if c.baseline is not None), None)
     for comparison in stored:
         comparison.candidate.run = run

@@ -1,6 +1,7 @@
 """What the UI shows for a change: a verdict and a formatted percentage (spec §7)."""
 
 import enum
+import math
 
 import numpy as np
 
@@ -89,12 +90,17 @@ def verdict(low, high, *, threshold=0.02, direction=Direction.LOWER_IS_BETTER):
 def format_change(ratio, low, high, *, digits=1):
     """Format a ratio and its interval as a percentage change, e.g. ``"+5.5% [+3.0%, +8.0%]"``.
 
-    An unbounded interval is shown as ``"[unbounded]"``.
+    An unbounded interval (infinite limits, or None as stored for one) is shown as
+    ``"[unbounded]"``. Plain floats skip array validation: pages format hundreds of these.
     """
-    ratio = float(as_array(ratio, "ratio"))
-    low, high = float(_as_limits(low, "low")), float(_as_limits(high, "high"))
+    if not all(isinstance(value, float | int | None) for value in (ratio, low, high)):
+        ratio = float(as_array(ratio, "ratio"))
+        low, high = float(_as_limits(low, "low")), float(_as_limits(high, "high"))
+    if ratio is None or not math.isfinite(ratio) or any(value is not None and math.isnan(value)
+                                                        for value in (low, high)):
+        raise ValueError("`ratio`, `low` and `high` must be numbers, not NaN (None: unbounded limit).")
     change = f"{(ratio - 1.0) * 100:+.{digits}f}%"
-    if not (np.isfinite(low) and np.isfinite(high)):
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
         return f"{change} [unbounded]"
     return f"{change} [{(low - 1.0) * 100:+.{digits}f}%, {(high - 1.0) * 100:+.{digits}f}%]"
 

@@ -1,7 +1,6 @@
 """Alert triage: alerts grouped per run, filtered by status and project (GET, so every view is a
 permalink), each with its history and confirmation sessions; logged-in users change a status with a note."""
 
-import math
 
 from django import forms
 from django.contrib import messages
@@ -13,7 +12,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from .. import comparisons, selectors
 from ..models import Alert, AlertStatus, Project
-from ..stats import format_change
 from .nightly import readable
 
 PAGE_SIZE = 100
@@ -78,15 +76,9 @@ def _set_status(request: HttpRequest) -> HttpResponse:
 def _display(alert: Alert) -> dict:
     """What a row shows of the alert's comparison, formatted once here."""
     comparison = alert.comparison
-    if comparison.ratio is None:
-        change = "—"
-    else:
-        low = -math.inf if comparison.ci_low is None else comparison.ci_low
-        high = math.inf if comparison.ci_high is None else comparison.ci_high
-        change = format_change(comparison.ratio, low, high)
-    high_p = any(value is not None and value >= 0.05 for value in (comparison.pvalue, comparison.qvalue))
     return {
-        "change": change, "pvalue": _p(comparison.pvalue), "qvalue": _p(comparison.qvalue), "high_p": high_p,
+        "change": comparison.change or "—", "pvalue": _p(comparison.pvalue), "qvalue": _p(comparison.qvalue),
+        "high_p": comparison.high_p,
         "verdict": VERDICT_LABELS.get(comparison.verdict, comparison.verdict),
         "verdict_class": "verdict-" + comparison.verdict.replace(" ", "-"),
     }

@@ -17,8 +17,8 @@ from django.utils.dateparse import parse_date
 from runner import session as session_loop
 from runner.monitor import BOTTLENECK_THRESHOLD
 
-from .. import charts, selectors
-from ..models import Metric, Result, Run
+from .. import charts, selectors, stats
+from ..models import Metric, Result, Run, is_high_p
 from .nightly import readable
 
 MAX_WARNINGS_LISTED = 50
@@ -73,22 +73,13 @@ def _history_row(point: dict) -> dict:
         "ci_text": interval,
         "verdict": comparison.get("verdict"),
         "verdict_label": charts.verdict_label(comparison.get("verdict")),
-        "change": _change(comparison.get("ratio"), comparison.get("ci_low"), comparison.get("ci_high")),
+        "change": "" if comparison.get("ratio") is None else stats.format_change(
+            comparison["ratio"], comparison.get("ci_low"), comparison.get("ci_high")),
         "p_text": selectors.format_probability(comparison.get("pvalue")),
         "q_text": selectors.format_probability(comparison.get("qvalue")),
-        "high_p": _high_p(comparison.get("pvalue"), comparison.get("qvalue")),
+        "high_p": is_high_p(comparison.get("pvalue"), comparison.get("qvalue")),
         "alert_id": comparison.get("alert_id"),
     }
-
-
-def _high_p(pvalue: float | None, qvalue: float | None) -> bool:
-    """q (or p, where there is no q) at or above alpha: not statistically significant."""
-    value = qvalue if qvalue is not None else pvalue
-    return value is not None and value >= selectors.ALPHA
-
-
-def _change(ratio: float | None, low: float | None, high: float | None) -> str:
-    return "" if ratio is None else charts.change_text(ratio, low, high)
 
 
 @dataclass
@@ -130,11 +121,11 @@ def run(request: HttpRequest, run_id: int) -> HttpResponse:
     comparisons = [{
         "comparison": comparison,
         "verdict_label": charts.verdict_label(comparison.verdict),
-        "change": _change(comparison.ratio, comparison.ci_low, comparison.ci_high),
+        "change": comparison.change,
         "history_size": len((comparison.inputs or {}).get("history_runs") or []),
         "p_text": selectors.format_probability(comparison.pvalue),
         "q_text": selectors.format_probability(comparison.qvalue),
-        "high_p": _high_p(comparison.pvalue, comparison.qvalue),
+        "high_p": comparison.high_p,
         "alert": getattr(comparison, "alert", None),
     } for comparison in detail.comparisons]
     return render(request, "results/run.html", {

@@ -14,7 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from .. import pr, selectors
-from ..models import Run, Verdict
+from ..models import ALPHA, Run, Verdict
 
 
 def readable(request: HttpRequest) -> bool:
@@ -49,7 +49,7 @@ def home(request: HttpRequest) -> HttpResponse:
         "form": form, "overview": overview, "filtered": any(filters.values()),
         "verdicts": [(value, selectors.VERDICT_ICONS[value]) for value in selectors.VERDICT_ORDER
                      if value != selectors.NOT_COMPARED],
-        "alpha": selectors.ALPHA, "sparkline_points": selectors.SPARKLINE_POINTS,
+        "alpha": ALPHA, "sparkline_points": selectors.SPARKLINE_POINTS,
     })
 
 
@@ -68,7 +68,7 @@ def compare(request: HttpRequest) -> HttpResponse:
         page, status, error = selectors.compare_page(), 404, str(missing)
     return render(request, "results/compare.html", {
         "form": form, "page": page, "comparison": page.comparison, "error": error,
-        "baseline_id": baseline, "candidate_id": candidate, "alpha": selectors.ALPHA,
+        "baseline_id": baseline, "candidate_id": candidate, "alpha": ALPHA,
     }, status=status)
 
 
@@ -81,7 +81,7 @@ def pr_review(request: HttpRequest, run_id: int) -> HttpResponse:
     except Run.DoesNotExist:
         raise Http404(f"No pull-request run {run_id}.") from None
     return render(request, "results/pr.html", {
-        "review": review, "run": review.run, "alpha": selectors.ALPHA,
+        "review": review, "run": review.run, "alpha": ALPHA,
         "summary_counts": [(verdict, selectors.VERDICT_ICONS[verdict], review.counts.get(verdict, 0))
                            for verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE,
                                            Verdict.NO_CHANGE)],

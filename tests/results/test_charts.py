@@ -99,10 +99,12 @@ def test_user_text_reaches_plotly_as_entities_never_as_markup():
     assert trace(figure, "&lt;img src=x onerror=alert(1)&gt;")["text"][0].count("&lt;b&gt;main&lt;/b&gt;") == 1
 
 
-def test_change_text_matches_format_change():
-    for ratio, low, high in [(1.055, 1.03, 1.08), (0.9, 0.85, 0.95), (1.0, None, None), (1.2, 1.1, math.inf)]:
-        expected = format_change(ratio, math.inf if low is None else low, math.inf if high is None else high)
-        assert charts.change_text(ratio, low, high) == expected
+def test_stored_limits_format_as_the_charts_show_them():
+    # Stored comparisons keep None for the limits of an unbounded interval.
+    expected = {(1.055, 1.03, 1.08): "+5.5% [+3.0%, +8.0%]", (0.9, 0.85, 0.95): "-10.0% [-15.0%, -5.0%]",
+                (1.0, None, None): "+0.0% [unbounded]", (1.2, 1.1, math.inf): "+20.0% [unbounded]"}
+    for (ratio, low, high), text in expected.items():
+        assert format_change(ratio, low, high) == text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 
 import json
 import re
-import time
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
@@ -243,14 +242,15 @@ def test_500_points_render_quickly():
     client = Client()
     client.get(f"/history/{metric.pk}/")
 
-    started = time.perf_counter()
-    response = client.get(f"/history/{metric.pk}/")
-    elapsed = time.perf_counter() - started
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(f"/history/{metric.pk}/")
 
     assert response.status_code == 200
     means_trace = next(t for t in figures(response)["history"]["data"] if t["name"] == "perf-1")
     assert len(means_trace["y"]) == 500
-    assert elapsed < 0.5, f"{elapsed:.3f} s"  # target 0.2 s; measured 0.15 s on a loaded 2-core machine
+    # Tests never assert wall-clock time (benchmarks/pages.py measures it: p95 60-73 ms for 500 points);
+    # what keeps a 500-point page fast is that it stays a handful of queries, not one per point.
+    assert len(queries) <= 8, [query["sql"][:80] for query in queries]
 
 
 # ---------------------------------------------------------------------------------------------

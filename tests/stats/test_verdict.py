@@ -74,3 +74,10 @@ def test_format_change():
     assert format_change(1.055, 1.03, 1.08) == "+5.5% [+3.0%, +8.0%]"
     assert format_change(0.9, 0.85, 0.95, digits=2) == "-10.00% [-15.00%, -5.00%]"
     assert format_change(1.2, -np.inf, np.inf) == "+20.0% [unbounded]"
+    assert format_change(1.2, None, None) == "+20.0% [unbounded]"
+    assert format_change(np.float64(1.055), np.array(1.03), 1.08) == "+5.5% [+3.0%, +8.0%]"
+
+
+def test_format_change_refuses_nan():
+    with pytest.raises(ValueError, match="NaN"):
+        format_change(1.0, float("nan"), 1.1)
