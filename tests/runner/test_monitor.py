@@ -149,7 +149,7 @@ def test_monitor_samples_a_busy_loop_in_a_thread_that_stops():
     assert monitor_threads() == []
     summary = monitor.summary
     assert summary.samples >= 3 and len(monitor.samples) == summary.samples
-    assert summary.duration == pytest.approx(0.3, abs=0.1)
+    assert summary.duration >= 0.29  # the busy loop ran 0.3 s inside it; an upper bound would time the machine
     assert summary.usage["cpu_busiest_core"].mean > 0
     assert 0 < summary.usage["memory"].mean <= 100
     # Measuring the cpu: a busy cpu is expected, not a bottleneck.
