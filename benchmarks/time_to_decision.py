@@ -14,8 +14,10 @@ simulated seconds, against two oracles that know the true variance:
   expect to beat it.
 - ``oracle*``: what the session must at least pay on top, made explicit. AR(1): §2 needs ``min_subsessions``
   blocks at the subsession size q* whose TRUE lag-1 autocorrelation of block means is ≤ ρ_max, so
-  max(oracle n, 10·q*) (q* = 17 for ρ = 0.7). Warm-up: EDM discards the first 20% of every round, so
-  ⌈oracle n / 0.8⌉ units, at least one round at the lowest work amount (40). Otherwise equal to ``oracle n``.
+  max(oracle n, 10·q*) (q* = 17 for ρ = 0.7). Warm-up: the first 20% of every round is discarded, so
+  ⌈oracle n / 0.8⌉ units, and in at least one round EDM must see the warm-up: EDM compares medians of
+  segments of at least ``min_size`` = 30 readings, so the warm-up must be the majority of the first 30
+  (15 readings), a round of 15 / 0.2 = 75 units. Otherwise equal to ``oracle n``.
 
 ``ratio`` is adaptive n / oracle*. ``cover`` is the fraction of final 95% CIs containing the truth; the nominal
 band printed is 0.95 ± 2.58 binomial s.e. at the number of sessions. The fixed budgets use the usual naive t
@@ -85,7 +87,11 @@ class AR1:
         return 1.0 + self.sd * out
 
 
-def with_warmup(sd, fraction=0.2, penalty=0.5):
+WARMUP_FRACTION = 0.2
+EDM_MIN_SIZE = 30
+
+
+def with_warmup(sd, fraction=WARMUP_FRACTION, penalty=0.5):
     def draw(rng, n):
         units = 1.0 + sd * rng.standard_normal(n)
         units[: int(n * fraction)] += penalty
@@ -99,7 +105,8 @@ SUITE = {
     "i.i.d., high noise (30%)": (iid(0.30), 0.30, 0.0, False, "none"),
     "log-normal (σ=0.3)": (lognormal(0.3), float(np.sqrt(np.exp(0.09) - 1)), 0.0, False, "none"),
     "AR(1) ρ=0.7 (10%), unit readings": (AR1(0.10, 0.7), 0.10, 0.7, True, "none"),
-    "warm-up 20% +50%, unit readings": (with_warmup(0.10), 0.10, 0.0, True, "edm"),
+    "warm-up 20% +50% (10%), unit readings": (with_warmup(0.10), 0.10, 0.0, True, "edm"),
+    "warm-up 20% +50% (30%), unit readings": (with_warmup(0.30), 0.30, 0.0, True, "edm"),
 }
 
 
@@ -116,13 +123,14 @@ def block_autocorrelation(rho, q):
     return float(covariance / variance)
 
 
-def oracle_star(best, rho, warmup, low_units):
+def oracle_star(best, rho, warmup):
     """The oracle plus the overhead the session must pay: §2's blocks at the true q*, or discarded warm-up."""
     if rho > 0.0:
         q = next(q for q in range(1, 10_000) if block_autocorrelation(rho, q) <= MAX_AUTOCORRELATION)
         return max(best, MIN_SUBSESSIONS * q)
     if warmup == "edm":
-        return max(int(np.ceil(best / 0.8)), low_units)
+        visible = int(np.ceil(EDM_MIN_SIZE / 2 / WARMUP_FRACTION))
+        return max(int(np.ceil(best / (1 - WARMUP_FRACTION))), visible)
     return best
 
 
@@ -149,7 +157,7 @@ def session(draw, units, warmup, seed):
     # Unit-reading rounds of 40–400 units (EDM needs 30 per segment); reading rounds of 1–100 units.
     targets = SessionTargets(warmup=warmup, target_width=TARGET_WIDTH, work_range=(40, 400) if units else (1, 100),
                              trial_rounds=1 if units else 3, first_estimate_rounds=10, first_estimate_seconds=5.0,
-                             budget_seconds=1e6, budget_rounds=5000)
+                             budget_seconds=1e6, budget_rounds=5000, edm_min_size=EDM_MIN_SIZE)
     outcome = run_session({"w": workload}, [TIME], targets, clock=clock)
     estimate = outcome.estimates["w"]["time"]
     used = sum(len(r.outcome.unit_readings.get("time", ())) or 1 for r in outcome.rounds if r.analysed)
@@ -190,7 +198,7 @@ def main():
         runs = [session(draw, units, warmup, seed) for seed in range(args.repetitions)]
         converged, covered, used, seconds = (np.array(column, dtype=float) for column in zip(*runs))
         best = oracle(sd, rho)
-        star = oracle_star(best, rho, warmup, 40 if units else 1)
+        star = oracle_star(best, rho, warmup)
         ten = fixed_coverage(draw, 1, 10, 0, 2000, 1)
         pyperf = fixed_coverage(draw, 20, 3, 1, 2000, 2)
         at_oracle = fixed_coverage(draw, 1, star, 0, 2000, 3)

@@ -23,7 +23,7 @@ from typing import Any, TypedDict
 import numpy as np
 from scipy import stats as scipy_stats
 
-from results.stats import autocorrelation, format_change, stable_phase
+from results.stats import autocorrelation, format_change
 from runner import session as session_loop
 
 Figure = dict[str, Any]
@@ -388,7 +388,7 @@ def session_samples(records: Sequence[session_loop.RoundRecord], metric: str,
             if phases is not None:
                 bounds = phases[record.index]
             else:
-                phase = stable_phase(values, min_size=targets.edm_min_size)
+                phase = session_loop.round_stable_phase(values, targets)
                 bounds = (phase.start, phase.stop) if phase.dominant else None
             kept[:] = False
             if bounds is not None:

@@ -106,6 +106,31 @@ class TestWorkAmountPlan:
                   self.record(3, 8, 0.06), self.record(4, 8, 0.06)]
         assert work_amount_plan(rounds, targets) == 8
 
+    def test_under_edm_rounds_too_few_for_two_segments_are_not_analysed_and_grow_to_enough(self):
+        """Every round starts with 20 slow units (a cache filling). EDM cannot split a round of fewer
+        than two segments of 30 readings, so a 20-unit round, all warm-up, would be averaged in as
+        it is. It is stored, not analysed, and the next round has the 60 units EDM needs."""
+        rng = np.random.default_rng(5)
+
+        def draw(n):
+            units = 1e-3 * (1.0 + 0.05 * rng.standard_normal(n))
+            units[:20] *= 1.5
+            return units
+
+        targets = SessionTargets(warmup="edm", work_range=(20, 400), min_round_duration=0.0, trial_rounds=1,
+                                 first_estimate_rounds=2, first_estimate_seconds=0.0, budget_seconds=1e6)
+        clock = FakeClock()
+        outcome = run_session({"a": unit_workload(clock, draw)}, [TIME], targets, clock=clock)
+        first, second = outcome.rounds[:2]
+        assert (first.work_amount, first.analysed) == (20, False)
+        assert (second.work_amount, second.analysed) == (60, True)
+        estimate = outcome.estimates["a"]["time"]
+        assert estimate.warmup_removed >= 20 * (len(outcome.rounds) - 1)
+        assert estimate.ci_low <= 1e-3 <= estimate.ci_high
+        # Without EDM the first round would be analysed as it is and the plan would not grow.
+        plain = dataclasses.replace(targets, warmup="none")
+        assert work_amount_plan(outcome.rounds[:1], plain) == 20
+
     def test_eq5_grows_each_round_by_k_seconds(self):
         # s = 0.1 s at w = 10, n = 11, T = 6.6 s: k = (13.2 - 2.2) / 110 = 0.1 s, i.e. +10 units per round.
         targets = SessionTargets(work_range=(10, 1000), trial_rounds=1, first_estimate_rounds=11,
