@@ -421,8 +421,10 @@ def stored_phases(records: Sequence[session_loop.RoundRecord], metric: str, targ
 
     The stored samples are the rounds' stable phases in order (``runner.session.analysed_samples``).
     A round's phase is where its readings continue the stored samples, found by exact equality, and
-    must look like one EDM can give: longer than half the round, any warm-up or cool-down at least
-    ``edm_min_size`` long. A round with repeated values cannot be read back unambiguously, and any
+    must look like one :func:`runner.session.round_stable_phase` can give: more than a quarter of the
+    round (EDM's segment holds more than half, and MSER keeps more than half of that), a warm-up of
+    at least ``edm_min_size`` readings or a whole number of MSER batches, a cool-down of at least
+    ``edm_min_size``. A round with repeated values cannot be read back unambiguously, and any
     misfit (or samples left over) gives None, so that the caller runs EDM instead.
     """
     stored = np.asarray(stored, dtype=float).ravel()
@@ -451,7 +453,8 @@ def stored_phases(records: Sequence[session_loop.RoundRecord], metric: str, targ
         length = min(units.size - start, stored.size - position)
         same = units[start:start + length] == stored[position:position + length]
         stop = start + (length if same.all() else int(np.argmin(same)))
-        if stop - start <= units.size // 2 or 0 < start < size or 0 < units.size - stop < size:
+        if (stop - start <= units.size // 4 or (0 < start < size and start % session_loop.MSER_BATCH_SIZE)
+                or 0 < units.size - stop < size):
             return None
         phases[record.index] = (start, stop)
         position += stop - start

@@ -28,6 +28,7 @@ from ._verdict import Direction, Verdict, format_change, verdict
 
 # Warm-up / cool-down removal (spec §4): change points, stable phase, WPS model.
 from ._changepoint import EDMResult, StablePhaseResult, edm, stable_phase
+from ._transient import TruncationResult, mser_truncation
 from ._wps import WPSResult, round_increment, work_amounts, wps_fit
 
 __all__ = [
@@ -63,8 +64,10 @@ __all__ = [
     # Warm-up / cool-down removal (spec §4).
     "EDMResult",
     "StablePhaseResult",
+    "TruncationResult",
     "WPSResult",
     "edm",
+    "mser_truncation",
     "round_increment",
     "stable_phase",
     "work_amounts",

@@ -231,6 +231,29 @@ class TestSingleWorkload:
         unfiltered = analyse(outcome.rounds, [TIME], dataclasses.replace(targets, warmup="none"))["a"]["time"]
         assert unfiltered.mean > 1.05
 
+    def test_noisy_warm_ups_below_edms_penalty_are_removed_and_the_cis_cover(self):
+        # +50% for the first 20% of every round under 30% noise: EDM alone finds no change point in
+        # about a quarter of 400-unit rounds, and sessions then covered 1.0 in 0.69 of cases.
+        targets = SessionTargets(warmup="edm", work_range=(60, 400), trial_rounds=1, first_estimate_rounds=10,
+                                 first_estimate_seconds=5.0, target_width=0.10, budget_seconds=1e6)
+        covered = []
+        for seed in range(200):
+            rng = np.random.default_rng(seed)
+
+            def draw(n, rng=rng):
+                units = 1.0 + 0.3 * rng.standard_normal(n)
+                units[: n // 5] += 0.5
+                return units
+
+            clock = FakeClock()
+            outcome = run_session({"a": unit_workload(clock, draw)}, [TIME], targets, clock=clock)
+            assert outcome.status is SessionStatus.CONVERGED
+            estimate = outcome.estimates["a"]["time"]
+            covered.append(estimate.ci_low <= 1.0 <= estimate.ci_high)
+        # Measured 0.927 over 1,000 such sessions: the rest of the deficit is that of any sequential
+        # fixed-width interval (Chow & Robbins), 0.93 on the same noise without a warm-up.
+        assert np.mean(covered) >= 0.87
+
     def test_wps_recovers_the_stable_speed(self):
         # t = α + w/v + noise with α = 0.2 s of setup and warm-up, v = 1000 units/s.
         alpha, speed = 0.2, 1000.0
