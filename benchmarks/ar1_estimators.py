@@ -28,7 +28,7 @@ from scipy import signal, stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from results.stats import NotEnoughSamples, subsessions
+from results.stats import NotEnoughSamples, autocorrelation, subsessions
 
 RHO, SD, MEAN = 0.7, 0.1, 1.0
 SIZES = (117, 170, 300, 1000, 4000)  # 117 = 1.3 × the oracle n of 90
@@ -39,11 +39,6 @@ def ar1(rng, repetitions, n):
     shocks = rng.standard_normal((repetitions, n))
     shocks[:, 1:] *= np.sqrt(1 - RHO**2)
     return MEAN + SD * signal.lfilter([1.0], [1.0, -RHO], shocks, axis=1)
-
-
-def lag1(x):
-    centred = x - x.mean(axis=1, keepdims=True)
-    return (centred[:, :-1] * centred[:, 1:]).sum(axis=1) / (centred**2).sum(axis=1)
 
 
 def exact_variance(n):
@@ -59,7 +54,7 @@ def batch_means(x, batches):
 
 
 def plug_in(x):
-    r = np.minimum(lag1(x), 0.99)
+    r = np.minimum([autocorrelation(row) for row in x], 0.99)
     return x.mean(axis=1), x.var(axis=1, ddof=1) * (1 + r) / (1 - r) / x.shape[1], np.inf
 
 
