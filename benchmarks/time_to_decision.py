@@ -50,13 +50,13 @@ from runner.session import (
 
 TIME = MetricSpec("time", "s", "lower_is_better")
 TARGET_WIDTH = 0.10
+EDM_MIN_SIZE = 30
 # The smallest work amounts a user sets after one trial round: 50 units is the minimum round duration
-# (0.05 s); 80 unit readings let EDM split a 20% warm-up at its minimum segment of 30 and keep a dominant
-# 50. Measured for the warm-up rows: 40 → 1.85× / 1.77× the oracle* (a wasted short round), 60 →
-# coverage 0.915 (EDM cannot split 60 readings into a dominant phase; MSER alone leaves part of a
-# batch of warm-up), 80 → the table, 100 → 3.2× (EDM splits stationary readings of 100-unit rounds
-# on noise, and rounds without a dominant phase are left out).
-UNIT_LOW = 80
+# (0.05 s); with unit readings, the smallest round the session analyses under EDM, 2 · 30 + 1 units (EDM
+# can split off one segment of warm-up and leave more than half). Measured for the warm-up rows (400
+# sessions): 61 → 1.02× / 1.33× the oracle*, 64 → 1.05× / 1.33×, 70 → 1.15× / 1.37×, 80 → 1.26× / 1.37×,
+# 100 → 1.47× / 1.42×: every larger first round costs more than the second rounds it saves.
+UNIT_LOW = 2 * EDM_MIN_SIZE + 1
 READING_LOW = 50
 SECONDS_PER_UNIT = 1e-3
 
@@ -97,7 +97,6 @@ class AR1:
 
 
 WARMUP_FRACTION = 0.2
-EDM_MIN_SIZE = 30
 
 
 def with_warmup(sd, fraction=WARMUP_FRACTION, penalty=0.5):

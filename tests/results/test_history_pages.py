@@ -75,7 +75,9 @@ def figures(response) -> dict:
     return json.loads(found.group(1))
 
 
-FAKE_TARGETS = {"confidence_level": 0.95, "target_width": 0.0008, "max_autocorrelation": 0.1, "work_min": 60.0,
+# work_min 100: the rounds' 40-reading warm-up must be less than half a round, or spec §4's longest segment
+# would be the warm-up itself.
+FAKE_TARGETS = {"confidence_level": 0.95, "target_width": 0.0008, "max_autocorrelation": 0.1, "work_min": 100.0,
                 "work_max": 200.0, "min_round_duration": 0.05, "budget_seconds": 3600.0, "budget_rounds": 12,
                 "warmup": "edm"}
 

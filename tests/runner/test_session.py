@@ -109,7 +109,8 @@ class TestWorkAmountPlan:
     def test_under_edm_rounds_too_few_for_two_segments_are_not_analysed_and_grow_to_enough(self):
         """Every round starts with 20 slow units (a cache filling). EDM cannot split a round of fewer
         than two segments of 30 readings, so a 20-unit round, all warm-up, would be averaged in as
-        it is. It is stored, not analysed, and the next round has the 60 units EDM needs."""
+        it is. It is stored, not analysed, and the next round has the 61 units EDM needs to split
+        off a warm-up of one segment and leave more than half."""
         rng = np.random.default_rng(5)
 
         def draw(n):
@@ -123,7 +124,7 @@ class TestWorkAmountPlan:
         outcome = run_session({"a": unit_workload(clock, draw)}, [TIME], targets, clock=clock)
         first, second = outcome.rounds[:2]
         assert (first.work_amount, first.analysed) == (20, False)
-        assert (second.work_amount, second.analysed) == (60, True)
+        assert (second.work_amount, second.analysed) == (61, True)
         estimate = outcome.estimates["a"]["time"]
         assert estimate.warmup_removed >= 20 * (len(outcome.rounds) - 1)
         assert estimate.ci_low <= 1e-3 <= estimate.ci_high
@@ -209,24 +210,29 @@ class TestSingleWorkload:
         assert np.mean(naive) < 0.95 - half
 
     def test_warmup_phase_is_removed_by_edm(self):
-        rng = np.random.default_rng(7)
-
-        def draw(n):
-            # "Cache then disk": the first 20% of every round's units are 50% slower.
-            units = 1.0 + 0.05 * rng.standard_normal(n)
-            units[: n // 5] += 0.5
-            return units
-
         targets = SessionTargets(warmup="edm", work_range=(200, 400), trial_rounds=1, first_estimate_rounds=2,
                                  first_estimate_seconds=0.0, target_width=0.01, budget_seconds=1e6)
-        clock = FakeClock()
-        outcome = run_session({"a": unit_workload(clock, draw)}, [TIME], targets, clock=clock)
-        estimate = outcome.estimates["a"]["time"]
-        assert outcome.status is SessionStatus.CONVERGED
-        assert estimate.stable_phase
-        assert estimate.warmup_removed >= 0.19 * sum(record.work_amount for record in outcome.rounds)
-        assert estimate.ci_low <= 1.0 <= estimate.ci_high
-        assert estimate.mean == pytest.approx(1.0, abs=0.005)
+        errors, covered = [], []
+        for seed in range(30):
+            rng = np.random.default_rng(seed)
+
+            def draw(n, rng=rng):
+                # "Cache then disk": the first 20% of every round's units are 50% slower.
+                units = 1.0 + 0.05 * rng.standard_normal(n)
+                units[: n // 5] += 0.5
+                return units
+
+            clock = FakeClock()
+            outcome = run_session({"a": unit_workload(clock, draw)}, [TIME], targets, clock=clock)
+            estimate = outcome.estimates["a"]["time"]
+            assert outcome.status is SessionStatus.CONVERGED
+            assert estimate.stable_phase
+            assert estimate.warmup_removed >= 0.19 * sum(record.work_amount for record in outcome.rounds)
+            errors.append(estimate.mean - 1.0)
+            covered.append(estimate.ci_low <= 1.0 <= estimate.ci_high)
+        # Each mean has a standard error of about 0.0024 (460 readings at 5% noise).
+        assert abs(np.mean(errors)) < 0.002
+        assert np.mean(covered) >= 0.8
         # Without removal the same rounds are biased by the warm-up: 20% of units at +0.5.
         unfiltered = analyse(outcome.rounds, [TIME], dataclasses.replace(targets, warmup="none"))["a"]["time"]
         assert unfiltered.mean > 1.05
@@ -250,7 +256,7 @@ class TestSingleWorkload:
             assert outcome.status is SessionStatus.CONVERGED
             estimate = outcome.estimates["a"]["time"]
             covered.append(estimate.ci_low <= 1.0 <= estimate.ci_high)
-        # Measured 0.927 over 1,000 such sessions: the rest of the deficit is that of any sequential
+        # Measured 0.930 over 1,000 such sessions: the rest of the deficit is that of any sequential
         # fixed-width interval (Chow & Robbins), 0.93 on the same noise without a warm-up.
         assert np.mean(covered) >= 0.87
 

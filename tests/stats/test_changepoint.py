@@ -313,3 +313,62 @@ def test_too_short_is_not_enough_samples():
     with pytest.raises(NotEnoughSamples, match="at least `min_size` = 30") as error:
         edm(np.ones(25))
     assert error.value.needed == 5
+
+
+# --- Confirmed change points (stable_phase(confirm=True)) ---
+
+
+def warm_up_round(seed, n=120, noise=0.10):
+    """A round whose first 20% runs 50% slower: one true change point, at n // 5."""
+    x = 1.0 + noise * np.random.default_rng(seed).standard_normal(n)
+    x[: n // 5] += 0.5
+    return x
+
+
+def test_edms_balance_term_adds_a_second_change_point_after_a_warm_up_and_confirm_drops_it():
+    x = warm_up_round(3)
+    # The reference recurrence itself (literal transcription, R's rescaling) puts a second change
+    # point near twice the first: segments of equal length maximise (t-p)(s-t)/(s-p)².
+    z = (x - x.min()) / (x.max() - x.min())
+    assert len(naive_edm(z, 30)) == 2
+    plain = stable_phase(x, min_size=30)
+    assert len(plain.change_points) == 2 and not plain.dominant
+    confirmed = stable_phase(x, min_size=30, confirm=True)
+    assert confirmed.change_points == plain.change_points[:1]
+    assert confirmed.unconfirmed == plain.change_points[1:]
+    # The true change is at 24; EDM's first segment cannot be shorter than 30.
+    assert confirmed.dominant and (confirmed.start, confirmed.stop) == (30, 120)
+    assert plain.unconfirmed == ()
+
+
+def test_confirmed_stable_phases_keep_the_rounds_edm_alone_leaves_out():
+    plain = [stable_phase(warm_up_round(seed), min_size=30) for seed in range(200)]
+    confirmed = [stable_phase(warm_up_round(seed), min_size=30, confirm=True) for seed in range(200)]
+    assert np.mean([not phase.dominant for phase in plain]) > 0.5
+    assert np.mean([not phase.dominant for phase in confirmed]) < 0.02
+    kept = [phase for phase in confirmed if phase.dominant]
+    # 96 of the 120 readings are stable; EDM's minimum segment costs at most 6 of them.
+    assert np.mean([phase.stop - phase.start for phase in kept]) >= 88
+    bias = np.mean([phase.values.mean() - 1.0 for phase in kept])
+    assert abs(bias) < 0.005  # s.e. of one phase's mean 0.01
+
+
+def test_confirm_keeps_true_change_points_and_stationary_series_unchanged():
+    rng = np.random.default_rng(8)
+    data = steps((40, 1.0), (40, 2.0), (90, 1.0)) + 0.05 * rng.standard_normal(170)
+    result = stable_phase(data, min_size=30, confirm=True)
+    # The truth, exactly; EDM alone also splits the last segment to balance it.
+    assert result.change_points == (40, 80)
+    assert sorted(result.change_points + result.unconfirmed) == list(stable_phase(data, min_size=30).change_points)
+    assert (result.start, result.stop) == (80, 170)
+    # Pilot's dominant-segment vector: both steps are real.
+    pilot = stable_phase(steps((30, 1.1), (130, 5.1), (30, 1.1)), confirm=True, **PILOT)
+    assert pilot.change_points == (30, 131) and (pilot.start, pilot.stop) == (30, 131)
+    for seed in range(20):
+        x = 1.0 + 0.1 * np.random.default_rng(seed).standard_normal(200)
+        assert stable_phase(x, min_size=30, confirm=True) == stable_phase(x, min_size=30)
+
+
+def test_confirm_must_be_a_bool():
+    with pytest.raises(ValueError, match=r"`confirm` must be True or False"):
+        stable_phase(np.ones(40), confirm="yes")
