@@ -64,6 +64,20 @@ def unit_workload(clock, draw):
     return workload
 
 
+def warm_up_sessions(targets, *, noise, seeds):
+    """One session per seed on rounds whose first 20% of units run 50% slower ("cache then disk")."""
+    for seed in range(seeds):
+        rng = np.random.default_rng(seed)
+
+        def draw(n, rng=rng):
+            units = 1.0 + noise * rng.standard_normal(n)
+            units[: n // 5] += 0.5
+            return units
+
+        clock = FakeClock()
+        yield run_session({"a": unit_workload(clock, draw)}, [TIME], targets, clock=clock)
+
+
 def ar1_draw(rng, *, mean, sd, rho):
     """Stationary AR(1) unit readings, continuing across rounds; `sd` is the marginal deviation."""
     state = {"last": rng.standard_normal()}
@@ -213,17 +227,7 @@ class TestSingleWorkload:
         targets = SessionTargets(warmup="edm", work_range=(200, 400), trial_rounds=1, first_estimate_rounds=2,
                                  first_estimate_seconds=0.0, target_width=0.01, budget_seconds=1e6)
         errors, covered = [], []
-        for seed in range(30):
-            rng = np.random.default_rng(seed)
-
-            def draw(n, rng=rng):
-                # "Cache then disk": the first 20% of every round's units are 50% slower.
-                units = 1.0 + 0.05 * rng.standard_normal(n)
-                units[: n // 5] += 0.5
-                return units
-
-            clock = FakeClock()
-            outcome = run_session({"a": unit_workload(clock, draw)}, [TIME], targets, clock=clock)
+        for outcome in warm_up_sessions(targets, noise=0.05, seeds=30):
             estimate = outcome.estimates["a"]["time"]
             assert outcome.status is SessionStatus.CONVERGED
             assert estimate.stable_phase
@@ -243,16 +247,7 @@ class TestSingleWorkload:
         targets = SessionTargets(warmup="edm", work_range=(60, 400), trial_rounds=1, first_estimate_rounds=10,
                                  first_estimate_seconds=5.0, target_width=0.10, budget_seconds=1e6)
         covered = []
-        for seed in range(200):
-            rng = np.random.default_rng(seed)
-
-            def draw(n, rng=rng):
-                units = 1.0 + 0.3 * rng.standard_normal(n)
-                units[: n // 5] += 0.5
-                return units
-
-            clock = FakeClock()
-            outcome = run_session({"a": unit_workload(clock, draw)}, [TIME], targets, clock=clock)
+        for outcome in warm_up_sessions(targets, noise=0.3, seeds=200):
             assert outcome.status is SessionStatus.CONVERGED
             estimate = outcome.estimates["a"]["time"]
             covered.append(estimate.ci_low <= 1.0 <= estimate.ci_high)
