@@ -198,31 +198,22 @@ def series_chunks(*, chunk_size: int = CHUNK_SIZE) -> list[tuple[int, list[int]]
 
 def _sized(found: list[tuple[int, int, float]], before: list[np.ndarray], after: list[np.ndarray], *,
            machine_id: int) -> list[ChangePoint]:
-    """Change points with the ratio after/before, its Fieller interval and Welch's p, sized in one call per
-    confidence level."""
+    """Change points with the ratio after/before, its Fieller interval and Welch's p, sized in one call, each
+    at its metric's confidence level."""
     if not found:
         return []
-    confidence = np.array([level for _, _, level in found])
-    summaries = [np.array([[part.mean(), part.var(ddof=1), part.size] for part in parts]).T
-                 for parts in (after, before)]
-    sized: list[ChangePoint] = []
-    for level in np.unique(confidence):
-        picked = np.flatnonzero(confidence == level)
-        (mean, variance, n), (base_mean, base_variance, base_n) = (summary[:, picked] for summary in summaries)
-        result = stats.compare_summaries(mean, variance, n.astype(np.int64), base_mean, base_variance,
-                                         base_n.astype(np.int64), confidence=float(level))
-        ratio, low, high, bounded, pvalue = np.broadcast_arrays(
-            result.ratio, result.low, result.high, result.bounded, result.pvalue)
-        for j, i in enumerate(picked):
-            if not np.isfinite(ratio[j]):
-                continue
-            metric_id, run_id, _ = found[i]
-            sized.append(ChangePoint(
-                metric_id=metric_id, machine_id=machine_id, run_id=run_id, ratio=float(ratio[j]),
-                ci_low=float(low[j]) if bounded[j] else None, ci_high=float(high[j]) if bounded[j] else None,
-                pvalue=float(pvalue[j]),
-            ))
-    return sized
+    (mean, variance, n), (base_mean, base_variance, base_n) = (
+        np.array([[part.mean(), part.var(ddof=1), part.size] for part in parts]).T for parts in (after, before))
+    result = stats.compare_summaries(mean, variance, n.astype(np.int64), base_mean, base_variance,
+                                     base_n.astype(np.int64), confidence=np.array([level for _, _, level in found]))
+    ratio, low, high, bounded, pvalue = np.broadcast_arrays(
+        result.ratio, result.low, result.high, result.bounded, result.pvalue)
+    return [
+        ChangePoint(metric_id=metric_id, machine_id=machine_id, run_id=run_id, ratio=float(ratio[i]),
+                    ci_low=float(low[i]) if bounded[i] else None, ci_high=float(high[i]) if bounded[i] else None,
+                    pvalue=float(pvalue[i]))
+        for i, (metric_id, run_id, _) in enumerate(found) if np.isfinite(ratio[i])
+    ]
 
 
 def _noise_scale(means: np.ndarray) -> float:

@@ -192,23 +192,20 @@ def _pairwise(candidate: Candidate, baseline_run: int, *, naive: bool = False) -
     method = ComparisonMethod.PREVIOUS if naive else ComparisonMethod.PAIRWISE
     chosen = np.array([i for i, metric in enumerate(candidate.metric_ids.tolist())
                        if metric in rows and rows[metric]["n"] >= 2 and candidate.n[i] >= 2], dtype=np.int64)
-    comparisons = []
-    for confidence in np.unique(candidate.confidence[chosen]):
-        picked = chosen[candidate.confidence[chosen] == confidence]
-        base = [rows[int(candidate.metric_ids[i])] for i in picked]
-        result = stats.compare_summaries(
-            candidate.mean[picked], candidate.variance[picked], candidate.n[picked],
-            np.array([row["mean"] for row in base]), np.array([row["variance"] for row in base]),
-            np.array([row["n"] for row in base]), threshold=candidate.threshold[picked],
-            direction=candidate.direction[picked], confidence=float(confidence))
-        numbers, verdicts = _numbers(result), np.atleast_1d(result.verdict)
-        for j, i in enumerate(picked):
-            row = base[j]
-            comparisons.append(_stored(
-                candidate, i, method, numbers[j], str(verdicts[j]), baseline_id=row["id"],
-                inputs={"baseline_run": baseline_run, "baseline": [row["mean"], row["variance"], row["n"]]},
-            ))
-    return comparisons
+    if chosen.size == 0:
+        return []
+    base = [rows[int(candidate.metric_ids[i])] for i in chosen]
+    result = stats.compare_summaries(
+        candidate.mean[chosen], candidate.variance[chosen], candidate.n[chosen],
+        np.array([row["mean"] for row in base]), np.array([row["variance"] for row in base]),
+        np.array([row["n"] for row in base]), threshold=candidate.threshold[chosen],
+        direction=candidate.direction[chosen], confidence=candidate.confidence[chosen])
+    numbers, verdicts = _numbers(result), np.atleast_1d(result.verdict)
+    return [
+        _stored(candidate, i, method, numbers[j], str(verdicts[j]), baseline_id=row["id"],
+                inputs={"baseline_run": baseline_run, "baseline": [row["mean"], row["variance"], row["n"]]})
+        for j, (i, row) in enumerate(zip(chosen, base))
+    ]
 
 
 BOOTSTRAP_RESAMPLES = 2_000

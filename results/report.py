@@ -316,15 +316,9 @@ def compare(baseline: Sequence[Series], candidate: Sequence[Series], *, alpha: f
         raise NothingToCompare(_nothing_to_compare(old, new, common))
     pairs = [(old[key], new[key]) for key in comparable]
     thresholds = np.array([threshold if threshold is not None else pair[1].threshold for pair in pairs])
-    rows: list[Row | None] = [None] * len(pairs)
     levels = np.array([pair[1].confidence_level for pair in pairs])
-    for level in np.unique(levels):
-        chosen = np.flatnonzero(levels == level)
-        for index, row in zip(chosen, _rows([pairs[i] for i in chosen], thresholds[chosen], confidence=float(level),
-                                            alpha=alpha, bootstrap=bootstrap)):
-            rows[index] = row
     return Report(
-        rows=rows,
+        rows=_rows(pairs, thresholds, levels, alpha=alpha, bootstrap=bootstrap),
         only_baseline=[old[key].label for key in sorted(old.keys() - new.keys())],
         only_candidate=[new[key].label for key in sorted(new.keys() - old.keys())],
         not_compared=[old[key].label for key in skipped],
@@ -345,20 +339,21 @@ def _listed(side: dict, *, limit: int = 5) -> str:
     return ", ".join(labels[:limit]) + more if labels else "none"
 
 
-def _rows(pairs: list[tuple[Series, Series]], thresholds: np.ndarray, *, confidence: float, alpha: float,
+def _rows(pairs: list[tuple[Series, Series]], thresholds: np.ndarray, levels: np.ndarray, *, alpha: float,
           bootstrap: Bootstrap | None) -> list[Row]:
-    """Rows of series sharing one confidence level: one vectorized call for all of them."""
+    """One row per pair, each at its candidate's confidence level: one vectorized call for all of them."""
     old = [pair[0].summary for pair in pairs]
     new = [pair[1].summary for pair in pairs]
     directions = np.array([pair[1].direction for pair in pairs], dtype=object)
     result = stats.compare_summaries(
-        *_statistics(new), *_statistics(old), threshold=thresholds, direction=directions, confidence=confidence)
-    old_widths = np.atleast_1d(stats.mean_interval(*_statistics(old), confidence=confidence).half_width)
-    new_widths = np.atleast_1d(stats.mean_interval(*_statistics(new), confidence=confidence).half_width)
+        *_statistics(new), *_statistics(old), threshold=thresholds, direction=directions, confidence=levels)
+    old_widths = np.atleast_1d(stats.mean_interval(*_statistics(old), confidence=levels).half_width)
+    new_widths = np.atleast_1d(stats.mean_interval(*_statistics(new), confidence=levels).half_width)
     fields = {name: np.atleast_1d(getattr(result, name))
               for name in ("ratio", "low", "high", "bounded", "statistic", "pvalue", "df", "verdict")}
     rows = []
     for i, (baseline, candidate) in enumerate(pairs):
+        confidence = float(levels[i])
         fieller = stats.RatioResult(ratio=float(fields["ratio"][i]), low=float(fields["low"][i]),
                                     high=float(fields["high"][i]), bounded=bool(fields["bounded"][i]),
                                     confidence_level=confidence)

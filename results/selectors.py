@@ -22,7 +22,6 @@ from django.db.models import (
     Window,
 )
 from django.db.models.functions import Abs, Coalesce, RowNumber
-from scipy import stats as scipy_stats
 from scipy.stats import false_discovery_control
 
 from . import stats
@@ -266,8 +265,9 @@ def _half_widths(variances, ns, confidences) -> list[float | None]:
     levels = np.asarray(confidences, dtype=float)
     usable = n >= 2
     widths = np.full(n.shape, np.nan)
-    widths[usable] = scipy_stats.t.ppf((1.0 + levels[usable]) / 2.0, n[usable] - 1) * np.sqrt(
-        variance[usable] / n[usable])
+    if usable.any():
+        widths[usable] = stats.mean_interval(0.0, variance[usable], n[usable].astype(np.int64),
+                                             confidence=levels[usable]).half_width
     return [None if np.isnan(width) else float(width) for width in widths]
 
 
@@ -543,8 +543,8 @@ def compare_runs(*, baseline_id: int, candidate_id: int, limit: int | None = Non
 
     Series are matched by (benchmark, metric) name, so runs of different projects can be
     compared too; the candidate metric's threshold, direction and confidence level apply.
-    q-values are Benjamini–Hochberg across the compared series. One vectorized call per
-    confidence level; four queries. ``limit`` keeps the most notable rows (worst first), every
+    q-values are Benjamini–Hochberg across the compared series. One vectorized call;
+    four queries. ``limit`` keeps the most notable rows (worst first), every
     series still counted. Raises Run.DoesNotExist when an id names no run.
     """
     runs = {run.pk: run for run in Run.objects.select_related("project", "machine", "revision")
@@ -561,22 +561,18 @@ def compare_runs(*, baseline_id: int, candidate_id: int, limit: int | None = Non
     pairs = [(old[key], new[key]) for key in common if old[key].n >= 2 and new[key].n >= 2]
     skipped = [f"{name} ({metric})" for name, metric in common if old[name, metric].n < 2 or new[name, metric].n < 2]
 
-    numbers: list[dict] = [{} for _ in pairs]
-    levels = np.array([candidate.metric.confidence_level for _, candidate in pairs])
-    for level in np.unique(levels):
-        chosen = np.flatnonzero(levels == level)
-        chosen_pairs = [pairs[i] for i in chosen]
+    numbers: list[dict] = []
+    if pairs:
         result = stats.compare_summaries(
-            np.array([c.mean for _, c in chosen_pairs]), np.array([c.variance for _, c in chosen_pairs]),
-            np.array([c.n for _, c in chosen_pairs]), np.array([b.mean for b, _ in chosen_pairs]),
-            np.array([b.variance for b, _ in chosen_pairs]), np.array([b.n for b, _ in chosen_pairs]),
-            threshold=np.array([c.metric.threshold for _, c in chosen_pairs]),
-            direction=np.array([c.metric.direction for _, c in chosen_pairs], dtype=object), confidence=float(level))
+            np.array([c.mean for _, c in pairs]), np.array([c.variance for _, c in pairs]),
+            np.array([c.n for _, c in pairs]), np.array([b.mean for b, _ in pairs]),
+            np.array([b.variance for b, _ in pairs]), np.array([b.n for b, _ in pairs]),
+            threshold=np.array([c.metric.threshold for _, c in pairs]),
+            direction=np.array([c.metric.direction for _, c in pairs], dtype=object),
+            confidence=np.array([c.metric.confidence_level for _, c in pairs]))
         fields = {name: np.atleast_1d(getattr(result, name))
                   for name in ("ratio", "low", "high", "bounded", "statistic", "pvalue", "df", "verdict")}
-        for j, i in enumerate(chosen):
-            numbers[i] = {name: values[j] for name, values in fields.items()}
-    if pairs:
+        numbers = [{name: values[i] for name, values in fields.items()} for i in range(len(pairs))]
         qvalues = np.atleast_1d(false_discovery_control([entry["pvalue"] for entry in numbers], method="bh"))
         for entry, qvalue in zip(numbers, qvalues):
             entry["qvalue"] = float(min(qvalue, 1.0))

@@ -137,6 +137,21 @@ def check_confidence(confidence, name="confidence"):
     return value
 
 
+def as_confidence(confidence, name="confidence"):
+    """`confidence` as a float, or as an array of levels, one per series, that broadcasts with them;
+    every level strictly between 0 and 1."""
+    if np.ndim(confidence) == 0:
+        return check_confidence(confidence, name)
+    try:
+        levels = np.asarray(confidence, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"`{name}` must be numbers strictly between 0 and 1.") from None
+    outside = ~((levels > 0.0) & (levels < 1.0))
+    if outside.any():
+        raise ValueError(f"`{name}` must be strictly between 0 and 1; got {levels[outside][0]}.")
+    return levels
+
+
 def check_positive_int(value, name, *, minimum=1):
     """Return `value` as an int, checking it is an integer not below `minimum`."""
     try:

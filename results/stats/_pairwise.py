@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from ._base import ConfidenceInterval, check_confidence
+from ._base import ConfidenceInterval, as_confidence
 from ._compare import welch_test
 from ._ratio import ratio_fieller_from_stats
 from ._verdict import verdict
@@ -23,7 +23,7 @@ class PairwiseComparison:
         Welch's t, two-sided p and Welch–Satterthwaite df (:func:`welch_test`).
     verdict : Verdict or ndarray of Verdict
         §7, from the ratio interval, the threshold and the direction.
-    confidence_level : float
+    confidence_level : float or ndarray
     """
 
     ratio: float
@@ -58,13 +58,14 @@ def compare_summaries(mean, variance, n, baseline_mean, baseline_variance, basel
     threshold : array_like, optional
         θ >= 0 (per series, broadcasting).
     direction : {"lower_is_better", "higher_is_better"} or array_like of them, optional
-    confidence : float, optional
+    confidence : float or array_like, optional
+        An array gives each series its own level.
 
     Returns
     -------
     PairwiseComparison
     """
-    confidence = check_confidence(confidence)
+    confidence = as_confidence(confidence)
     welch = welch_test(mean, variance, n, baseline_mean, baseline_variance, baseline_n)
     ratio = ratio_fieller_from_stats(mean, variance, n, baseline_mean, baseline_variance, baseline_n,
                                      confidence=confidence)

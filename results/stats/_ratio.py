@@ -13,6 +13,7 @@ from scipy import stats
 from ._base import (
     ConfidenceInterval,
     as_array,
+    as_confidence,
     as_counts,
     as_hierarchy,
     check_confidence,
@@ -41,7 +42,7 @@ class RatioResult:
     bounded : bool or ndarray of bool
         False where no finite interval exists (Fieller: the old mean is not
         significantly different from zero).
-    confidence_level : float
+    confidence_level : float or ndarray
     """
 
     ratio: float
@@ -76,8 +77,8 @@ def ratio_fieller_from_stats(
         Numerator side: mean, unit variance ``>= 0``, number of units ``>= 2``.
     mean_old, variance_old, n_old : array_like
         Denominator side, likewise.
-    confidence : float, optional
-        Confidence level c in (0, 1).
+    confidence : float or array_like, optional
+        Confidence level c in (0, 1); an array gives each series its own level.
     df : array_like, optional
         Degrees of freedom of h, ``> 0``. The default ``n_new + n_old - 2`` is
         Kalibera & Jones's (and GraphPad's) choice; mratios' ``ttestratio``
@@ -92,7 +93,7 @@ def ratio_fieller_from_stats(
         ``high=+inf``. The ratio itself is ``±inf`` (or NaN for 0/0) where
         ``mean_old == 0``.
     """
-    confidence = check_confidence(confidence)
+    confidence = as_confidence(confidence)
     mean_new = as_array(mean_new, "mean_new")
     variance_new = as_array(variance_new, "variance_new", minimum=0.0)
     n_new = as_counts(n_new, "n_new")

@@ -15,6 +15,7 @@ from ._base import (
     ConfidenceInterval,
     NotEnoughSamples,
     as_array,
+    as_confidence,
     as_counts,
     as_sample,
     check_confidence,
@@ -74,7 +75,7 @@ class MeanInterval:
         ``mean - half_width`` and ``mean + half_width``.
     df : float or ndarray
         Degrees of freedom of the t quantile, ``n - 1``.
-    confidence_level : float
+    confidence_level : float or ndarray
         The confidence level c.
     """
 
@@ -107,8 +108,8 @@ def mean_interval(mean, variance, n, *, confidence=0.95):
         Unbiased variance(s) of the independent units, ``>= 0``.
     n : array_like of int
         Number(s) of independent units, ``>= 2``.
-    confidence : float, optional
-        Confidence level c in (0, 1).
+    confidence : float or array_like, optional
+        Confidence level c in (0, 1); an array gives each series its own level.
 
     Returns
     -------
@@ -119,11 +120,11 @@ def mean_interval(mean, variance, n, *, confidence=0.95):
     subsessions : derives (mean, variance, n) from raw samples; its result's
         ``confidence_interval()`` calls this function.
     """
-    confidence = check_confidence(confidence)
+    confidence = as_confidence(confidence)
     mean = as_array(mean, "mean")
     variance = as_array(variance, "variance", minimum=0.0)
     n = as_counts(n, "n")
-    mean, variance, n = np.broadcast_arrays(mean, variance, n)
+    mean, variance, n, _ = np.broadcast_arrays(mean, variance, n, confidence)
     df = n - 1
     half_width = stats.t.ppf((1.0 + confidence) / 2.0, df) * np.sqrt(variance / n)
     return MeanInterval(

@@ -34,6 +34,15 @@ class TestFieller:
         assert result.bounded
         assert result.confidence_interval() == pytest.approx(expected, abs=0.005)
 
+    def test_each_series_may_have_its_own_confidence_level(self):
+        # The same GraphPad quotient at its three published levels, in one call.
+        result = ratio_fieller_from_stats(14.0, 9.0, 6, 7.0, 4.0, 6, confidence=[0.90, 0.95, 0.99])
+        np.testing.assert_allclose(result.low, [1.54, 1.46, 1.27], atol=0.005)
+        np.testing.assert_allclose(result.high, [2.64, 2.83, 3.36], atol=0.005)
+        np.testing.assert_array_equal(result.confidence_level, [0.90, 0.95, 0.99])
+        with pytest.raises(ValueError, match=r"`confidence` must be strictly between 0 and 1; got 1.0"):
+            ratio_fieller_from_stats(14.0, 9.0, 6, 7.0, 4.0, 6, confidence=[0.95, 1.0])
+
     def test_graphpad_samples(self):
         # dcstats-graphpad-fieller.json graphpad.samples_seed1984 (rtol 1e-6: GraphPad's t differs slightly).
         result = ratio_fieller_from_stats(

@@ -158,6 +158,15 @@ class TestMeanInterval:
         assert result.half_width[1] == 0.0
         np.testing.assert_array_equal(result.df, [4, 1])
 
+    def test_each_series_may_have_its_own_confidence_level(self):
+        levels = [0.8, 0.95, 0.999]
+        result = mean_interval([1.0, 2.0, 3.0], [0.5, 1.0, 2.0], [4, 10, 30], confidence=levels)
+        expected = [stats.t.interval(c, n - 1, loc=m, scale=np.sqrt(v / n))
+                    for m, v, n, c in zip([1.0, 2.0, 3.0], [0.5, 1.0, 2.0], [4, 10, 30], levels)]
+        np.testing.assert_allclose(np.column_stack([result.low, result.high]), expected, rtol=1e-12)
+        # One level for many series broadcasts the other way.
+        assert mean_interval(1.0, 1.0, 5, confidence=[0.9, 0.99]).half_width.shape == (2,)
+
     @pytest.mark.parametrize(
         ("args", "kwargs", "match"),
         [
@@ -168,6 +177,8 @@ class TestMeanInterval:
             ((1.0, 1.0, 5), {"confidence": 1.0}, "`confidence` must be strictly between 0 and 1"),
             ((1.0, 1.0, 5), {"confidence": 0}, "`confidence` must be strictly between 0 and 1"),
             ((1.0, 1.0, 5), {"confidence": "high"}, "`confidence` must be a number"),
+            ((1.0, 1.0, 5), {"confidence": [0.9, np.nan]}, "`confidence` must be strictly between 0 and 1; got nan"),
+            ((1.0, 1.0, 5), {"confidence": ["high"]}, "`confidence` must be numbers"),
         ],
     )
     def test_validation(self, args, kwargs, match):
