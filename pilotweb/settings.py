@@ -10,6 +10,11 @@ from pathlib import Path
 
 import dj_database_url
 import plotly
+from django.core.checks.security.base import (
+    SECRET_KEY_INSECURE_PREFIX,
+    SECRET_KEY_MIN_LENGTH,
+    SECRET_KEY_MIN_UNIQUE_CHARACTERS,
+)
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -47,6 +52,14 @@ if not DEBUG:
         )
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or "django-insecure-development-only-key"
+if not DEBUG and (len(SECRET_KEY) < SECRET_KEY_MIN_LENGTH or len(set(SECRET_KEY)) < SECRET_KEY_MIN_UNIQUE_CHARACTERS
+                  or SECRET_KEY.startswith(SECRET_KEY_INSECURE_PREFIX)):
+    # The same rule as Django's deploy check (security.W009), refused instead of warned about.
+    raise ImproperlyConfigured(
+        f"DJANGO_SECRET_KEY is weak: production needs at least {SECRET_KEY_MIN_LENGTH} characters, "
+        f"{SECRET_KEY_MIN_UNIQUE_CHARACTERS} of them different, not starting with {SECRET_KEY_INSECURE_PREFIX!r}. "
+        "Generate one: python -c 'import secrets; print(secrets.token_urlsafe(50))'."
+    )
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 

@@ -7,6 +7,8 @@ logged-in session, or nobody when ``PILOTWEB_PUBLIC_READ`` is on.
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, HttpRequest
 from django.urls import reverse
 from ninja import NinjaAPI, Query, Schema
@@ -14,12 +16,13 @@ from ninja.errors import AuthenticationError, ValidationError
 from ninja.responses import Status
 from ninja.pagination import LimitOffsetPagination, paginate
 from ninja.security import HttpBearer, SessionAuth
+from pydantic import PositiveInt
 from pydantic import ValidationError as PydanticValidationError
 
 from . import comparisons, selectors, services
 from .ingest import ImportFormatError, import_document
 from .models import Alert, AlertStatus, ApiToken, Comparison, Metric, Result, Run
-from .schemas import ErrorOut, RunCreatedOut, RunDetailOut, RunIn, RunOut, SeriesOut, describe_errors
+from .schemas import Branch, Commit, ErrorOut, RunCreatedOut, RunDetailOut, RunIn, RunOut, SeriesOut, describe_errors
 
 
 class TokenAuth(HttpBearer):
@@ -36,11 +39,22 @@ class TokenAuth(HttpBearer):
         return row.user
 
 
+class LoggedInSession(SessionAuth):
+    """A logged-in browser session, CSRF-checked. A request from nobody is unauthenticated (401), not a
+    CSRF failure: the check only matters for a session that could authenticate."""
+
+    def _get_key(self, request: HttpRequest) -> str | None:
+        if not request.user.is_authenticated:
+            return None
+        return super()._get_key(request)
+
+
 def public_read(request: HttpRequest) -> Any:
     return request.user if settings.PILOTWEB_PUBLIC_READ else None
 
 
-READ_AUTH = [TokenAuth(), SessionAuth(), public_read]
+READ_AUTH = [TokenAuth(), LoggedInSession(), public_read]
+WRITE_AUTH = [TokenAuth(), LoggedInSession()]
 
 api = NinjaAPI(
     title="Pilot Web API",
@@ -66,6 +80,20 @@ def on_ingest_error(request: HttpRequest, error: services.IngestError):
 def on_format_error(request: HttpRequest, error: ImportFormatError):
     return api.create_response(request, {"detail": str(error), "errors": [{"field": "file", "message": str(error)}]},
                                status=400)
+
+
+@api.exception_handler(PermissionDenied)
+def on_permission_denied(request: HttpRequest, error: PermissionDenied):
+    return api.create_response(request, {"detail": str(error) or "Permission denied.", "errors": []}, status=403)
+
+
+@api.exception_handler(DjangoValidationError)
+def on_model_validation_error(request: HttpRequest, error: DjangoValidationError):
+    """A service's refusal (model validation) as the API's error body, by field."""
+    by_field = error.message_dict if hasattr(error, "error_dict") else {"body": error.messages}
+    errors = [{"field": field, "message": message} for field, messages in by_field.items() for message in messages]
+    detail = "; ".join(f"{item['field']}: {item['message']}" for item in errors[:5])
+    return api.create_response(request, {"detail": detail, "errors": errors}, status=422)
 
 
 @api.exception_handler(AuthenticationError)
@@ -96,9 +124,9 @@ class ImportParams(Schema):
     format: str = "native"
     project: str | None = None
     machine: str | None = None
-    commit: str | None = None
-    branch: str = ""
-    pull_request: int | None = None
+    commit: Commit | None = None
+    branch: Branch = ""
+    pull_request: PositiveInt | None = None
     kind: Run.Kind | None = None
     run_key: str | None = None
 
@@ -277,7 +305,7 @@ def list_alerts(request: HttpRequest, status: AlertStatus | None = None, project
 
 
 @api.post("/alerts/{alert_id}/status", response={200: AlertOut, 400: ErrorOut, 403: ErrorOut},
-          auth=[TokenAuth(), SessionAuth()], url_name="alert_status", summary="Triage an alert")
+          auth=WRITE_AUTH, url_name="alert_status", summary="Triage an alert")
 def alert_status(request: HttpRequest, alert_id: int, body: AlertStatusIn):
     alert = selectors.alerts().filter(pk=alert_id).first()
     if alert is None:

@@ -295,7 +295,15 @@ def _open_alerts(run: Run) -> None:
     group, _ = AlertGroup.objects.get_or_create(run=run)
     Alert.objects.bulk_create([Alert(group=group, comparison_id=comparison) for comparison in regressions])
     alert_ids = list(Alert.objects.filter(group=group).values_list("pk", flat=True))
-    transaction.on_commit(lambda: alerts_opened.send(sender=AlertGroup, group_id=group.pk, alert_ids=alert_ids))
+    transaction.on_commit(lambda: _announce_alerts(group.pk, alert_ids))
+
+
+def _announce_alerts(group_id: int, alert_ids: list[int]) -> None:
+    """After commit: notify the project, and tell the apps built on results (the runner confirms)."""
+    from .tasks import enqueue, notify_alert_group
+
+    enqueue(notify_alert_group, group_id)
+    alerts_opened.send(sender=AlertGroup, group_id=group_id, alert_ids=alert_ids)
 
 
 @transaction.atomic

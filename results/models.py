@@ -10,6 +10,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from . import stats
+from .identifiers import BRANCH_MAX_LENGTH, COMMIT_MAX_LENGTH, validate_branch, validate_commit
 
 SAMPLE_DTYPE = np.dtype("<f8")
 
@@ -23,7 +24,7 @@ class Project(models.Model):
     name = models.CharField(max_length=200, unique=True)
     slug = models.SlugField(max_length=100, unique=True)
     repository_url = models.URLField(blank=True)
-    default_branch = models.CharField(max_length=200, default="main")
+    default_branch = models.CharField(max_length=BRANCH_MAX_LENGTH, default="main", validators=[validate_branch])
     history_size = models.PositiveSmallIntegerField(
         default=10, help_text="K: nightly runs of the default branch a new nightly is compared against.")
     notify_emails = models.TextField(blank=True, help_text="Comma-separated addresses told of new regressions.")
@@ -109,10 +110,11 @@ class Metric(models.Model):
 
 class Revision(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="revisions")
-    commit = models.CharField(max_length=64)
-    branch = models.CharField(max_length=200, blank=True)
+    commit = models.CharField(max_length=COMMIT_MAX_LENGTH, validators=[validate_commit])
+    branch = models.CharField(max_length=BRANCH_MAX_LENGTH, blank=True, validators=[validate_branch])
     pull_request = models.PositiveIntegerField(null=True, blank=True)
-    base_commit = models.CharField(max_length=64, blank=True, help_text="For a pull request: the commit it is based on.")
+    base_commit = models.CharField(max_length=COMMIT_MAX_LENGTH, blank=True, validators=[validate_commit],
+                                   help_text="For a pull request: the commit it is based on.")
     author = models.CharField(max_length=255, blank=True)
     message = models.TextField(blank=True)
     timestamp = models.DateTimeField(null=True, blank=True)

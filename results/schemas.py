@@ -9,11 +9,30 @@ from typing import Annotated, Any
 
 from ninja import Schema
 import numpy as np
-from pydantic import Field, NonNegativeInt, PositiveInt, WithJsonSchema, field_serializer, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    WithJsonSchema,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
+from .identifiers import BRANCH_MAX_LENGTH, COMMIT_MAX_LENGTH, COMMIT_PATTERN, check_branch, check_commit
 from .models import SAMPLE_DTYPE, Direction, Run
 
 Name = Annotated[str, Field(min_length=1, max_length=200)]
+Commit = Annotated[str, AfterValidator(check_commit), WithJsonSchema(
+    {"type": "string", "minLength": 1, "maxLength": COMMIT_MAX_LENGTH, "pattern": f"^{COMMIT_PATTERN.pattern}$",
+     "description": "A commit hash, tag or ref (never starting with '-')."})]
+OptionalCommit = Annotated[str, AfterValidator(lambda value: value and check_commit(value)), WithJsonSchema(
+    {"type": "string", "maxLength": COMMIT_MAX_LENGTH, "pattern": f"^({COMMIT_PATTERN.pattern})?$",
+     "description": "A commit hash, tag or ref, or empty."})]
+Branch = Annotated[str, AfterValidator(check_branch), WithJsonSchema(
+    {"type": "string", "maxLength": BRANCH_MAX_LENGTH, "pattern": r"^(?!-)[^\s\x00-\x1f\x7f~^:?*\[\\]*$",
+     "description": "A branch name (never starting with '-')."})]
 MAX_SAMPLE_LEVELS = 4
 Samples = Annotated[Any, WithJsonSchema({
     "type": "array",
@@ -46,7 +65,7 @@ class ProjectIn(Schema):
     name: Name
     slug: Annotated[str, Field(max_length=100, pattern=r"^[-a-zA-Z0-9_]*$")] = ""
     repository_url: Annotated[str, Field(max_length=200)] = ""
-    default_branch: Annotated[str, Field(min_length=1, max_length=200)] = "main"
+    default_branch: Annotated[Branch, Field(min_length=1)] = "main"
 
 
 class MachineIn(Schema):
@@ -61,10 +80,10 @@ class MachineIn(Schema):
 
 
 class RevisionIn(Schema):
-    commit: Annotated[str, Field(min_length=1, max_length=64)]
-    branch: Annotated[str, Field(max_length=200)] = ""
+    commit: Commit
+    branch: Branch = ""
     pull_request: PositiveInt | None = None
-    base_commit: Annotated[str, Field(max_length=64)] = ""
+    base_commit: OptionalCommit = ""
     author: Annotated[str, Field(max_length=255)] = ""
     message: str = ""
     timestamp: datetime | None = None

@@ -1,21 +1,21 @@
 """Runner endpoints of ``/api/v1/``: jobs, run now, cancel, and a session's progress."""
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
 from ninja import Router, Schema
 from ninja.responses import Status
-from ninja.security import SessionAuth
+from pydantic import Field
 
-from results.api import READ_AUTH, TokenAuth
+from results.api import READ_AUTH, WRITE_AUTH
+from results.schemas import Branch, ErrorOut, OptionalCommit
 
 from . import selectors, services
 from .models import Job, Session
 
 router = Router(tags=["runner"])
-WRITE_AUTH = [TokenAuth(), SessionAuth()]
 
 
 class SessionOut(Schema):
@@ -47,8 +47,14 @@ class JobOut(Schema):
     last_session: SessionOut | None
 
 
+class RevisionRequest(Schema):
+    label: Annotated[str, Field(min_length=1, max_length=50)]
+    commit: OptionalCommit = ""
+    branch: Branch = ""
+
+
 class RunNowIn(Schema):
-    revisions: list[dict[str, str]] = []
+    revisions: list[RevisionRequest] = []
 
 
 def session_out(session: Session) -> dict:
@@ -76,18 +82,19 @@ def list_jobs(request: HttpRequest):
     ]
 
 
-@router.post("/jobs/{job_id}/run", response={201: SessionOut, 403: dict}, auth=WRITE_AUTH, url_name="job_run",
+@router.post("/jobs/{job_id}/run", response={201: SessionOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE_AUTH, url_name="job_run",
              summary="Run a job now (staff)")
 def run_job(request: HttpRequest, job_id: int, body: RunNowIn):
     _staff(request)
     job = Job.objects.select_related("machine").filter(pk=job_id).first()
     if job is None:
         raise Http404(f"No job {job_id}.")
-    session = services.start_session(job=job, user=request.user, revisions=body.revisions)
+    session = services.start_session(job=job, user=request.user,
+                                     revisions=[revision.model_dump() for revision in body.revisions])
     return Status(201, session_out(selectors.session(session_id=session.pk)))
 
 
-@router.post("/sessions/{session_id}/cancel", response={200: SessionOut, 403: dict}, auth=WRITE_AUTH,
+@router.post("/sessions/{session_id}/cancel", response={200: SessionOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE_AUTH,
              url_name="session_cancel", summary="Cancel a session (staff)")
 def cancel(request: HttpRequest, session_id: int):
     _staff(request)

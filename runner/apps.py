@@ -8,9 +8,8 @@ class RunnerConfig(AppConfig):
     def ready(self) -> None:
         from results.signals import alerts_opened
 
-        def confirm(sender, *, alert_ids: list[int], **kwargs) -> None:
-            from .services import confirm_alerts
+        from .receivers import confirm_opened_alerts
 
-            confirm_alerts(alert_ids=alert_ids)
-
-        alerts_opened.connect(confirm, dispatch_uid="runner.confirm_alerts")
+        # A module-level receiver: signals hold receivers weakly, and a function defined here would be
+        # collected as soon as ready() returns (DEBUG's signature check cached it, hiding that in development).
+        alerts_opened.connect(confirm_opened_alerts, dispatch_uid="runner.confirm_alerts")

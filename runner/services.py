@@ -24,6 +24,7 @@ from django_celery_beat.models import CrontabSchedule, PeriodicTask
 from django_celery_beat.validators import crontab_validator
 
 from results import services as result_services
+from results.identifiers import check_branch, check_commit
 from results.models import SAMPLE_DTYPE, Alert, Run, RunKind
 from results.schemas import RunIn
 
@@ -119,14 +120,25 @@ def start_session(*, job: Job, user: AbstractBaseUser | None, trigger: str = Ses
     """
     if trigger == SessionTrigger.MANUAL:
         _require_staff(user)
-    labels = [entry.get("label") for entry in revisions or []]
-    if len(set(labels)) != len(labels) or any(not label for label in labels):
-        raise ValidationError({"revisions": "every revision needs a distinct, non-empty label"})
+    _check_revisions(revisions or [])
     with transaction.atomic():
         session = Session.objects.create(job=job, trigger=trigger, run_kind=run_kind, revisions=revisions or [],
                                          requested_by=user if trigger == SessionTrigger.MANUAL else None)
         _enqueue_on_commit(session)
     return session
+
+
+def _check_revisions(revisions: list[dict]) -> None:
+    labels = [entry.get("label") for entry in revisions]
+    if len(set(labels)) != len(labels) or any(not label for label in labels):
+        raise ValidationError({"revisions": "every revision needs a distinct, non-empty label"})
+    for index, entry in enumerate(revisions):
+        try:
+            if entry.get("commit"):
+                check_commit(entry["commit"])
+            check_branch(entry.get("branch", ""))
+        except ValueError as error:
+            raise ValidationError({"revisions": f"revisions[{index}]: {error}"}) from None
 
 
 def _enqueue_on_commit(session: Session) -> None:

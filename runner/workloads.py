@@ -19,7 +19,8 @@ Command workloads
 :func:`command_workload` runs an argument list — never a shell — once per round, in a new session
 (so in its own process group, which a timeout or a cancel kills as a whole). Placeholders
 ``{work_amount}`` and ``{revision}`` are substituted inside each argument; substitution never splits or
-joins arguments, so a value holding shell metacharacters arrives as one literal argument. Literal
+joins arguments, so a value holding shell metacharacters arrives as one literal argument, and a value
+starting with ``-`` is refused (:class:`UnsafeArgument`), so it never becomes an option. Literal
 braces are written ``{{`` and ``}}``; any other placeholder is a :class:`ValueError` when the workload
 is defined. :func:`setup_command` runs a per-revision preparation step (check out, build) under the
 same rules, with ``{revision}`` only.
@@ -72,6 +73,7 @@ __all__ = [
     "WALL_TIME",
     "BuiltinWorkload",
     "CommandFailed",
+    "UnsafeArgument",
     "Workload",
     "WorkloadError",
     "WorkloadTimeout",
@@ -137,6 +139,10 @@ class CommandFailed(WorkloadError):
         super().__init__(message)
         self.returncode = returncode
         self.stderr_tail = stderr_tail
+
+
+class UnsafeArgument(WorkloadError):
+    """A placeholder's value would start with ``-`` and could be read as an option; nothing was run."""
 
 
 @dataclass(frozen=True)
@@ -652,6 +658,15 @@ def _compile_argv(argv: Sequence[str], *, allowed: Sequence[str]) -> Template:
 
 
 def _substitute(template: Template, values: Mapping[str, str]) -> list[str]:
+    # A value is checked again here, whatever validated it where it entered: a revision such as
+    # "--upload-pack=…" would be an option of the command (git runs it), not an argument.
+    used = {name for pieces in template for _, name in pieces if name is not None}
+    for name in sorted(used):
+        if values[name].startswith("-"):
+            raise UnsafeArgument(
+                f"Refused to run the command: the value of {{{name}}}, {values[name][:80]!r}, starts with '-' "
+                "and would be read as an option."
+            )
     # Plain concatenation: a value can never become more than part of its own argument.
     return [
         "".join(literal + (values[name] if name is not None else "") for literal, name in pieces)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+STRONG_KEY = "tests-only-7f3c9a1e5b2d8046-c4e1f9a7d3b5826e0a4c7f1e9d3b5a82"
 
 
 def load_settings(**environment: str) -> subprocess.CompletedProcess:
@@ -30,7 +31,7 @@ def test_development_defaults_work_with_nothing_set():
 
 @pytest.mark.parametrize("missing", ["DJANGO_SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL"])
 def test_production_refuses_to_start_without_a_required_setting(missing):
-    environment = {"DEBUG": "false", "DJANGO_SECRET_KEY": "s" * 50, "ALLOWED_HOSTS": "pilot.example.com",
+    environment = {"DEBUG": "false", "DJANGO_SECRET_KEY": STRONG_KEY, "ALLOWED_HOSTS": "pilot.example.com",
                    "DATABASE_URL": "postgres://pilot@db.example.com/pilot"}
     del environment[missing]
 
@@ -41,11 +42,20 @@ def test_production_refuses_to_start_without_a_required_setting(missing):
 
 
 def test_production_starts_when_everything_is_set():
-    loaded = load_settings(DEBUG="false", DJANGO_SECRET_KEY="s" * 50, ALLOWED_HOSTS="pilot.example.com",
+    loaded = load_settings(DEBUG="false", DJANGO_SECRET_KEY=STRONG_KEY, ALLOWED_HOSTS="pilot.example.com",
                            DATABASE_URL="postgres://pilot@db.example.com/pilot", REDIS_URL="redis://cache:6379/1")
 
     assert loaded.returncode == 0, loaded.stderr
     assert loaded.stdout.split() == ["django.db.backends.postgresql", "False", "redis://cache:6379/1"]
+
+
+@pytest.mark.parametrize("key", ["short", "s" * 60, "django-insecure-" + STRONG_KEY])
+def test_production_refuses_a_key_djangos_deploy_check_calls_weak(key):
+    loaded = load_settings(DEBUG="false", DJANGO_SECRET_KEY=key, ALLOWED_HOSTS="pilot.example.com",
+                           DATABASE_URL="postgres://pilot@db.example.com/pilot")
+
+    assert loaded.returncode != 0
+    assert "DJANGO_SECRET_KEY is weak" in loaded.stderr
 
 
 def test_a_malformed_boolean_is_a_clear_error():

@@ -40,21 +40,58 @@ def test_staff_run_a_job_now_and_read_its_progress(staff, job, django_capture_on
     assert body["progress"]["metrics"][0]["relative_width"] == 0.14
 
 
-def test_an_ordinary_user_cannot_run_or_cancel(user, staff, job, django_capture_on_commit_callbacks):
+def as_deployed(**headers) -> Client:
+    """A client as a real server sees one: CSRF enforced, exceptions answered, never raised."""
+    return Client(enforce_csrf_checks=True, raise_request_exception=False, headers=headers)
+
+
+def test_an_ordinary_user_gets_a_403_and_cannot_run_or_cancel(user, staff, job, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
         session = services.start_session(job=job, user=staff)
-    client = client_for(user)
+    _, token = result_services.create_api_token(user=user, name="tests")
+    client = as_deployed(Authorization=f"Bearer {token}")
 
-    assert client.post(f"/api/v1/jobs/{job.pk}/run", data={}, content_type="application/json").status_code == 403
-    assert client.post(f"/api/v1/sessions/{session.pk}/cancel").status_code == 403
+    for response in (client.post(f"/api/v1/jobs/{job.pk}/run", data={}, content_type="application/json"),
+                     client.post(f"/api/v1/sessions/{session.pk}/cancel")):
+        assert response.status_code == 403
+        assert response.json()["detail"] == services.STAFF_ONLY
     assert Session.objects.count() == 1
     assert Session.objects.get().status == SessionStatus.QUEUED
 
 
-def test_anonymous_visitors_cannot_run_a_job(job):
-    response = Client().post(f"/api/v1/jobs/{job.pk}/run", data={}, content_type="application/json")
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer pw_not-a-token"}, {"Authorization": "Basic x"}])
+def test_anonymous_visitors_and_bad_tokens_get_a_401_not_a_csrf_failure(staff, job, headers,
+                                                                          django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False):
+        session = services.start_session(job=job, user=staff)
+    client = as_deployed(**headers)
 
-    assert response.status_code == 401
+    for response in (client.post(f"/api/v1/jobs/{job.pk}/run", data={}, content_type="application/json"),
+                     client.post(f"/api/v1/sessions/{session.pk}/cancel")):
+        assert response.status_code == 401
+        assert response["WWW-Authenticate"] == "Bearer"
+        assert "Authentication required" in response.json()["detail"]
+    assert Session.objects.get().status == SessionStatus.QUEUED
+
+
+def test_a_logged_in_session_still_needs_its_csrf_token(staff, job):
+    client = as_deployed()
+    client.force_login(staff)
+
+    response = client.post(f"/api/v1/jobs/{job.pk}/run", data={}, content_type="application/json")
+
+    assert response.status_code == 403 and "CSRF" in response.json()["detail"]
+    assert not Session.objects.exists()
+
+
+def test_run_now_refuses_a_revision_that_would_be_an_option(staff, job):
+    client = as_deployed(Authorization=f"Bearer {result_services.create_api_token(user=staff, name='t')[1]}")
+
+    response = client.post(f"/api/v1/jobs/{job.pk}/run", content_type="application/json",
+                           data={"revisions": [{"label": "A", "commit": "main"}, {"label": "B", "commit": "-x"}]})
+
+    assert response.status_code == 422
+    assert [error["field"] for error in response.json()["errors"]] == ["revisions[1].commit"]
     assert not Session.objects.exists()
 
 

@@ -8,6 +8,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 import redis
 from django.db import connection
@@ -15,15 +16,17 @@ from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from pilotweb.celery import app
-from results.models import Result
+from results.models import Alert, Result, Run
 from runner import services
 from runner.models import Round, Session, SessionStatus
-from tests.factories import MachineFactory, ProjectFactory
+from tests.factories import MachineFactory, ProjectFactory, run_document
 from tests.processes import worker_process
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 SLEEPER = Path(__file__).with_name("fake_benchmark.py")
+# A key Django's deploy check accepts, for workers started with production settings.
+PRODUCTION_KEY = "integration-tests-only-" + "k3y-0f-f1fty-chars-and-m4ny-un1que-ones!"
 
 
 def database_url() -> str:
@@ -47,9 +50,12 @@ def machine(db):
     return MachineFactory(name="integration", queue=f"bench.integration-{os.getpid()}")
 
 
-def bench_worker(redis_url, machine, tmp_path, name="first"):
+def bench_worker(redis_url, machine, tmp_path, name="first", production=False):
+    environment = {"DATABASE_URL": database_url()}
+    if production:
+        environment.update(DEBUG="false", ALLOWED_HOSTS="localhost", DJANGO_SECRET_KEY=PRODUCTION_KEY)
     return worker_process(redis_url=redis_url, queues=[machine.queue, "analysis"], log=tmp_path / f"{name}.log",
-                          environment={"DATABASE_URL": database_url()})
+                          environment=environment)
 
 
 def wait_for(condition, *, timeout=90.0, what="condition"):
@@ -147,3 +153,35 @@ def test_a_worker_killed_mid_session_loses_no_round_and_the_session_resumes(staf
     indexes = list(session.rounds.order_by("index").values_list("index", flat=True))
     assert indexes[: len(kept)] == kept and indexes == list(range(len(indexes)))
     assert session.attempt == 1 and session.runs.count() == 1
+
+
+def test_a_regressing_nightly_is_confirmed_by_an_ab_session_whose_outcome_the_alert_shows(
+        staff, machine, broker, tmp_path, api):
+    """The whole path with nothing called by hand: a nightly posted through the API is compared by the
+    analysis worker, its regression opens an alert, the alert queues an interleaved A/B confirmation
+    session of the job that runs the benchmark, the bench worker runs it, and the alert page shows it."""
+    job = sort_job(staff, machine)
+    rng = np.random.default_rng(5)
+    # Production settings (DEBUG off), where the alert's receivers were once garbage-collected.
+    with bench_worker(broker, machine, tmp_path, production=True):
+        for night, level in enumerate([1.0, 1.0, 1.0, 1.0, 1.3]):
+            document = run_document(
+                project=job.project.name, machine=machine.name, commit=f"{night + 1:040x}", seed=night,
+                results=[{"benchmark": "sort", "samples": rng.normal(level, 0.01, 40).tolist()}])
+            document["project"]["slug"] = job.project.slug
+            document["started_at"] = f"2026-11-{10 + night}T02:00:00Z"
+            response = api.post("/api/v1/runs", data=json.dumps(document), content_type="application/json")
+            assert response.status_code == 201, response.content
+            run_id = response.json()["id"]
+            wait_for(lambda: Run.objects.filter(pk=run_id, compared_at__isnull=False).exists(),
+                     what=f"night {night} to be compared")
+        alert = wait_for(lambda: Alert.objects.filter(group__run_id=run_id).first(), what="the alert")
+        session = wait_for(lambda: Session.objects.filter(confirms=alert).first(), what="the confirmation session")
+        assert session.trigger == "confirmation"
+        assert [entry["commit"] for entry in session.revisions] == [f"{4:040x}", f"{5:040x}"]
+        session = wait_for(lambda: finished(session.pk), timeout=120, what="the confirmation session to finish")
+
+    assert session.status in (SessionStatus.RESOLVED, SessionStatus.UNRESOLVED), session.error
+    page = api.get("/alerts/").content.decode()
+    assert session.outcome["message"] in page
+    assert f"Session #{session.pk}" in page and session.get_status_display() in page

@@ -96,6 +96,7 @@ class Command(BaseCommand):
 
     @staticmethod
     def admin_login() -> str:
+        """The admin's password is printed once, when the account is created (kept in var/, mode 600)."""
         saved = Path(settings.VAR_DIR) / "admin-login.txt"
         users = get_user_model().objects
         if not users.filter(username="admin").exists():
@@ -104,7 +105,7 @@ class Command(BaseCommand):
             saved.parent.mkdir(parents=True, exist_ok=True)
             saved.write_text(f"admin {password}\n")
             saved.chmod(0o600)
-        if saved.exists():
-            username, password = saved.read_text().split()
-            return f"Admin login: {username} / {password} (kept in {saved.name} under var/)"
-        return "Admin login: admin (password set earlier; change it with 'python manage.py changepassword admin')"
+            return (f"Admin login created: admin / {password} (shown this once; also kept in var/{saved.name}, "
+                    "readable only by you)")
+        where = f"see var/{saved.name}" if saved.exists() else "set earlier"
+        return f"Admin login: admin (password {where}; change it with 'python manage.py changepassword admin')"
