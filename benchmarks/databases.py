@@ -29,8 +29,8 @@ def measure_in_child(script: str, arguments: list[str], *, database: str) -> dic
     command = [sys.executable, script, "--child", *arguments]
     if database == "postgres":
         command = [sys.executable, "-m", "tests.pgcluster", "--", *command]
-    with tempfile.TemporaryDirectory() as directory, real_redis() as redis_url:
-        environment = {**os.environ, "PILOTWEB_VAR_DIR": directory, "REDIS_URL": redis_url}
+    with tempfile.TemporaryDirectory() as directory, real_redis() as redis:
+        environment = {**os.environ, "PILOTWEB_VAR_DIR": directory, "REDIS_URL": redis.url}
         environment.pop("DATABASE_URL", None)
         finished = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True)
     if finished.returncode != 0:

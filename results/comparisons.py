@@ -229,6 +229,18 @@ def _bootstrap(run: Run, baseline_run: int) -> list[Comparison]:
         if base is None or result.samples_array().ndim != base.samples_array().ndim:
             continue
         metric = result.metric
+        shapes = [list(result.samples_array().shape), list(base.samples_array().shape)]
+        too_small = [side for side, shape in zip(("candidate", "baseline"), shapes) if min(shape) < 2]
+        if too_small:
+            comparisons.append(Comparison(
+                candidate=result, baseline=base, method=ComparisonMethod.BOOTSTRAP, ratio=result.mean / base.mean
+                if base.mean else None, bounded=False, verdict=Verdict.INCONCLUSIVE, threshold=metric.threshold,
+                confidence_level=metric.confidence_level,
+                inputs={"baseline_run": baseline_run, "shapes": shapes, "skipped": (
+                    f"not resampled: the {' and the '.join(too_small)} samples have fewer than 2 units at a level "
+                    "(shapes " + " and ".join(map(str, shapes)) + "), so a bootstrap cannot vary them")},
+            ))
+            continue
         ratio = stats.ratio_bootstrap(result.samples_array(), base.samples_array(),
                                       confidence=metric.confidence_level, n_resamples=BOOTSTRAP_RESAMPLES, rng=rng)
         verdict = stats.verdict(ratio.low, ratio.high, threshold=metric.threshold, direction=metric.direction)
@@ -237,8 +249,7 @@ def _bootstrap(run: Run, baseline_run: int) -> list[Comparison]:
             ci_low=ratio.low if ratio.bounded else None, ci_high=ratio.high if ratio.bounded else None,
             bounded=bool(ratio.bounded), verdict=str(verdict), threshold=metric.threshold,
             confidence_level=metric.confidence_level,
-            inputs={"baseline_run": baseline_run, "resamples": BOOTSTRAP_RESAMPLES, "seed": run.pk,
-                    "shapes": [list(result.samples_array().shape), list(base.samples_array().shape)]},
+            inputs={"baseline_run": baseline_run, "resamples": BOOTSTRAP_RESAMPLES, "seed": run.pk, "shapes": shapes},
         ))
     return comparisons
 

@@ -10,12 +10,20 @@ from . import changepoints, comparisons, notifications
 logger = logging.getLogger(__name__)
 
 
-def enqueue(task, *args) -> None:
-    """Send a task; if the broker is unreachable, log it: the periodic catch-up tasks pick the work up."""
+# Publishing gives up quickly when the broker is down: the caller is a web request or a worker, and every
+# task sent here has a periodic catch-up that sends it again.
+PUBLISH_RETRY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5, "interval_max": 1}
+
+
+def enqueue(task, *args, **options) -> bool:
+    """Send a task (``options`` as for ``apply_async``); if the broker is unreachable, log it and return
+    False: the periodic catch-up tasks pick the work up."""
     try:
-        task.delay(*args)
+        task.apply_async(args, retry_policy=PUBLISH_RETRY, **options)
     except OperationalError:
         logger.warning("Broker unreachable: %s%s left to the periodic catch-up.", task.name, args)
+        return False
+    return True
 
 
 @shared_task(ignore_result=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)

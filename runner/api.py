@@ -26,6 +26,7 @@ class SessionOut(Schema):
     trigger: str
     revisions: list[dict[str, Any]]
     queued_at: datetime
+    sent_at: datetime | None
     started_at: datetime | None
     finished_at: datetime | None
     rounds_done: int
@@ -33,6 +34,10 @@ class SessionOut(Schema):
     outcome: dict[str, Any]
     error: str
     run_ids: list[int]
+
+
+class SessionQueuedOut(SessionOut):
+    detail: str
 
 
 class JobOut(Schema):
@@ -61,7 +66,7 @@ def session_out(session: Session) -> dict:
     return {
         "id": session.pk, "job_id": session.job_id, "job": session.job.name, "status": session.status,
         "trigger": session.trigger, "revisions": session.revisions, "queued_at": session.queued_at,
-        "started_at": session.started_at, "finished_at": session.finished_at,
+        "sent_at": session.sent_at, "started_at": session.started_at, "finished_at": session.finished_at,
         "rounds_done": session.progress.get("rounds_done", 0), "progress": session.progress,
         "outcome": session.outcome, "error": session.error, "run_ids": [run.pk for run in session.runs.all()],
     }
@@ -82,7 +87,7 @@ def list_jobs(request: HttpRequest):
     ]
 
 
-@router.post("/jobs/{job_id}/run", response={201: SessionOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE_AUTH, url_name="job_run",
+@router.post("/jobs/{job_id}/run", response={201: SessionOut, 202: SessionQueuedOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE_AUTH, url_name="job_run",
              summary="Run a job now (staff)")
 def run_job(request: HttpRequest, job_id: int, body: RunNowIn):
     _staff(request)
@@ -91,7 +96,10 @@ def run_job(request: HttpRequest, job_id: int, body: RunNowIn):
         raise Http404(f"No job {job_id}.")
     session = services.start_session(job=job, user=request.user,
                                      revisions=[revision.model_dump() for revision in body.revisions])
-    return Status(201, session_out(selectors.session(session_id=session.pk)))
+    session = selectors.session(session_id=session.pk)
+    if session.sent_at is None:
+        return Status(202, {**session_out(session), "detail": services.NOT_SENT})
+    return Status(201, session_out(session))
 
 
 @router.post("/sessions/{session_id}/cancel", response={200: SessionOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE_AUTH,

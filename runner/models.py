@@ -223,6 +223,9 @@ class Session(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     cancel_requested = models.BooleanField(default=False)
     queued_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="When this attempt's message was handed to the broker; empty while the broker was unreachable.")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     progress = models.JSONField(default=dict, blank=True)

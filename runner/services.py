@@ -17,7 +17,7 @@ import numpy as np
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection, transaction
-from django.db.models import Value
+from django.db.models import Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
@@ -28,7 +28,7 @@ from results.identifiers import check_branch, check_commit
 from results.models import SAMPLE_DTYPE, Alert, Run, RunKind
 from results.schemas import RunIn
 
-from . import monitor, workloads
+from . import dispatch, monitor, workloads
 from . import session as session_loop
 from .models import Job, Round, Session, SessionStatus, SessionTrigger, WorkloadKind
 
@@ -37,6 +37,9 @@ STAFF_ONLY = "Only staff may define, schedule, start or cancel benchmark jobs."
 HEARTBEAT_INTERVAL = timedelta(seconds=20)
 HEARTBEAT_STALE_AFTER = timedelta(minutes=2)
 MAX_ATTEMPTS = 3
+RESEND_AFTER = timedelta(minutes=1)
+NOT_SENT = ("Queued, but the broker is unreachable: the session will be sent to its machine as soon as the broker "
+            "is back (recovery runs every minute).")
 JOB_FIELDS = {
     "project", "name", "benchmark", "machine", "workload_kind", "builtin", "parameters", "command", "setup_command",
     "working_directory", "environment", "reading_mode", "metrics", "round_timeout", "confidence_level",
@@ -124,7 +127,7 @@ def start_session(*, job: Job, user: AbstractBaseUser | None, trigger: str = Ses
     with transaction.atomic():
         session = Session.objects.create(job=job, trigger=trigger, run_kind=run_kind, revisions=revisions or [],
                                          requested_by=user if trigger == SessionTrigger.MANUAL else None)
-        _enqueue_on_commit(session)
+        _send_on_commit(session)
     return session
 
 
@@ -141,11 +144,17 @@ def _check_revisions(revisions: list[dict]) -> None:
             raise ValidationError({"revisions": f"revisions[{index}]: {error}"}) from None
 
 
-def _enqueue_on_commit(session: Session) -> None:
-    from .tasks import run_session
-
+def _send_on_commit(session: Session) -> None:
     session_id, attempt, queue = session.pk, session.attempt, session.job.machine.queue
-    transaction.on_commit(lambda: run_session.apply_async(args=[session_id, attempt], queue=queue))
+    transaction.on_commit(lambda: _send(session_id=session_id, attempt=attempt, queue=queue))
+
+
+def _send(*, session_id: int, attempt: int, queue: str) -> bool:
+    """Hand the session to the broker and record when; an unreachable broker leaves it to recovery."""
+    if not dispatch.send(session_id=session_id, attempt=attempt, queue=queue):
+        return False
+    Session.objects.filter(pk=session_id, attempt=attempt, status=SessionStatus.QUEUED).update(sent_at=timezone.now())
+    return True
 
 
 def cancel_session(*, session: Session, user: AbstractBaseUser) -> Session:
@@ -168,8 +177,9 @@ def cancel_session(*, session: Session, user: AbstractBaseUser) -> Session:
 
 
 def recover_stale_sessions(*, now=None) -> list[Session]:
-    """Resume sessions whose worker died (no heartbeat for a while) from their stored rounds,
-    or mark them failed, keeping their rounds, once they have been tried ``MAX_ATTEMPTS`` times."""
+    """Resume sessions whose worker died (no heartbeat for a while) from their stored rounds, or mark
+    them failed, keeping their rounds, once ``MAX_ATTEMPTS`` attempts have died; then send again the
+    queued sessions whose message the broker lost (:func:`resend_lost_sessions`)."""
     now = now or timezone.now()
     recovered = []
     stale = Session.objects.filter(status=SessionStatus.RUNNING, heartbeat_at__lt=now - HEARTBEAT_STALE_AFTER)
@@ -178,17 +188,40 @@ def recover_stale_sessions(*, now=None) -> list[Session]:
             session = Session.objects.select_for_update().select_related("job__machine").get(pk=session_id)
             if session.status != SessionStatus.RUNNING or session.heartbeat_at >= now - HEARTBEAT_STALE_AFTER:
                 continue
-            if session.attempt >= MAX_ATTEMPTS:
+            # Attempts are numbered from 0: attempt MAX_ATTEMPTS - 1 is the last one.
+            if session.attempt + 1 >= MAX_ATTEMPTS:
                 session.status, session.finished_at = SessionStatus.FAILED, now
-                session.error = (f"The worker stopped sending heartbeats {MAX_ATTEMPTS} times; "
+                session.error = (f"The worker stopped sending heartbeats in all {MAX_ATTEMPTS} attempts; "
                                  f"the {session.rounds.count()} rounds measured are kept.")
                 session.save(update_fields=["status", "finished_at", "error"])
             else:
                 session.status, session.attempt, session.process_group = SessionStatus.QUEUED, session.attempt + 1, None
-                session.save(update_fields=["status", "attempt", "process_group"])
-                _enqueue_on_commit(session)
+                session.sent_at = None
+                session.save(update_fields=["status", "attempt", "process_group", "sent_at"])
+                _send_on_commit(session)
             recovered.append(session)
-    return recovered
+    return recovered + resend_lost_sessions(now=now)
+
+
+def resend_lost_sessions(*, now=None) -> list[Session]:
+    """Send again the queued sessions the broker does not hold: never sent (the broker was unreachable)
+    or lost (a broker restarted without persistence). Only sessions queued or sent more than
+    ``RESEND_AFTER`` ago are considered, so a message on its way to a worker is not taken for lost; a
+    session sent twice still runs once (a delivery runs only if it claims the session's attempt)."""
+    now = now or timezone.now()
+    waiting = list(
+        Session.objects.filter(status=SessionStatus.QUEUED)
+        .filter(Q(sent_at__isnull=True, queued_at__lt=now - RESEND_AFTER) | Q(sent_at__lt=now - RESEND_AFTER))
+        .select_related("job__machine")
+    )
+    if not waiting:
+        return []
+    held = dispatch.held_task_ids({session.job.machine.queue for session in waiting})
+    if held is None:
+        return []
+    lost = [session for session in waiting if dispatch.task_id(session.pk, session.attempt) not in held]
+    return [session for session in lost
+            if _send(session_id=session.pk, attempt=session.attempt, queue=session.job.machine.queue)]
 
 
 class _Heartbeat(threading.Thread):
@@ -223,6 +256,7 @@ def execute_session(*, session_id: int, attempt: int) -> Session | None:
         logger.info("Session %s, attempt %s: not queued for this attempt; this delivery is skipped.",
                     session_id, attempt)
         return None
+    logger.info("Session %s, attempt %s: claimed by this worker.", session_id, attempt)
     session = Session.objects.select_related("job__project", "job__machine").get(pk=session_id)
     job = session.job
     heartbeat = _Heartbeat(session.pk, HEARTBEAT_INTERVAL.total_seconds())
@@ -438,7 +472,7 @@ def confirm_alerts(*, alert_ids: list[int]) -> list[Session]:
         with transaction.atomic():
             session = Session.objects.create(job=job, trigger=SessionTrigger.CONFIRMATION, run_kind=RunKind.MANUAL,
                                              revisions=revisions, confirms=alert)
-            _enqueue_on_commit(session)
+            _send_on_commit(session)
         started.append(session)
     return started
 

@@ -135,7 +135,11 @@ def job_run(request: HttpRequest, job_id: int) -> HttpResponse:
         return refused
     job = get_object_or_404(Job.objects.select_related("machine"), pk=job_id)
     session = services.start_session(job=job, user=request.user)
-    messages.success(request, f"Session #{session.pk} of “{job.name}” queued on {job.machine.name}.")
+    session.refresh_from_db(fields=["sent_at"])
+    if session.sent_at is None:
+        messages.warning(request, f"Session #{session.pk}: {services.NOT_SENT}")
+    else:
+        messages.success(request, f"Session #{session.pk} of “{job.name}” queued on {job.machine.name}.")
     return redirect("runner:session", session_id=session.pk)
 
 

@@ -39,8 +39,9 @@ def pytest_configure(config):
     from django.conf import settings
 
     context = real_redis()
-    url = context.__enter__()
-    _REDIS.update(context=context, url=url)
+    server = context.__enter__()
+    url = server.url
+    _REDIS.update(context=context, url=url, server=server)
     os.environ["REDIS_URL"] = url
     settings.CELERY_BROKER_URL = settings.CELERY_RESULT_BACKEND = settings.REDIS_URL = url
 
@@ -48,6 +49,12 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     if "context" in _REDIS:
         _REDIS.pop("context").__exit__(None, None, None)
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    """The session's real Redis server, to stop and start in a test (it comes back empty)."""
+    return _REDIS["server"]
 
 
 @pytest.fixture(scope="session")

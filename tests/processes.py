@@ -42,22 +42,40 @@ def wait_for_port(port: int, timeout: float = 10.0) -> None:
     raise TimeoutError(f"nothing listens on port {port} after {timeout} s")
 
 
+class RedisServer:
+    """A real Redis on a free port of loopback, without persistence (as a development Redis that lost its
+    data); it can be stopped and started again on the same port, empty."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.directory = tempfile.mkdtemp(prefix="pilotweb-redis-")
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
+             "no", "--dir", self.directory],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        wait_for_port(self.port)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+            self.process = None
+
+
 @contextlib.contextmanager
-def real_redis() -> Iterator[str]:
-    port = free_port()
-    directory = tempfile.mkdtemp(prefix="pilotweb-redis-")
-    server = subprocess.Popen(
-        [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", directory],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+def real_redis() -> Iterator[RedisServer]:
+    server = RedisServer()
+    server.start()
     try:
-        wait_for_port(port)
-        yield f"redis://127.0.0.1:{port}/0"
+        yield server
     finally:
-        server.terminate()
-        server.wait(timeout=10)
-        shutil.rmtree(directory, ignore_errors=True)
+        server.stop()
+        shutil.rmtree(server.directory, ignore_errors=True)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -281,6 +281,31 @@ def test_a_pull_request_with_raw_samples_also_gets_a_seeded_hierarchical_bootstr
     assert abs(first.ci_low - fieller.ci_low) < 0.02 and abs(first.ci_high - fieller.ci_high) < 0.02
 
 
+@pytest.mark.parametrize(("candidate_shape", "baseline_shape"), [((1, 10), (6, 10)), ((6, 10), (1, 10)),
+                                                                 ((1, 10), (1, 10)), ((6, 1), (6, 1))])
+def test_a_pull_request_with_one_unit_at_a_level_is_compared_and_the_bootstrap_skip_is_stated(
+        candidate_shape, baseline_shape):
+    def run_with_samples(night, scale, shape, kind="nightly", branch="main", base_commit=""):
+        samples = (scale * (1 + np.random.default_rng(night).normal(0, 0.01, shape))).tolist()
+        document = RunIn.model_validate({
+            "project": {"name": "Demo"}, "machine": {"name": "bench-1"}, "kind": kind,
+            "revision": {"commit": f"{night:040x}", "branch": branch, "base_commit": base_commit},
+            "started_at": START + timedelta(days=night), "results": [{"benchmark": "sort", "samples": samples}]})
+        return services.ingest_run(document=document, user=None).run
+
+    run_with_samples(0, 1.0, baseline_shape)
+    pull = run_with_samples(1, 1.05, candidate_shape, kind="pr", branch="feature", base_commit=f"{0:040x}")
+
+    comparisons.compare_run(run_id=pull.pk)
+
+    pull.refresh_from_db()
+    assert pull.compared_at is not None and pull.pk not in comparisons.pending_runs(older_than=timedelta(0))
+    skipped = Comparison.objects.get(candidate__run=pull, method="bootstrap")
+    assert skipped.verdict == "inconclusive" and not skipped.bounded and skipped.ci_low is None
+    assert "fewer than 2 units at a level" in skipped.inputs["skipped"]
+    assert skipped.ratio == pytest.approx(1.05, rel=0.02)
+
+
 def test_groups_never_notified_are_found_by_the_catch_up_task(django_capture_on_commit_callbacks):
     for night in range(10):
         post_run(night, {"sort": 1.0}, sd=0.002)
@@ -304,6 +329,5 @@ def test_an_unreachable_broker_is_logged_not_raised(caplog):
     def nothing() -> None:
         """A task no worker will ever see."""
 
-    enqueue(nothing)
-
+    assert enqueue(nothing) is False
     assert "Broker unreachable" in caplog.text

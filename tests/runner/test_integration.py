@@ -12,10 +12,12 @@ import numpy as np
 import pytest
 import redis
 from django.db import connection
+from django.test import Client
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from pilotweb.celery import app
+from results import services as result_services
 from results.models import Alert, Result, Run
 from runner import services
 from runner.models import Round, Session, SessionStatus
@@ -185,3 +187,42 @@ def test_a_regressing_nightly_is_confirmed_by_an_ab_session_whose_outcome_the_al
     page = api.get("/alerts/").content.decode()
     assert session.outcome["message"] in page
     assert f"Session #{session.pk}" in page and session.get_status_display() in page
+
+
+def claims(log: Path, session_id: int) -> int:
+    return log.read_text().count(f"Session {session_id}, attempt 0: claimed by this worker.")
+
+
+def test_a_redis_restart_loses_no_queued_session_and_runs_none_twice(staff, machine, broker, redis_server, tmp_path):
+    """The broker restarts empty (no persistence) while one session runs and two wait in its queue, and
+    "run now" is pressed while it is down: recovery sends every lost session again, each runs once."""
+    job = sort_job(staff, machine, budget_seconds=5, budget_rounds=400, target_width=0.0001, work_max=400)
+    _, token = result_services.create_api_token(user=staff, name="tests")
+    api = Client(headers={"Authorization": f"Bearer {token}"})
+    later = lambda: timezone.now() + services.RESEND_AFTER + timedelta(seconds=1)  # noqa: E731
+    with bench_worker(broker, machine, tmp_path):
+        sessions = [services.start_session(job=job, user=staff) for _ in range(3)]
+        assert all(Session.objects.get(pk=s.pk).sent_at for s in sessions)
+        wait_for(lambda: Session.objects.filter(pk=sessions[0].pk, status=SessionStatus.RUNNING).exists(),
+                 what="the first session to run")
+        assert services.resend_lost_sessions(now=later()) == []  # the broker holds the two waiting ones
+
+        redis_server.stop()
+        response = api.post(f"/api/v1/jobs/{job.pk}/run", data={}, content_type="application/json")
+        assert response.status_code == 202 and "broker is unreachable" in response.json()["detail"]
+        sessions.append(Session.objects.get(pk=response.json()["id"]))
+        assert sessions[-1].sent_at is None and sessions[-1].status == SessionStatus.QUEUED
+        redis_server.start()
+
+        resent = services.recover_stale_sessions(now=later())
+        assert sorted(s.pk for s in resent) == [s.pk for s in sessions[1:]]
+        for session in sessions:
+            wait_for(lambda: finished(session.pk), timeout=120, what=f"session {session.pk} to finish")
+
+    log = tmp_path / "first.log"
+    for session in sessions:
+        session.refresh_from_db()
+        assert session.status == SessionStatus.BUDGET_EXHAUSTED, session.error
+        assert session.attempt == 0 and claims(log, session.pk) == 1, session.outcome
+        indexes = list(session.rounds.order_by("index").values_list("index", flat=True))
+        assert indexes and indexes == list(range(len(indexes)))

@@ -1,9 +1,11 @@
 """Jobs, schedules and sessions: who may do what, and what gets stored."""
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from runner import services
@@ -93,3 +95,24 @@ def test_cancelling_a_queued_session_finishes_it(staff, django_capture_on_commit
 
     session.refresh_from_db()
     assert session.status == SessionStatus.CANCELLED and session.finished_at is not None
+
+
+def test_a_session_whose_worker_keeps_dying_gets_exactly_max_attempts(staff, django_capture_on_commit_callbacks):
+    job = services.create_job(user=staff, **job_fields())
+    with django_capture_on_commit_callbacks(execute=False):
+        session = services.start_session(job=job, user=staff)
+    ran = []
+    later = timezone.now() + timedelta(hours=1)
+    for _ in range(services.MAX_ATTEMPTS + 2):
+        session.refresh_from_db()
+        if session.finished:
+            break
+        # A worker claims the current attempt, then dies without another heartbeat.
+        assert Session.objects.filter(pk=session.pk, attempt=session.attempt, status=SessionStatus.QUEUED).update(
+            status=SessionStatus.RUNNING, heartbeat_at=timezone.now()) == 1
+        ran.append(session.attempt)
+        with django_capture_on_commit_callbacks(execute=False):
+            services.recover_stale_sessions(now=later)
+
+    assert ran == list(range(services.MAX_ATTEMPTS))
+    assert session.status == SessionStatus.FAILED and f"all {services.MAX_ATTEMPTS} attempts" in session.error
