@@ -85,6 +85,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "pilotweb.middleware.DatabaseBusyMiddleware",
 ]
 
 ROOT_URLCONF = "pilotweb.urls"
@@ -165,6 +166,10 @@ EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.conso
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
 EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "pilotweb@localhost")
+
+# The largest request body or uploaded file (and what a compressed upload may expand to): a bigger one is a 413.
+PILOTWEB_MAX_UPLOAD_BYTES = int(os.environ.get("PILOTWEB_MAX_UPLOAD_BYTES", 64 * 1024 * 1024))
+DATA_UPLOAD_MAX_MEMORY_SIZE = PILOTWEB_MAX_UPLOAD_BYTES
 
 # Anonymous visitors may read the dashboard (never write) when this is true.
 PILOTWEB_PUBLIC_READ = env_bool("PILOTWEB_PUBLIC_READ", True)

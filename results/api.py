@@ -4,25 +4,41 @@ Writes need a per-user token (``Authorization: Bearer pw_…``). Reads accept a 
 logged-in session, or nobody when ``PILOTWEB_PUBLIC_READ`` is on.
 """
 
-from typing import Any
+import json
+import re
+from typing import Annotated, Any
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, HttpRequest
 from django.urls import reverse
 from ninja import NinjaAPI, Query, Schema
-from ninja.errors import AuthenticationError, ValidationError
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.parser import Parser
 from ninja.responses import Status
 from ninja.pagination import LimitOffsetPagination, paginate
 from ninja.security import HttpBearer, SessionAuth
-from pydantic import PositiveInt
+from pydantic import Field
 from pydantic import ValidationError as PydanticValidationError
 
 from . import comparisons, selectors, services
-from .ingest import ImportFormatError, import_document
+from . import converters  # noqa: F401  (registers the "id" route converter)
+from .ingest import ImportFormatError, ImportTooLarge, import_document, unstorable_text
 from .models import Alert, AlertStatus, ApiToken, Comparison, Metric, Result, Run
-from .schemas import Branch, Commit, ErrorOut, RunCreatedOut, RunDetailOut, RunIn, RunOut, SeriesOut, describe_errors
+from .schemas import (
+    Branch,
+    Commit,
+    Count,
+    ErrorOut,
+    Name,
+    RunCreatedOut,
+    RunDetailOut,
+    RunIn,
+    RunOut,
+    SeriesOut,
+    describe_errors,
+)
 
 
 class TokenAuth(HttpBearer):
@@ -56,13 +72,59 @@ def public_read(request: HttpRequest) -> Any:
 READ_AUTH = [TokenAuth(), LoggedInSession(), public_read]
 WRITE_AUTH = [TokenAuth(), LoggedInSession()]
 
+# Escapes that can decode to text no database stores (a surrogate, NUL): only a body holding one needs the
+# full check.
+UNSTORABLE_ESCAPE = re.compile(rb"\\u(?:[dD][89a-fA-F]|0000)")
+
+
+class StrictJSONParser(Parser):
+    """No unpaired surrogate and no NUL in text, which no database stores: refused before anything reaches a
+    model. (Non-finite numbers are refused by the schemas, which name the field.)"""
+
+    def parse_body(self, request: HttpRequest) -> Any:
+        body = request.body
+        data = json.loads(body)
+        if UNSTORABLE_ESCAPE.search(body):
+            problem = unstorable_text(data)
+            if problem is not None:
+                raise ValueError(problem)
+        return data
+
+
 api = NinjaAPI(
     title="Pilot Web API",
     version="1",
     description="Ingest benchmark runs and read results, series and comparisons.",
     urls_namespace="api-v1",
     auth=TokenAuth(),
+    parser=StrictJSONParser(),
 )
+
+
+def error_body(detail: str, errors: list[dict] | None = None) -> dict:
+    """The API's one error shape: a one-line ``detail`` and the ``errors`` by field."""
+    return {"detail": detail, "errors": errors or []}
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request: HttpRequest, error: HttpError):
+    # ninja says only "Cannot parse request body" outside DEBUG; the reason helps the sender and reveals nothing.
+    detail = str(error)
+    if isinstance(error.__cause__, ValueError):
+        detail = f"{detail}: {error.__cause__}"
+    return api.create_response(request, error_body(detail), status=error.status_code)
+
+
+@api.exception_handler(Http404)
+def on_not_found(request: HttpRequest, error: Http404):
+    return api.create_response(request, error_body(str(error) or "Not found."), status=404)
+
+
+@api.exception_handler(RequestDataTooBig)
+def on_too_big(request: HttpRequest, error: RequestDataTooBig):
+    return api.create_response(request, error_body(
+        f"The request body exceeds the limit of {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes "
+        "(PILOTWEB_MAX_UPLOAD_BYTES)."), status=413)
 
 
 @api.exception_handler(ValidationError)
@@ -72,19 +134,19 @@ def on_validation_error(request: HttpRequest, error: ValidationError):
 
 @api.exception_handler(services.IngestError)
 def on_ingest_error(request: HttpRequest, error: services.IngestError):
-    body = {"detail": str(error), "errors": [{"field": error.field, "message": error.message}]}
-    return api.create_response(request, body, status=error.status)
+    return api.create_response(request, error_body(str(error), [{"field": error.field, "message": error.message}]),
+                               status=error.status)
 
 
 @api.exception_handler(ImportFormatError)
 def on_format_error(request: HttpRequest, error: ImportFormatError):
-    return api.create_response(request, {"detail": str(error), "errors": [{"field": "file", "message": str(error)}]},
-                               status=400)
+    return api.create_response(request, error_body(str(error), [{"field": "file", "message": str(error)}]),
+                               status=error.status)
 
 
 @api.exception_handler(PermissionDenied)
 def on_permission_denied(request: HttpRequest, error: PermissionDenied):
-    return api.create_response(request, {"detail": str(error) or "Permission denied.", "errors": []}, status=403)
+    return api.create_response(request, error_body(str(error) or "Permission denied."), status=403)
 
 
 @api.exception_handler(DjangoValidationError)
@@ -93,13 +155,13 @@ def on_model_validation_error(request: HttpRequest, error: DjangoValidationError
     by_field = error.message_dict if hasattr(error, "error_dict") else {"body": error.messages}
     errors = [{"field": field, "message": message} for field, messages in by_field.items() for message in messages]
     detail = "; ".join(f"{item['field']}: {item['message']}" for item in errors[:5])
-    return api.create_response(request, {"detail": detail, "errors": errors}, status=422)
+    return api.create_response(request, error_body(detail, errors), status=422)
 
 
 @api.exception_handler(AuthenticationError)
 def on_unauthenticated(request: HttpRequest, error: AuthenticationError):
-    body = {"detail": "Authentication required: send 'Authorization: Bearer <token>'.", "errors": []}
-    response = api.create_response(request, body, status=401)
+    response = api.create_response(
+        request, error_body("Authentication required: send 'Authorization: Bearer <token>'."), status=401)
     response["WWW-Authenticate"] = "Bearer"
     return response
 
@@ -121,24 +183,42 @@ def create_run(request: HttpRequest, document: RunIn):
 
 
 class ImportParams(Schema):
-    format: str = "native"
-    project: str | None = None
-    machine: str | None = None
+    format: Annotated[str, Field(max_length=50)] = "native"
+    project: Name | None = None
+    machine: Name | None = None
     commit: Commit | None = None
     branch: Branch = ""
-    pull_request: PositiveInt | None = None
+    pull_request: Count | None = None
     kind: Run.Kind | None = None
-    run_key: str | None = None
+    run_key: Name | None = None
+
+
+FILE_BODY = {"required": True, "content": {
+    "application/json": {"schema": {"type": "object"}},
+    "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+    "multipart/form-data": {"schema": {"type": "object", "required": ["file"],
+                                       "properties": {"file": {"type": "string", "format": "binary"}}}},
+}}
 
 
 @api.post("/runs/import", response={200: RunCreatedOut, 201: RunCreatedOut, 400: ErrorOut, 409: ErrorOut,
-                                    422: ErrorOut},
-          url_name="run_import", summary="Post a results file in any supported format")
+                                    413: ErrorOut, 422: ErrorOut},
+          url_name="run_import", summary="Post a results file in any supported format",
+          openapi_extra={"requestBody": FILE_BODY})
 def import_run(request: HttpRequest, params: Query[ImportParams]):
-    """The body is the file itself (or a multipart upload named ``file``); ``format`` is one of
-    native, pyperf, pytest-benchmark, google-benchmark, hyperfine."""
-    upload = request.FILES.get("file")
-    content = upload.read() if upload is not None else request.body
+    """The body is the file itself (or a multipart upload named ``file``, possibly gzip-compressed);
+    ``format`` is one of native, pyperf, pytest-benchmark, google-benchmark, hyperfine."""
+    limit = settings.PILOTWEB_MAX_UPLOAD_BYTES
+    if request.content_type == "multipart/form-data":
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise ImportFormatError("file: a multipart upload must hold the results file in a field named 'file'.")
+        if upload.size > limit:
+            raise ImportTooLarge(f"file: the upload holds {upload.size:,} bytes; the limit is {limit:,} "
+                                 "(PILOTWEB_MAX_UPLOAD_BYTES).")
+        content = upload.read()
+    else:
+        content = request.body
     overrides: dict[str, Any] = {"kind": params.kind, "run_key": params.run_key}
     if params.project:
         overrides["project"] = {"name": params.project}
@@ -147,7 +227,7 @@ def import_run(request: HttpRequest, params: Query[ImportParams]):
     if params.commit:
         overrides["revision"] = {"commit": params.commit, "branch": params.branch,
                                  "pull_request": params.pull_request}
-    raw = import_document(format_name=params.format, content=content, overrides=overrides)
+    raw = import_document(format_name=params.format, content=content, overrides=overrides, max_bytes=limit)
     try:
         document = RunIn.model_validate(raw)
     except PydanticValidationError as error:
@@ -192,7 +272,7 @@ def list_runs(request: HttpRequest, filters: Query[RunFilters]):
                                                      branch=filters.branch, kind=kind)]
 
 
-@api.get("/runs/{run_id}", response=RunDetailOut, auth=READ_AUTH, url_name="run_detail",
+@api.get("/runs/{id:run_id}", response=RunDetailOut, auth=READ_AUTH, url_name="run_detail",
          summary="One run with its results")
 def run_detail(request: HttpRequest, run_id: int):
     try:
@@ -209,7 +289,7 @@ class SeriesFilters(Schema):
     limit: int = 500
 
 
-@api.get("/metrics/{metric_id}/series", response=SeriesOut, auth=READ_AUTH, url_name="metric_series",
+@api.get("/metrics/{id:metric_id}/series", response=SeriesOut, auth=READ_AUTH, url_name="metric_series",
          summary="One metric's results over time")
 def metric_series(request: HttpRequest, metric_id: int, filters: Query[SeriesFilters]):
     try:
@@ -263,7 +343,7 @@ def comparison_out(comparison: Comparison) -> dict:
     }
 
 
-@api.get("/runs/{run_id}/comparisons", response=list[ComparisonOut], auth=READ_AUTH, url_name="run_comparisons",
+@api.get("/runs/{id:run_id}/comparisons", response=list[ComparisonOut], auth=READ_AUTH, url_name="run_comparisons",
          summary="A run's comparisons, worst first")
 def run_comparisons(request: HttpRequest, run_id: int, method: str | None = None):
     return [comparison_out(c) for c in selectors.run_comparisons(run_id=run_id, method=method)]
@@ -304,7 +384,7 @@ def list_alerts(request: HttpRequest, status: AlertStatus | None = None, project
     return [alert_out(alert) for alert in selectors.alerts(status=status.value if status else None, project=project)]
 
 
-@api.post("/alerts/{alert_id}/status", response={200: AlertOut, 400: ErrorOut, 403: ErrorOut},
+@api.post("/alerts/{id:alert_id}/status", response={200: AlertOut, 400: ErrorOut, 403: ErrorOut},
           auth=WRITE_AUTH, url_name="alert_status", summary="Triage an alert")
 def alert_status(request: HttpRequest, alert_id: int, body: AlertStatusIn):
     alert = selectors.alerts().filter(pk=alert_id).first()

@@ -23,7 +23,7 @@ class PullRequestSummaryOut(Schema):
     comparisons: list[dict[str, Any]]
 
 
-@router.get("/runs/{run_id}/pr-summary", response=PullRequestSummaryOut, auth=READ_AUTH, url_name="pr_summary",
+@router.get("/runs/{id:run_id}/pr-summary", response=PullRequestSummaryOut, auth=READ_AUTH, url_name="pr_summary",
             summary="A pull-request run against its base: Markdown for a PR comment, counts and comparisons")
 def pr_summary(request: HttpRequest, run_id: int):
     try:

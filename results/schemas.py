@@ -4,7 +4,8 @@ A run document is validated here in full before anything is written: a bad field
 rejects the whole document with its location named.
 """
 
-from datetime import datetime
+import math
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from ninja import Schema
@@ -12,8 +13,6 @@ import numpy as np
 from pydantic import (
     AfterValidator,
     Field,
-    NonNegativeInt,
-    PositiveInt,
     WithJsonSchema,
     field_serializer,
     field_validator,
@@ -23,7 +22,49 @@ from pydantic import (
 from .identifiers import BRANCH_MAX_LENGTH, COMMIT_MAX_LENGTH, COMMIT_PATTERN, check_branch, check_commit
 from .models import SAMPLE_DTYPE, Direction, Run
 
-Name = Annotated[str, Field(min_length=1, max_length=200)]
+# Database integer columns: PositiveIntegerField and PositiveBigIntegerField hold these on every backend.
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+# Measurements and their summaries are bounded so that every statistic stays finite in float64 (Fieller's
+# limits square the product of two means, which overflows past about 1e77); no measurement comes near it.
+MAX_MAGNITUDE = 1e30
+Count = Annotated[int, Field(ge=1, le=INT32_MAX)]
+
+
+def _printable(value: str) -> str:
+    if any(ord(character) < 32 or ord(character) == 127 for character in value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+def _utc(value: datetime) -> datetime:
+    """An aware UTC datetime (a naive one is taken as UTC); a ValueError where UTC cannot hold it."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("is out of range once converted to UTC") from None
+
+
+def _finite_json(value: Any) -> Any:
+    """JSON without NaN or infinity (Python's encoder writes them, a number past 1e308 parses to one;
+    PostgreSQL's jsonb refuses them)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ValueError("must not hold NaN or infinite numbers")
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return value
+
+
+Name = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_printable)]
+JsonObject = Annotated[dict[str, Any], AfterValidator(_finite_json)]
+Timestamp = Annotated[datetime, AfterValidator(_utc)]
 Commit = Annotated[str, AfterValidator(check_commit), WithJsonSchema(
     {"type": "string", "minLength": 1, "maxLength": COMMIT_MAX_LENGTH, "pattern": f"^{COMMIT_PATTERN.pattern}$",
      "description": "A commit hash, tag or ref (never starting with '-')."})]
@@ -58,6 +99,8 @@ def samples_array(value: Any) -> np.ndarray:
     array = array.astype(SAMPLE_DTYPE, copy=False)
     if not np.isfinite(array).all():
         raise ValueError("must be finite numbers (no NaN or infinity)")
+    if np.abs(array).max() > MAX_MAGNITUDE:
+        raise ValueError(f"must be numbers of magnitude at most {MAX_MAGNITUDE:g}")
     return array
 
 
@@ -72,30 +115,30 @@ class MachineIn(Schema):
     name: Name
     hostname: Annotated[str, Field(max_length=255)] = ""
     cpu_model: Annotated[str, Field(max_length=255)] = ""
-    cores: PositiveInt | None = None
-    memory_bytes: NonNegativeInt | None = None
+    cores: Count | None = None
+    memory_bytes: Annotated[int, Field(ge=0, le=INT64_MAX)] | None = None
     os: Annotated[str, Field(max_length=255)] = ""
     queue: Annotated[str, Field(max_length=100)] = ""
-    hardware: dict[str, Any] = {}
+    hardware: JsonObject = {}
 
 
 class RevisionIn(Schema):
     commit: Commit
     branch: Branch = ""
-    pull_request: PositiveInt | None = None
+    pull_request: Count | None = None
     base_commit: OptionalCommit = ""
     author: Annotated[str, Field(max_length=255)] = ""
     message: str = ""
-    timestamp: datetime | None = None
+    timestamp: Timestamp | None = None
 
 
 class SummaryIn(Schema):
     """Pilot's three numbers and a count: what a comparison needs when raw samples are not kept."""
 
-    mean: float = Field(allow_inf_nan=False)
-    subsession_size: PositiveInt
-    variance: float = Field(ge=0, allow_inf_nan=False)
-    n: PositiveInt
+    mean: float = Field(allow_inf_nan=False, ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE)
+    subsession_size: Count
+    variance: float = Field(ge=0, le=MAX_MAGNITUDE**2, allow_inf_nan=False)
+    n: Count
 
 
 class ResultIn(Schema):
@@ -107,9 +150,9 @@ class ResultIn(Schema):
     samples: Samples | None = None
     summary: SummaryIn | None = None
     confidence_level: float = Field(0.95, gt=0, lt=1)
-    warmup_removed: NonNegativeInt = 0
+    warmup_removed: Annotated[int, Field(ge=0, le=INT32_MAX)] = 0
     converged: bool | None = None
-    metadata: dict[str, Any] = {}
+    metadata: JsonObject = {}
 
     @field_validator("samples", mode="before")
     @classmethod
@@ -133,9 +176,9 @@ class RunIn(Schema):
     machine: MachineIn
     revision: RevisionIn | None = None
     kind: Run.Kind = Run.Kind.MANUAL
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    environment: dict[str, Any] = {}
+    started_at: Timestamp | None = None
+    finished_at: Timestamp | None = None
+    environment: JsonObject = {}
     source: Annotated[str, Field(max_length=200)] = ""
     results: Annotated[list[ResultIn], Field(min_length=1)]
 

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from . import converters  # noqa: F401  (registers the "id" converter)
 from .views import alerts as alert_views
 from .views import history
 from .views import nightly
@@ -10,8 +11,8 @@ urlpatterns = [
     path("", nightly.home, name="home"),
     path("alerts/", alert_views.alerts, name="alerts"),
     path("compare/", nightly.compare, name="compare"),
-    path("runs/<int:run_id>/pr/", nightly.pr_review, name="pr_review"),
-    path("history/<int:metric_id>/", history.history, name="history"),
-    path("runs/<int:run_id>/", history.run, name="run"),
+    path("runs/<id:run_id>/pr/", nightly.pr_review, name="pr_review"),
+    path("history/<id:metric_id>/", history.history, name="history"),
+    path("runs/<id:run_id>/", history.run, name="run"),
     path("machines/", history.machines, name="machines"),
 ]

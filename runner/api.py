@@ -87,8 +87,11 @@ def list_jobs(request: HttpRequest):
     ]
 
 
-@router.post("/jobs/{job_id}/run", response={201: SessionOut, 202: SessionQueuedOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE_AUTH, url_name="job_run",
-             summary="Run a job now (staff)")
+REFUSALS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}
+
+
+@router.post("/jobs/{id:job_id}/run", response={201: SessionOut, 202: SessionQueuedOut, **REFUSALS}, auth=WRITE_AUTH,
+             url_name="job_run", summary="Run a job now (staff)")
 def run_job(request: HttpRequest, job_id: int, body: RunNowIn):
     _staff(request)
     job = Job.objects.select_related("machine").filter(pk=job_id).first()
@@ -102,7 +105,7 @@ def run_job(request: HttpRequest, job_id: int, body: RunNowIn):
     return Status(201, session_out(session))
 
 
-@router.post("/sessions/{session_id}/cancel", response={200: SessionOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE_AUTH,
+@router.post("/sessions/{id:session_id}/cancel", response={200: SessionOut, **REFUSALS}, auth=WRITE_AUTH,
              url_name="session_cancel", summary="Cancel a session (staff)")
 def cancel(request: HttpRequest, session_id: int):
     _staff(request)
@@ -114,7 +117,7 @@ def cancel(request: HttpRequest, session_id: int):
     return session_out(selectors.session(session_id=session_id))
 
 
-@router.get("/sessions/{session_id}", response=SessionOut, auth=READ_AUTH, url_name="session_detail",
+@router.get("/sessions/{id:session_id}", response=SessionOut, auth=READ_AUTH, url_name="session_detail",
             summary="A session's status and progress")
 def session_detail(request: HttpRequest, session_id: int):
     try:

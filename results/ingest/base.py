@@ -15,11 +15,40 @@ axis holds the measurements, e.g. process runs x values) or ``summary`` (``mean`
 
 import json
 import math
+import zlib
 from typing import Any
+
+GZIP_MAGIC = b"\x1f\x8b"
+# What a compressed file may expand to when nobody states a limit (a file read from local disk).
+MAX_DECOMPRESSED_BYTES = 1 << 30
 
 
 class ImportFormatError(ValueError):
     """The file is not valid in the format it was declared to be in."""
+
+    status = 400
+
+
+class ImportTooLarge(ImportFormatError):
+    """The file, or what it expands to, exceeds the size limit."""
+
+    status = 413
+
+
+def gunzip(content: bytes, *, format_name: str, max_bytes: int = MAX_DECOMPRESSED_BYTES) -> bytes:
+    """Decompress gzip content, refusing to expand it past ``max_bytes`` (a small upload can hold a
+    huge expansion: 400 KB of zeros make 400 MiB)."""
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        expanded = inflater.decompress(content, max_bytes + 1)
+        if len(expanded) > max_bytes or inflater.unconsumed_tail:
+            raise ImportTooLarge(
+                f"{format_name}: the gzip-compressed file expands to more than {max_bytes:,} bytes, the limit.")
+        if not inflater.eof:
+            raise ImportFormatError(f"{format_name}: the gzip-compressed file is damaged (it ends too early).")
+    except zlib.error as error:
+        raise ImportFormatError(f"{format_name}: the gzip-compressed file is damaged ({error}).") from None
+    return expanded
 
 
 def load_json(content: bytes | str, *, format_name: str) -> Any:
@@ -39,3 +68,33 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, list):
         return [json_safe(item) for item in value]
     return value
+
+
+def unstorable_text(value: Any, path: str = "") -> str | None:
+    """Where ``value`` holds a string no database can store, and why; None if nowhere.
+
+    JSON may escape an unpaired surrogate (``"\\ud800"``), which Python decodes but is not text, or a
+    NUL (``"\\u0000"``), which PostgreSQL's text and jsonb refuse. Checked where JSON enters, before
+    anything is written.
+    """
+    if isinstance(value, str):
+        if "\x00" in value:
+            return f"{path or 'the document'} holds a NUL character (\\u0000)"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{path or 'the document'} holds an unpaired surrogate (\\ud800-\\udfff), which is not text"
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = unstorable_text(key, f"a key of {path or 'the document'}") or \
+                unstorable_text(item, f"{path}.{key}" if path else str(key))
+            if found:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            if isinstance(item, str | dict | list):
+                found = unstorable_text(item, f"{path}[{index}]")
+                if found:
+                    return found
+    return None

@@ -18,13 +18,11 @@ earliest run date is kept as ``environment["date"]``. A gzip-compressed file
 (``-o FILE.json.gz``) is accepted as well.
 """
 
-import gzip
 import math
-import zlib
 from collections import Counter
 from typing import Any
 
-from .base import ImportFormatError, json_safe, load_json
+from .base import GZIP_MAGIC, ImportFormatError, gunzip, json_safe, load_json
 
 FORMAT_NAME = "pyperf"
 
@@ -56,11 +54,8 @@ _BENCHMARK_KEYS = ("inner_loops", "timeit_stmt", "timeit_setup", "command", "tag
 
 def parse(content: bytes | str) -> dict[str, Any]:
     """Turn a pyperf JSON file into a partial native document (one result per benchmark)."""
-    if isinstance(content, bytes) and content[:2] == b"\x1f\x8b":
-        try:
-            content = gzip.decompress(content)
-        except (OSError, EOFError, zlib.error) as error:
-            raise ImportFormatError(f"{FORMAT_NAME}: the gzip-compressed file is damaged ({error}).") from None
+    if isinstance(content, bytes) and content[:2] == GZIP_MAGIC:
+        content = gunzip(content, format_name=FORMAT_NAME)
     suite = load_json(content, format_name=FORMAT_NAME)
     if not isinstance(suite, dict) or not isinstance(suite.get("benchmarks"), list):
         raise ImportFormatError(f"{FORMAT_NAME}: the file must be a JSON object with a 'benchmarks' list.")

@@ -1,0 +1,29 @@
+"""Project-wide middleware."""
+
+from django.db import OperationalError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+# Seconds a client is asked to wait when the database is busy.
+RETRY_AFTER_SECONDS = 5
+
+
+class DatabaseBusyMiddleware:
+    """A database that stays locked past its busy timeout (SQLite under a long write) is a temporary
+    condition: answer 503 with ``Retry-After`` instead of a 500 with a traceback."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, OperationalError) or "locked" not in str(exception).lower():
+            return None
+        detail = "The database is busy; retry in a few seconds."
+        if request.path.startswith("/api/"):
+            response = JsonResponse({"detail": detail, "errors": []}, status=503)
+        else:
+            response = HttpResponse(detail, status=503, content_type="text/plain; charset=utf-8")
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
