@@ -190,14 +190,11 @@ def _existing_run(*, project_slug: str, run_key: str, digest: str) -> Run | None
 
 def _write_run(*, document: RunIn, project_slug: str, digest: str, user: AbstractBaseUser | None,
                summaries: list[Summary]) -> Run:
-    project = Project.objects.filter(slug=project_slug).first()
+    project = get_or_insert(Project, {"slug": project_slug}, {
+        "name": document.project.name, "repository_url": document.project.repository_url,
+        "default_branch": document.project.default_branch})
     if project is None:
-        if Project.objects.filter(name=document.project.name).exists():
-            raise IngestConflict("project.slug", f"project {document.project.name!r} exists under another slug")
-        project = Project.objects.create(
-            slug=project_slug, name=document.project.name, repository_url=document.project.repository_url,
-            default_branch=document.project.default_branch,
-        )
+        raise IngestConflict("project.slug", f"project {document.project.name!r} exists under another slug")
     machine = _machine(document)
     revision = _revision(document, project)
     metrics = _metrics(project, [(result, f"results[{index}]") for index, result in enumerate(document.results)])
@@ -259,6 +256,21 @@ def bulk_insert(rows: list[models.Model]) -> None:
             ])
 
 
+def get_or_insert(model: type[models.Model], lookup: dict, defaults: dict) -> models.Model | None:
+    """The row matching ``lookup``, inserted with ``defaults`` when missing, race-free.
+
+    Concurrent first posts for a new project, machine or revision all try the insert; it is an
+    ``INSERT … ON CONFLICT DO NOTHING`` (``INSERT OR IGNORE`` on SQLite), so the losers wait for the
+    winner's commit and read its row instead of failing on the unique constraint. None when the
+    insert conflicted on another unique field (e.g. a project name under another slug).
+    """
+    row = model.objects.filter(**lookup).first()
+    if row is None:
+        model.objects.bulk_create([model(**lookup, **defaults)], ignore_conflicts=True)
+        row = model.objects.filter(**lookup).first()
+    return row
+
+
 def _machine(document: RunIn) -> Machine:
     given = document.machine
     described = {
@@ -267,13 +279,14 @@ def _machine(document: RunIn) -> Machine:
          "memory_bytes": given.memory_bytes, "os": given.os, "hardware": given.hardware}.items()
         if value not in ("", None, {})
     }
-    machine, created = Machine.objects.get_or_create(
-        name=given.name, defaults={"queue": given.queue or default_queue(given.name), **described},
-    )
-    if not created:
-        missing = {key: value for key, value in described.items() if not getattr(machine, key)}
-        if missing:
-            Machine.objects.filter(pk=machine.pk).update(**missing)
+    queue = given.queue or default_queue(given.name)
+    machine = get_or_insert(Machine, {"name": given.name}, {"queue": queue, **described})
+    if machine is None:
+        raise IngestConflict("machine.queue", f"queue {queue!r} belongs to another machine; name this machine's "
+                                              "queue in machine.queue")
+    missing = {key: value for key, value in described.items() if not getattr(machine, key)}
+    if missing:
+        Machine.objects.filter(pk=machine.pk).update(**missing)
     return machine
 
 
@@ -281,14 +294,14 @@ def _revision(document: RunIn, project: Project) -> Revision | None:
     given = document.revision
     if given is None:
         return None
-    revision, created = Revision.objects.get_or_create(
-        project=project, commit=given.commit, branch=given.branch,
-        defaults={"pull_request": given.pull_request, "base_commit": given.base_commit, "author": given.author,
-                  "message": given.message, "timestamp": given.timestamp},
+    revision = get_or_insert(
+        Revision, {"project": project, "commit": given.commit, "branch": given.branch},
+        {"pull_request": given.pull_request, "base_commit": given.base_commit, "author": given.author,
+         "message": given.message, "timestamp": given.timestamp},
     )
-    if not created and revision.pull_request is None and given.pull_request is not None:
+    if revision.pull_request is None and given.pull_request is not None:
+        Revision.objects.filter(pk=revision.pk, pull_request__isnull=True).update(pull_request=given.pull_request)
         revision.pull_request = given.pull_request
-        revision.save(update_fields=["pull_request"])
     return revision
 
 
@@ -297,22 +310,27 @@ def _metrics(project: Project, results: list[tuple[ResultIn, str]]) -> dict[tupl
     names = {result.benchmark for result, _ in results}
     benchmarks = {b.name: b for b in Benchmark.objects.filter(project=project, name__in=names)}
     descriptions = {result.benchmark: result.description for result, _ in results}
+    # Sorted, and ignoring conflicts: concurrent posts of new benchmarks insert in one order (no deadlock)
+    # and read back each other's rows.
     Benchmark.objects.bulk_create(
-        [Benchmark(project=project, name=name, description=descriptions[name]) for name in names - benchmarks.keys()]
+        [Benchmark(project=project, name=name, description=descriptions[name])
+         for name in sorted(names - benchmarks.keys())], ignore_conflicts=True,
     )
     benchmarks = {b.name: b for b in Benchmark.objects.filter(project=project, name__in=names)}
-    existing = {
-        (m.benchmark.name, m.name): m
-        for m in Metric.objects.filter(benchmark__in=benchmarks.values()).select_related("benchmark")
-    }
-    new = []
+    stored = _stored_metrics(benchmarks)
+    wanted = {(result.benchmark, result.metric): result for result, _ in results}
+    missing = sorted(wanted.keys() - stored.keys())
+    if missing:
+        Metric.objects.bulk_create(
+            [Metric(benchmark=benchmarks[benchmark], name=name, unit=wanted[benchmark, name].unit,
+                    direction=wanted[benchmark, name].direction) for benchmark, name in missing],
+            ignore_conflicts=True,
+        )
+        stored = _stored_metrics(benchmarks)
+    # Checked after the insert: a concurrent post may have created a metric with another unit.
     for result, field in results:
         key = (result.benchmark, result.metric)
-        metric = existing.get(key)
-        if metric is None:
-            new.append(Metric(benchmark=benchmarks[result.benchmark], name=result.metric, unit=result.unit,
-                              direction=result.direction))
-            continue
+        metric = stored[key]
         if metric.unit != result.unit:
             raise IngestConflict(
                 f"{field}.unit", f"{result.unit!r} contradicts the stored unit {metric.unit!r} of metric {key}"
@@ -322,13 +340,12 @@ def _metrics(project: Project, results: list[tuple[ResultIn, str]]) -> dict[tupl
                 f"{field}.direction",
                 f"{result.direction.value!r} contradicts the stored direction {metric.direction!r} of metric {key}",
             )
-    Metric.objects.bulk_create(new)
-    if new:
-        existing = {
-            (m.benchmark.name, m.name): m
-            for m in Metric.objects.filter(benchmark__in=benchmarks.values()).select_related("benchmark")
-        }
-    return existing
+    return stored
+
+
+def _stored_metrics(benchmarks: dict[str, Benchmark]) -> dict[tuple[str, str], Metric]:
+    return {(m.benchmark.name, m.name): m
+            for m in Metric.objects.filter(benchmark__in=benchmarks.values()).select_related("benchmark")}
 
 
 def create_api_token(*, user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
