@@ -389,35 +389,13 @@ def _fail(session: Session, message: str, *, status: str = SessionStatus.FAILED)
 
 
 def _finish(session: Session, outcome: session_loop.SessionOutcome) -> Session:
-    job = session.job
-    specs = {spec.name: spec for spec in job.metric_specs()}
-    revisions = {entry["label"]: entry for entry in session.revisions} or {"A": {}}
+    """Store the session's runs and outcome. The analysis (stable phases of every round, by EDM) runs
+    first, outside any transaction; the writes follow in one short transaction, so the database's write
+    lock (all of it, on SQLite) is never held while the statistics run."""
+    documents = _run_documents(session, outcome)
     with transaction.atomic():
-        for label, estimates in outcome.estimates.items():
-            bottlenecks = sorted({warning for row in session.rounds.filter(workload=label)
-                                  for warning in row.monitor.get("warnings", [])})
-            results = [
-                _result_document(spec=specs[name], estimate=estimate, job=job, bottlenecks=bottlenecks,
-                                 samples=session_loop.analysed_samples(outcome.rounds, name, label, job.session_targets()))
-                for name, estimate in estimates.items() if estimate.valid
-            ]
-            if not results:
-                continue
-            revision = revisions.get(label, {})
-            document = RunIn.model_validate({
-                "project": {"name": job.project.name, "slug": job.project.slug},
-                "machine": {"name": job.machine.name},
-                "revision": {"commit": revision["commit"], "branch": revision.get("branch", "")}
-                if revision.get("commit") else None,
-                "kind": session.run_kind,
-                "started_at": session.started_at,
-                "finished_at": timezone.now(),
-                "source": f"pilotweb session #{session.pk}",
-                "environment": {"session": session.pk, "workload": label, "job": job.name},
-                "results": results,
-            })
-            run = result_services.ingest_run(document=document, user=session.requested_by).run
-            session.runs.add(run)
+        for document in documents:
+            session.runs.add(result_services.ingest_run(document=document, user=session.requested_by).run)
         session.status = outcome.status.value
         session.finished_at = timezone.now()
         session.process_group = None
@@ -432,6 +410,39 @@ def _finish(session: Session, outcome: session_loop.SessionOutcome) -> Session:
         }
         session.save(update_fields=["status", "finished_at", "process_group", "outcome"])
     return session
+
+
+def _run_documents(session: Session, outcome: session_loop.SessionOutcome) -> list[RunIn]:
+    """One run document per workload (revision) with a valid estimate, with the samples analysed."""
+    job = session.job
+    specs = {spec.name: spec for spec in job.metric_specs()}
+    revisions = {entry["label"]: entry for entry in session.revisions} or {"A": {}}
+    documents = []
+    for label, estimates in outcome.estimates.items():
+        bottlenecks = sorted({warning for row in session.rounds.filter(workload=label)
+                              for warning in row.monitor.get("warnings", [])})
+        results = [
+            _result_document(spec=specs[name], estimate=estimate, job=job, bottlenecks=bottlenecks,
+                             samples=session_loop.analysed_samples(outcome.rounds, name, label,
+                                                                   job.session_targets()))
+            for name, estimate in estimates.items() if estimate.valid
+        ]
+        if not results:
+            continue
+        revision = revisions.get(label, {})
+        documents.append(RunIn.model_validate({
+            "project": {"name": job.project.name, "slug": job.project.slug},
+            "machine": {"name": job.machine.name},
+            "revision": {"commit": revision["commit"], "branch": revision.get("branch", "")}
+            if revision.get("commit") else None,
+            "kind": session.run_kind,
+            "started_at": session.started_at,
+            "finished_at": timezone.now(),
+            "source": f"pilotweb session #{session.pk}",
+            "environment": {"session": session.pk, "workload": label, "job": job.name},
+            "results": results,
+        }))
+    return documents
 
 
 def _estimate_summary(estimate: session_loop.MetricEstimate) -> dict:

@@ -2,6 +2,7 @@
 
 echo PATH ...        write {"argv", "env"} as JSON to PATH and exit (wall-time mode)
 units N              print N unit readings, a reading and some free text (json_lines mode)
+noise N SEED         print N i.i.d. unit readings (mean 1 ms, 5% noise) and their mean as the reading
 malformed            print a valid protocol line, then a broken one
 fail CODE            write to stderr and exit with CODE
 hang PATH [--ignore-term]
@@ -28,6 +29,14 @@ def main(mode: str, *args: str) -> None:
             print(json.dumps({"unit": {"time": 0.001 * (index + 1)}}))
         print(json.dumps({"reading": {"time": 0.001 * count, "items": count}}))
         print("done")
+    elif mode == "noise":
+        import random
+
+        rng = random.Random(f"{args[1]}-{time.monotonic_ns()}")
+        units = [rng.gauss(0.001, 0.00005) for _ in range(int(float(args[0])))]
+        for value in units:
+            print(json.dumps({"unit": {"time": value}}))
+        print(json.dumps({"reading": {"time": sum(units) / len(units)}}))
     elif mode == "malformed":
         print(json.dumps({"reading": {"time": 1.0}}))
         print('{"unit": {"time": 0.5}')

@@ -1,16 +1,22 @@
 """Jobs, schedules and sessions: who may do what, and what gets stored."""
 
 import json
+import sys
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from runner import services
+from runner import session as session_loop
 from runner.models import Job, Session, SessionStatus
 from tests.factories import MachineFactory, ProjectFactory
+
+FAKE = str(Path(__file__).with_name("fake_benchmark.py"))
 
 pytestmark = pytest.mark.django_db
 
@@ -116,3 +122,29 @@ def test_a_session_whose_worker_keeps_dying_gets_exactly_max_attempts(staff, dja
 
     assert ran == list(range(services.MAX_ATTEMPTS))
     assert session.status == SessionStatus.FAILED and f"all {services.MAX_ATTEMPTS} attempts" in session.error
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_finishing_session_analyses_outside_any_transaction(staff, monkeypatch):
+    """The stable phases of every round (EDM) once ran inside the write transaction that stores the
+    runs, holding SQLite's lock for a minute: every other writer failed."""
+    job = services.create_job(
+        user=staff, **{**job_fields(), "workload_kind": "command", "builtin": "", "reading_mode": "json_lines",
+                       "command": [sys.executable, FAKE, "noise", "{work_amount}", "7"],
+                       "metrics": [{"name": "time", "unit": "s"}], "work_min": 200, "work_max": 400,
+                       "min_round_duration": 0.0, "budget_seconds": 20, "target_width": 0.05})
+    session = Session.objects.create(job=job)
+    analysed = []
+
+    def spy(*args, **kwargs):
+        analysed.append(transaction.get_connection().in_atomic_block)
+        return real(*args, **kwargs)
+
+    real = session_loop.analysed_samples
+    monkeypatch.setattr(session_loop, "analysed_samples", spy)
+    services.execute_session(session_id=session.pk, attempt=0)
+
+    session.refresh_from_db()
+    assert session.status == SessionStatus.CONVERGED, (session.error, session.outcome.get("message"))
+    assert analysed == [False]
+    assert session.runs.get().results.get().n > 1
