@@ -29,6 +29,7 @@ from .models import Alert, AlertStatus, ApiToken, Comparison, Metric, Result, Ru
 from .schemas import (
     Branch,
     Commit,
+    INT32_MAX,
     Count,
     ErrorOut,
     Name,
@@ -171,7 +172,7 @@ def _created(request: HttpRequest, outcome: services.IngestOutcome):
         "id": outcome.run.pk,
         "created": outcome.created,
         "url": request.build_absolute_uri(reverse("api-v1:run_detail", args=[outcome.run.pk])),
-        "results": outcome.run.results.count(),
+        "results": outcome.results,
     }
     return Status(201 if outcome.created else 200, body)
 
@@ -235,6 +236,34 @@ def import_run(request: HttpRequest, params: Query[ImportParams]):
     return _created(request, services.ingest_run(document=document, user=request.auth))
 
 
+class Pages(LimitOffsetPagination):
+    """Limit and offset, bounded: an offset past 64 bits overflowed inside the database driver."""
+
+    class Input(Schema):
+        limit: int = Field(100, ge=1, le=1000)
+        offset: int = Field(0, ge=0, le=INT32_MAX)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(max_limit=1000, **kwargs)
+
+
+class PageOf:
+    """A queryset whose rows become response bodies only on the page the paginator slices out of it
+    (converting every row first made a list endpoint cost grow with the table)."""
+
+    def __init__(self, queryset, convert) -> None:
+        self.queryset, self.convert = queryset, convert
+
+    def all(self) -> "PageOf":
+        return self
+
+    def count(self) -> int:
+        return self.queryset.count()
+
+    def __getitem__(self, window: slice) -> list:
+        return [self.convert(row) for row in self.queryset[window]]
+
+
 class RunFilters(Schema):
     project: str | None = None
     machine: str | None = None
@@ -265,11 +294,11 @@ def _result_out(result: Result) -> dict:
 
 
 @api.get("/runs", response=list[RunOut], auth=READ_AUTH, url_name="run_list", summary="List runs")
-@paginate(LimitOffsetPagination)
+@paginate(Pages)
 def list_runs(request: HttpRequest, filters: Query[RunFilters]):
     kind = filters.kind.value if filters.kind else None
-    return [_run_out(run) for run in selectors.runs(project=filters.project, machine=filters.machine,
-                                                     branch=filters.branch, kind=kind)]
+    return PageOf(selectors.runs(project=filters.project, machine=filters.machine, branch=filters.branch, kind=kind),
+                  _run_out)
 
 
 @api.get("/runs/{id:run_id}", response=RunDetailOut, auth=READ_AUTH, url_name="run_detail",
@@ -293,18 +322,10 @@ class SeriesFilters(Schema):
          summary="One metric's results over time")
 def metric_series(request: HttpRequest, metric_id: int, filters: Query[SeriesFilters]):
     try:
-        metric, results = selectors.metric_series(metric_id=metric_id, machine=filters.machine,
-                                                  branch=filters.branch, limit=max(1, min(filters.limit, 5000)))
+        metric, points = selectors.metric_series(metric_id=metric_id, machine=filters.machine,
+                                                 branch=filters.branch, limit=max(1, min(filters.limit, 5000)))
     except Metric.DoesNotExist:
         raise Http404(f"No metric {metric_id}.") from None
-    points = [
-        {"run_id": result.run_id, "started_at": result.run.started_at,
-         "commit": result.run.revision.commit if result.run.revision else None,
-         "machine": result.run.machine.name, "mean": result.mean, "ci_low": result.ci_low,
-         "ci_high": result.ci_high, "subsession_size": result.subsession_size, "variance": result.variance,
-         "n": result.n}
-        for result in results
-    ]
     return {"metric_id": metric.pk, "benchmark": metric.benchmark.name, "metric": metric.name, "unit": metric.unit,
             "direction": metric.direction, "points": points}
 
@@ -379,9 +400,9 @@ def alert_out(alert: Alert) -> dict:
 
 
 @api.get("/alerts", response=list[AlertOut], auth=READ_AUTH, url_name="alert_list", summary="Alerts, newest first")
-@paginate(LimitOffsetPagination)
+@paginate(Pages)
 def list_alerts(request: HttpRequest, status: AlertStatus | None = None, project: str | None = None):
-    return [alert_out(alert) for alert in selectors.alerts(status=status.value if status else None, project=project)]
+    return PageOf(selectors.alerts(status=status.value if status else None, project=project), alert_out)
 
 
 @api.post("/alerts/{id:alert_id}/status", response={200: AlertOut, 400: ErrorOut, 403: ErrorOut},

@@ -159,40 +159,12 @@ class ChangePointRow(TypedDict):
 
 
 def history_bands(comparisons: Sequence[Mapping | None]) -> tuple[list[float | None], list[float | None]]:
-    """The history baseline band of each point: where tonight's mean was expected if nothing changed.
-
-    From a history comparison's inputs (the K run means ``ȳ_j`` it was compared with):
-    ``mean(ȳ_j) ± t_{(1+c)/2, K−1} · S · sqrt(1 + 1/K)``, with ``S²`` the variance (ddof=1) of the
-    ``ȳ_j`` — the prediction interval for one new run mean. ``S²`` carries the run-to-run and the
-    within-run variation, which is what the history comparison adds to the candidate's variance
-    (``σ_b² + s²/n ≈ S²``) besides the baseline's own ``S²/K``. None where there is no history.
-    """
-    count = len(comparisons)
-    centres = np.full(count, np.nan)
-    spreads = np.full(count, np.nan)
-    sizes = np.zeros(count)
-    levels = np.full(count, 0.95)
-    for index, comparison in enumerate(comparisons):
-        if not comparison or comparison.get("method") != "history":
-            continue
-        means = [row[0] for row in (comparison.get("inputs") or {}).get("history") or ()]
-        if len(means) < 2 or not all(isinstance(mean, int | float) and math.isfinite(mean) for mean in means):
-            continue
-        centre = math.fsum(means) / len(means)
-        centres[index] = centre
-        spreads[index] = math.sqrt(math.fsum((mean - centre) ** 2 for mean in means) / (len(means) - 1))
-        sizes[index] = len(means)
-        levels[index] = comparison.get("confidence_level") or 0.95
-    known = np.flatnonzero(sizes >= 2)
-    lows: list[float | None] = [None] * count
-    highs: list[float | None] = [None] * count
-    if known.size:
-        quantile = scipy_stats.t.ppf((1.0 + levels[known]) / 2.0, sizes[known] - 1.0)
-        half = quantile * spreads[known] * np.sqrt(1.0 + 1.0 / sizes[known])
-        for index, low, high in zip(known.tolist(), (centres[known] - half).tolist(),
-                                    (centres[known] + half).tolist()):
-            lows[index], highs[index] = low, high
-    return lows, highs
+    """The history baseline band of each point: where tonight's mean was expected if nothing changed,
+    as the history comparison stored it (the prediction interval of one new run mean,
+    :func:`results.stats.compare_with_history`). None where there is no history comparison."""
+    bands = [(comparison or {}).get("band") if (comparison or {}).get("method") == "history" else None
+             for comparison in comparisons]
+    return ([band[0] if band else None for band in bands], [band[1] if band else None for band in bands])
 
 
 def _history_hover(point: Mapping, unit: str) -> str:

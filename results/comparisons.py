@@ -182,7 +182,9 @@ def _against_history(candidate: Candidate, history: list[int]) -> list[Compariso
                     inputs={"history_runs": [row["run_id"] for row in series],
                             "history": [[row["mean"], row["variance"], row["n"]] for row in series],
                             "between_variance": float(np.atleast_1d(result.between_variance)[j]),
-                            "baseline": float(np.atleast_1d(result.baseline)[j])},
+                            "baseline": float(np.atleast_1d(result.baseline)[j]),
+                            "band": [float(np.atleast_1d(result.prediction_low)[j]),
+                                     float(np.atleast_1d(result.prediction_high)[j])]},
                 )
     return comparisons
 

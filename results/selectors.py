@@ -12,6 +12,7 @@ from django.db.models import (
     Count,
     F,
     FilteredRelation,
+    Max,
     OuterRef,
     Prefetch,
     Q,
@@ -21,6 +22,7 @@ from django.db.models import (
     When,
     Window,
 )
+from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Abs, Coalesce, RowNumber
 from scipy.stats import false_discovery_control
 
@@ -69,19 +71,17 @@ def run_with_results(*, run_id: int) -> Run:
 
 
 def metric_series(*, metric_id: int, machine: str | None = None, branch: str | None = None,
-                  limit: int = 500) -> tuple[Metric, list[Result]]:
-    """A metric's results in time order (the newest ``limit``); raises Metric.DoesNotExist."""
+                  limit: int = 500) -> tuple[Metric, list[dict]]:
+    """A metric's results in time order (the newest ``limit``), as plain rows; raises Metric.DoesNotExist."""
     metric = Metric.objects.select_related("benchmark__project").get(pk=metric_id)
-    queryset = (
-        Result.objects.filter(metric=metric, run__status=Run.Status.COMPLETED)
-        .select_related("run__machine", "run__revision")
-        .defer("samples")
-    )
+    queryset = Result.objects.filter(metric=metric, run__status=Run.Status.COMPLETED)
     if machine:
         queryset = queryset.filter(run__machine__name=machine)
     if branch:
         queryset = queryset.filter(run__revision__branch=branch)
-    newest = list(queryset.order_by("-run__started_at", "-run_id")[:limit])
+    newest = list(queryset.order_by("-run__started_at", "-run_id").values(
+        "run_id", "mean", "ci_low", "ci_high", "subsession_size", "variance", "n", started_at=F("run__started_at"),
+        commit=F("run__revision__commit"), machine=F("run__machine__name"))[:limit])
     return metric, newest[::-1]
 
 
@@ -517,7 +517,7 @@ def _series_key(result: Result) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class ComparePage:
-    recent_runs: list[Run]
+    recent_runs: list[dict]
     comparison: RunComparison | None
 
 
@@ -530,8 +530,9 @@ def compare_page(*, baseline_id: int | None = None, candidate_id: int | None = N
 
     Raises Run.DoesNotExist when an id names no run.
     """
-    recent = list(Run.objects.select_related("project", "machine", "revision").order_by(
-        "project__name", "-started_at", "-id")[:RECENT_RUNS])
+    recent = list(Run.objects.order_by("project__name", "-started_at", "-id").values(
+        "pk", "kind", "started_at", project_name=F("project__name"), machine_name=F("machine__name"),
+        commit=F("revision__commit"), branch=F("revision__branch"))[:RECENT_RUNS])
     comparison = None
     if baseline_id is not None and candidate_id is not None:
         comparison = compare_runs(baseline_id=baseline_id, candidate_id=candidate_id, limit=limit)
@@ -723,7 +724,8 @@ def metric_history(*, metric_id: int, machines: list[str] | None = None, branch:
     for comparison in Comparison.objects.filter(
             candidate_id__in=[row["id"] for row in rows], method__in=list(preference)).values(
             "candidate_id", "method", "ratio", "ci_low", "ci_high", "pvalue", "qvalue", "verdict",
-            "confidence_level", "inputs", alert_id=F("alert__id"), alert_status=F("alert__status")):
+            "confidence_level", band=KeyTransform("band", "inputs"), alert_id=F("alert__id"),
+            alert_status=F("alert__status")):
         current = shown.get(comparison["candidate_id"])
         if current is None or preference[comparison["method"]] < preference[current["method"]]:
             shown[comparison["candidate_id"]] = comparison
@@ -753,6 +755,19 @@ class RunDetail:
     comparisons: list[Comparison]
     session: object | None  # runner.models.Session
     rounds: list  # runner.models.Round rows
+
+
+def run_page_version(*, run_id: int) -> str:
+    """What a run's page depends on that can change after the run is stored: when it was (re)compared
+    and when one of its alerts was last triaged; one query. Raises Run.DoesNotExist."""
+    found = (Run.objects.filter(pk=run_id)
+             .annotate(alerts_changed=Max("results__comparisons__alert__updated_at"))
+             .values_list("created_at", "status", "compared_at", "alerts_changed").first())
+    if found is None:
+        raise Run.DoesNotExist(f"No run {run_id}.")
+    created, status, compared, alerts = found
+    return "-".join(str(value.timestamp()) if hasattr(value, "timestamp") else str(value)
+                    for value in (created, status, compared, alerts))
 
 
 def run_detail(*, run_id: int) -> RunDetail:

@@ -64,6 +64,7 @@ class Summary:
 class IngestOutcome:
     run: Run
     created: bool
+    results: int
 
 
 def summarize_samples(samples: np.ndarray) -> Summary:
@@ -148,7 +149,7 @@ def ingest_run(*, document: RunIn, user: AbstractBaseUser | None) -> IngestOutco
     if document.run_key is not None:
         existing = _existing_run(project_slug=project_slug, run_key=document.run_key, digest=digest)
         if existing is not None:
-            return IngestOutcome(run=existing, created=False)
+            return IngestOutcome(run=existing, created=False, results=len(document.results))
 
     seen: set[tuple[str, str]] = set()
     for index, result in enumerate(document.results):
@@ -165,13 +166,13 @@ def ingest_run(*, document: RunIn, user: AbstractBaseUser | None) -> IngestOutco
             run = _write_run(document=document, project_slug=project_slug, digest=digest, user=user,
                              summaries=summaries)
             transaction.on_commit(lambda: _enqueue_comparison(run.pk))
-            return IngestOutcome(run=run, created=True)
+            return IngestOutcome(run=run, created=True, results=len(document.results))
     except IntegrityError:
         # A concurrent post with the same run_key won the race: answer as for a re-post.
         if document.run_key is not None:
             existing = _existing_run(project_slug=project_slug, run_key=document.run_key, digest=digest)
             if existing is not None:
-                return IngestOutcome(run=existing, created=False)
+                return IngestOutcome(run=existing, created=False, results=len(document.results))
         raise
 
 

@@ -8,6 +8,14 @@ from tests.factories import UserFactory
 from tests.processes import real_redis, worker_process
 
 
+@pytest.fixture(autouse=True)
+def empty_cache():
+    """Every test starts with an empty cache: ids are reused once a test's rows are rolled back."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture
 def user(db):
     return UserFactory()

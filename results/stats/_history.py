@@ -41,6 +41,9 @@ class HistoryComparison:
         ``S²``, the variance (ddof=1) of the K run means.
     history_size : int
         K.
+    prediction_low, prediction_high : float or ndarray
+        Where one new run mean is expected if nothing changed: the prediction interval
+        ``mean(ȳ_j) ± t_{(1+c)/2, K−1} · S · sqrt(1 + 1/K)`` (the history baseline band the pages draw).
     confidence_level : float
     """
 
@@ -55,6 +58,8 @@ class HistoryComparison:
     between_variance: float
     history_variance: float
     history_size: int
+    prediction_low: float
+    prediction_high: float
     confidence_level: float
 
     def confidence_interval(self):
@@ -129,9 +134,12 @@ def compare_with_history(mean, variance, n, history_mean, history_variance, hist
     units = np.maximum(n, 2.0)
     ratio = ratio_fieller_from_stats(mean, candidate_error * units, units, baseline, spread, float(k),
                                      confidence=confidence, df=df)
+    half_prediction = stats.t.ppf((1.0 + confidence) / 2.0, df) * np.sqrt(spread * (1.0 + 1.0 / k))
     return HistoryComparison(
         ratio=ratio.ratio, low=ratio.low, high=ratio.high, bounded=ratio.bounded,
         statistic=scalar_or_array(statistic), pvalue=scalar_or_array(pvalue), df=df,
         baseline=scalar_or_array(baseline), between_variance=scalar_or_array(between),
-        history_variance=scalar_or_array(spread), history_size=k, confidence_level=confidence,
+        history_variance=scalar_or_array(spread), history_size=k,
+        prediction_low=scalar_or_array(baseline - half_prediction),
+        prediction_high=scalar_or_array(baseline + half_prediction), confidence_level=confidence,
     )

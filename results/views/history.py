@@ -11,8 +11,14 @@ from datetime import timezone as dt_timezone
 
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse
+from django.core.cache import cache
 from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.dateparse import parse_date
+from django.utils.html import json_script
+from django.utils.safestring import mark_safe
+from django.utils.text import slugify
 
 from runner import session as session_loop
 from runner.monitor import BOTTLENECK_THRESHOLD
@@ -23,6 +29,9 @@ from .nightly import readable
 
 MAX_WARNINGS_LISTED = 50
 TABLE_ROWS = 100
+# A cached run page is keyed by the run's version; the lifetime only bounds how long an edit made
+# elsewhere (a metric renamed in the admin) can take to show.
+RUN_PAGE_SECONDS = 600
 """The history's data table lists the newest runs; the chart holds them all."""
 
 
@@ -55,7 +64,8 @@ def history(request: HttpRequest, metric_id: int) -> HttpResponse:
     metric = found.metric
     figure = charts.history_figure(found.points, found.change_points, metric=metric.name, unit=metric.unit,
                                    machines=found.selected_machines)
-    rows = [_history_row(point) for point in found.points[:-TABLE_ROWS - 1:-1]]
+    run_url = reverse("results:run", args=[0]).removesuffix("0/")
+    rows = [_history_row(point, run_url) for point in found.points[:-TABLE_ROWS - 1:-1]]
     return render(request, "results/history.html", {
         "history": found, "metric": metric, "figures": {"history": figure}, "rows": rows,
         "date_from": first.isoformat() if first else "", "date_to": last.isoformat() if last else "",
@@ -64,15 +74,22 @@ def history(request: HttpRequest, metric_id: int) -> HttpResponse:
     })
 
 
-def _history_row(point: dict) -> dict:
+def _history_row(point: dict, run_url: str) -> dict:
+    """One row of the data table, every cell formatted here (a hundred rows of template filters and
+    ``{% url %}`` tags cost more than the rest of the page)."""
     comparison = point.get("comparison") or {}
     interval = "—" if point["ci_low"] is None else f"[{point['ci_low']:.4g}, {point['ci_high']:.4g}]"
+    verdict = comparison.get("verdict")
     return {
         **point,
+        "url": f"{run_url}{point['run_id']}/",
+        "started_text": point["started_at"].astimezone(dt_timezone.utc).strftime("%Y-%m-%d %H:%M"),
+        "commit_short": (point["commit"] or "")[:12],
+        "verdict_class": slugify(verdict or "none"),
         "mean_text": f"{point['mean']:.4g}",
         "ci_text": interval,
-        "verdict": comparison.get("verdict"),
-        "verdict_label": charts.verdict_label(comparison.get("verdict")),
+        "verdict": verdict,
+        "verdict_label": charts.verdict_label(verdict),
         "change": "" if comparison.get("ratio") is None else stats.format_change(
             comparison["ratio"], comparison.get("ci_low"), comparison.get("ci_high")),
         "p_text": selectors.format_probability(comparison.get("pvalue")),
@@ -97,13 +114,27 @@ class MetricSection:
 
 def run(request: HttpRequest, run_id: int) -> HttpResponse:
     """One run: per metric its readings, warm-up, autocorrelation and CI narrowing; the session's
-    utilisation, bottlenecks and monitoring overhead; the stored comparisons."""
+    utilisation, bottlenecks and monitoring overhead; the stored comparisons.
+
+    Everything but the page's frame is kept in the cache under the run's version (its comparison time
+    and its alerts' last change): a stored run does not change, and its figures replay its session."""
     if not readable(request):
         return redirect_to_login(request.get_full_path())
     try:
-        detail = selectors.run_detail(run_id=run_id)
+        version = selectors.run_page_version(run_id=run_id)
     except Run.DoesNotExist:
         raise Http404("No such run.") from None
+    key = f"run-page:{run_id}:{version}"
+    page = cache.get(key)
+    if page is None:
+        page = _run_page(run_id)
+        cache.set(key, page, RUN_PAGE_SECONDS)
+    return render(request, "results/run.html", page)
+
+
+def _run_page(run_id: int) -> dict:
+    """The run page's title, body and figures, rendered."""
+    detail = selectors.run_detail(run_id=run_id)
     figures: dict[str, dict] = {}
     session = detail.session
     records = [row.record() for row in detail.rounds] if detail.rounds else []
@@ -128,12 +159,14 @@ def run(request: HttpRequest, run_id: int) -> HttpResponse:
         "high_p": comparison.high_p,
         "alert": getattr(comparison, "alert", None),
     } for comparison in detail.comparisons]
-    return render(request, "results/run.html", {
-        "run": detail.run, "session": session, "sections": sections, "figures": figures,
-        "comparisons": comparisons, "warnings": warnings[:MAX_WARNINGS_LISTED],
-        "more_warnings": max(0, len(warnings) - MAX_WARNINGS_LISTED), "rounds": len(detail.rounds),
-        "threshold": BOTTLENECK_THRESHOLD,
+    run = detail.run
+    body = render_to_string("results/_run_body.html", {
+        "run": run, "session": session, "sections": sections, "comparisons": comparisons,
+        "warnings": warnings[:MAX_WARNINGS_LISTED], "more_warnings": max(0, len(warnings) - MAX_WARNINGS_LISTED),
+        "rounds": len(detail.rounds), "threshold": BOTTLENECK_THRESHOLD,
     })
+    return {"title": f"Run #{run.pk} · {run.project.name} · Pilot Web", "body": mark_safe(body),
+            "figures": json_script(figures, "pilotweb-figures")}
 
 
 def _section(result: Result, records: list, targets, figures: dict) -> MetricSection:

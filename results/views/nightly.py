@@ -7,6 +7,8 @@
 Every view is a GET whose parameters are the permalink.
 """
 
+from datetime import timezone as dt_timezone
+
 from django import forms
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
@@ -69,7 +71,23 @@ def compare(request: HttpRequest) -> HttpResponse:
     return render(request, "results/compare.html", {
         "form": form, "page": page, "comparison": page.comparison, "error": error,
         "baseline_id": baseline, "candidate_id": candidate, "alpha": ALPHA,
+        "run_choices": _run_choices(page.recent_runs),
     }, status=status)
+
+
+def _run_choices(runs: list[dict]) -> list[tuple[str, list[tuple[int, str]]]]:
+    """The run pickers' options, grouped by project and labelled once here (two selects of a couple of
+    hundred runs cost more in template filters than the comparison itself)."""
+    groups: dict[str, list[tuple[int, str]]] = {}
+    kinds = dict(Run.Kind.choices)
+    for run in runs:
+        commit = ""
+        if run["commit"] is not None:
+            commit = f" · {run['commit'][:8]}" + (f" ({run['branch']})" if run["branch"] else "")
+        started = run["started_at"].astimezone(dt_timezone.utc).strftime("%Y-%m-%d %H:%M")
+        groups.setdefault(run["project_name"], []).append(
+            (run["pk"], f"#{run['pk']} · {kinds[run['kind']]} · {run['machine_name']}{commit} · {started}"))
+    return list(groups.items())
 
 
 def pr_review(request: HttpRequest, run_id: int) -> HttpResponse:

@@ -171,3 +171,9 @@ def test_a_locked_sqlite_database_is_a_503_with_retry_after(api, tmp_path):
     assert response.status_code == 503
     assert response["Retry-After"] == "5" and "busy" in response.json()["detail"]
     assert not Run.objects.exists()
+
+
+def test_a_page_offset_past_what_the_database_counts_is_a_422(api):
+    response = api.get(f"/api/v1/runs?offset={2**63}")
+
+    assert response.status_code == 422 and response.json()["errors"][0]["field"] == "offset"

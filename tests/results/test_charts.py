@@ -24,10 +24,11 @@ def point(day: int, mean: float, *, machine: str = "bench-1", comparison: dict |
 
 
 def history_comparison(means: list[float], **fields) -> dict:
+    """A stored history comparison as the history selector reads it (its band as stored)."""
+    centre, spread = float(np.mean(means)), float(np.std(means, ddof=1))
     return {"method": "history", "ratio": 1.0, "ci_low": 0.98, "ci_high": 1.02, "pvalue": 0.5, "qvalue": 0.6,
             "verdict": "no change", "confidence_level": 0.95, "alert_id": None, "alert_status": None,
-            "inputs": {"history": [[mean, 1e-4, 20] for mean in means], "baseline": float(np.mean(means))},
-            **fields}
+            "band": [centre - 3 * spread, centre + 3 * spread], **fields}
 
 
 def trace(figure: dict, name: str) -> dict:
@@ -57,14 +58,11 @@ def test_a_gap_in_the_intervals_splits_the_band_instead_of_bridging_it():
     assert band["x"].count(None) == 1 and len(band["x"]) == 9
 
 
-def test_the_history_baseline_band_is_the_prediction_interval_of_a_new_run_mean():
-    # mean 3, S = sqrt(2.5), t(0.975, 4) = 2.7764451 (scipy.stats.t.ppf), half = t·S·sqrt(1 + 1/5)
-    low, high = charts.history_bands([history_comparison([1.0, 2.0, 3.0, 4.0, 5.0]), None,
-                                      {"method": "pairwise", "inputs": {}}])
+def test_the_history_baseline_band_is_the_one_the_history_comparison_stored():
+    low, high = charts.history_bands([history_comparison([1.0, 2.0, 3.0], band=[0.5, 3.5]), None,
+                                      {"method": "pairwise", "band": [0.0, 9.0]}, {"method": "history"}])
 
-    half = 2.7764451051977987 * math.sqrt(2.5) * math.sqrt(1.2)
-    assert low[0] == pytest.approx(3.0 - half) and high[0] == pytest.approx(3.0 + half)
-    assert low[1:] == [None, None] and high[1:] == [None, None]
+    assert low == [0.5, None, None, None] and high == [3.5, None, None, None]
 
 
 def test_alerts_improvements_and_change_points_are_marked():

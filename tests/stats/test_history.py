@@ -123,3 +123,26 @@ def test_invalid_input_is_refused_with_the_parameter_named(arguments, message):
 def test_confidence_must_be_a_probability():
     with pytest.raises(ValueError, match="confidence"):
         compare_with_history(1.0, 0.1, 5, [1.0, 1.1], [0.1, 0.1], [5, 5], confidence=95)
+
+
+@pytest.mark.parametrize("confidence", [0.9, 0.95, 0.99])
+def test_the_prediction_band_holds_the_next_nights_mean_at_its_level(confidence):
+    # Simulated nights with a known truth: the band must contain a new night's mean (drawn like the K
+    # before it, nothing changed) in `confidence` of the series, within 3.5 simulation standard errors.
+    rng = np.random.default_rng(11)
+    count = 20_000
+    candidate, history = nights(rng, count=count)
+    result = compare_with_history(*candidate, *history, confidence=confidence)
+
+    covered = np.mean((result.prediction_low <= candidate[0]) & (candidate[0] <= result.prediction_high))
+    assert abs(covered - confidence) < 3.5 * np.sqrt(confidence * (1 - confidence) / count)
+    assert np.all(result.prediction_low < result.baseline) and np.all(result.baseline < result.prediction_high)
+
+
+def test_the_prediction_band_matches_the_textbook_interval_on_worked_numbers():
+    # mean 3, S = sqrt(2.5), t(0.975, 4) = 2.7764451051977987 (scipy.stats.t.ppf), half = t·S·sqrt(1 + 1/5)
+    history = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    result = compare_with_history(3.0, 1e-4, 20, history, np.full(5, 1e-4), np.full(5, 20))
+
+    half = 2.7764451051977987 * np.sqrt(2.5) * np.sqrt(1.2)
+    assert result.prediction_low == pytest.approx(3.0 - half) and result.prediction_high == pytest.approx(3.0 + half)
