@@ -27,3 +27,23 @@ class DatabaseBusyMiddleware:
             response = HttpResponse(detail, status=503, content_type="text/plain; charset=utf-8")
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response
+
+
+class NulInQueryMiddleware:
+    """A query parameter holding a NUL character is a 400: no field of ours can hold one, and PostgreSQL
+    refuses it in a query (a filter such as ``?machine=%00`` was a 500 there). Form fields refuse it
+    already (Django's forms), JSON bodies where they are parsed."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        for key, values in request.GET.lists():
+            if "\x00" in key or any("\x00" in value for value in values):
+                detail = f"The query parameter {key.replace(chr(0), '?')!r} holds a NUL character (%00)."
+                if request.path.startswith("/api/"):
+                    return JsonResponse({"detail": detail, "errors": [{"field": key.replace(chr(0), "?"),
+                                                                       "message": "holds a NUL character"}]},
+                                        status=400)
+                return HttpResponse(detail, status=400, content_type="text/plain; charset=utf-8")
+        return self.get_response(request)

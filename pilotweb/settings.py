@@ -87,6 +87,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "pilotweb.middleware.NulInQueryMiddleware",
     "pilotweb.middleware.DatabaseBusyMiddleware",
 ]
 

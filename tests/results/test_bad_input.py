@@ -177,3 +177,12 @@ def test_a_page_offset_past_what_the_database_counts_is_a_422(api):
     response = api.get(f"/api/v1/runs?offset={2**63}")
 
     assert response.status_code == 422 and response.json()["errors"][0]["field"] == "offset"
+
+
+@pytest.mark.parametrize("path", ["/api/v1/runs?machine=a%00b", "/api/v1/runs/1/comparisons?method=%00",
+                                  "/api/v1/metrics/1/series?branch=%00", "/history/1/?machine=%00", "/?project=%00"])
+def test_a_nul_character_in_a_query_is_a_400_not_a_database_error(api, path):
+    # PostgreSQL refuses NUL in a query string literal: these were 500s there (benchmarks/fuzz.py).
+    response = api.get(path)
+
+    assert response.status_code == 400 and b"NUL" in response.content
