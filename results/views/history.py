@@ -64,12 +64,18 @@ def history(request: HttpRequest, metric_id: int) -> HttpResponse:
     metric = found.metric
     figure = charts.history_figure(found.points, found.change_points, metric=metric.name, unit=metric.unit,
                                    machines=found.selected_machines)
-    run_url = reverse("results:run", args=[0]).removesuffix("0/")
-    rows = [_history_row(point, run_url) for point in found.points[:-TABLE_ROWS - 1:-1]]
+    # The data table is rendered when asked for (?table=1): a hundred formatted rows cost more than the
+    # chart, and most visits never open it.
+    rows = []
+    if request.GET.get("table"):
+        run_url = reverse("results:run", args=[0]).removesuffix("0/")
+        rows = [_history_row(point, run_url) for point in found.points[:-TABLE_ROWS - 1:-1]]
+    table_query = request.GET.copy()
+    table_query["table"] = "1"
     return render(request, "results/history.html", {
         "history": found, "metric": metric, "figures": {"history": figure}, "rows": rows,
         "date_from": first.isoformat() if first else "", "date_to": last.isoformat() if last else "",
-        "errors": errors, "table_rows": TABLE_ROWS,
+        "errors": errors, "table_rows": min(TABLE_ROWS, len(found.points)), "table_query": table_query.urlencode(),
         "alerts": sum(1 for point in found.points if (point["comparison"] or {}).get("alert_id") is not None),
     })
 
@@ -161,7 +167,7 @@ def _run_page(run_id: int) -> dict:
     } for comparison in detail.comparisons]
     run = detail.run
     body = render_to_string("results/_run_body.html", {
-        "run": run, "session": session, "sections": sections, "comparisons": comparisons,
+        "run": run, "session": session, "sections": sections, "comparisons": comparisons, "figures": figures,
         "warnings": warnings[:MAX_WARNINGS_LISTED], "more_warnings": max(0, len(warnings) - MAX_WARNINGS_LISTED),
         "rounds": len(detail.rounds), "threshold": BOTTLENECK_THRESHOLD,
     })

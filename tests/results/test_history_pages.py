@@ -148,8 +148,11 @@ def test_the_history_shows_run_means_with_their_intervals_baseline_alerts_and_li
     assert alert["customdata"] == [last.pk] and alert["marker"]["symbol"] == "triangle-up"
     assert figure["layout"]["xaxis"]["rangeslider"]["visible"] is True
     html = response.content.decode()
-    assert f'href="/runs/{last.pk}/"' in html and 'data-run-url="/runs/0/"' in html
-    assert "▲ regression" in html and "vendor/plotly/plotly.min.js" in html
+    assert 'data-run-url="/runs/0/"' in html and "vendor/plotly/plotly.min.js" in html
+    # The data table only when asked for, with the same filters.
+    assert "history-table" not in html and "?table=1#data-table" in html and "the newest 14 runs" in html
+    table = Client().get(f"/history/{metric.pk}/?machine=bench-1&table=1").content.decode()
+    assert f'href="/runs/{last.pk}/"' in table and "▲ regression" in table and "history-table" in table
 
 
 def test_several_machines_are_overlaid_and_can_be_picked():
@@ -285,6 +288,9 @@ def test_a_session_run_shows_warmup_autocorrelation_narrowing_utilisation_and_ov
     assert "disk busy 85% (above 80%) while measuring cpu" in html and "round 3:" in html
     assert "+1.2% [-0.2%, +2.7%]" in found["overhead"]["layout"]["title"]["text"]
     assert f"/jobs/sessions/{run.sessions.get().pk}/" in html
+    # Every figure has its place on the page, and the page served again from the cache is the same.
+    assert all(f'data-figure="{name}"' in html for name in found)
+    assert Client().get(f"/runs/{run.pk}/").content.decode() == html
 
 
 def test_an_imported_run_shows_its_samples_and_a_summary_only_run_says_so():
