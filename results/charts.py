@@ -21,7 +21,6 @@ from datetime import datetime, timezone
 from typing import Any, TypedDict
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from results.stats import autocorrelation, format_change
 from runner import session as session_loop
