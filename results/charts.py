@@ -166,11 +166,11 @@ def history_bands(comparisons: Sequence[Mapping | None]) -> tuple[list[float | N
     return ([band[0] if band else None for band in bands], [band[1] if band else None for band in bands])
 
 
-def _history_hover(point: Mapping, unit: str) -> str:
+def _history_hover(point: Mapping, unit: str, when: str) -> str:
     commit = point.get("commit")
     lines = [f"<b>{escape(commit[:12])}</b>" + (f" on {escape(point['branch'])}" if point.get("branch") else "")
              if commit else "<b>no revision</b>"]
-    lines.append(f"{_timestamp(point['started_at'])} UTC · {escape(point['machine'])} · {escape(point.get('kind', ''))}")
+    lines.append(f"{when} UTC · {escape(point['machine'])} · {escape(point.get('kind', ''))}")
     interval = (f" [{_number(point['ci_low'])}, {_number(point['ci_high'])}]"
                 if point.get("ci_low") is not None else " (no CI)")
     lines.append(f"mean {_number(point['mean'])} {escape(unit)}{interval}")
@@ -236,7 +236,7 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
         data.append({
             "type": "scatter", "mode": "lines+markers", "name": name, "legendgroup": f"mean-{position}",
             "x": xs, "y": [row["mean"] for row in rows], "customdata": [row["run_id"] for row in rows],
-            "text": [_history_hover(row, unit) for row in rows],
+            "text": [_history_hover(row, unit, x) for row, x in zip(rows, xs)],
             "hovertemplate": "%{text}<extra></extra>",
             "line": {"color": colour, "width": 1.5}, "marker": {"color": colour, "size": 6},
         })
@@ -267,10 +267,12 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
                                         ("improvement", "triangle-down", IMPROVEMENT, "▼ improvement")):
         rows = markers[kind]
         if rows:
+            xs = [_timestamp(row["started_at"]) for row in rows]
             data.append({
                 "type": "scatter", "mode": "markers", "name": label,
-                "x": [_timestamp(row["started_at"]) for row in rows], "y": [row["mean"] for row in rows],
-                "customdata": [row["run_id"] for row in rows], "text": [_history_hover(row, unit) for row in rows],
+                "x": xs, "y": [row["mean"] for row in rows],
+                "customdata": [row["run_id"] for row in rows],
+                "text": [_history_hover(row, unit, x) for row, x in zip(rows, xs)],
                 "hovertemplate": "%{text}<extra></extra>",
                 "marker": {"symbol": symbol, "size": 13, "color": colour, "line": {"color": "#ffffff", "width": 1}},
             })

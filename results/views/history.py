@@ -1,7 +1,7 @@
 """Pages with charts: a metric's history, one run in detail, the machines.
 
 Each view parses its input, calls one selector, turns the rows into Plotly figure dicts with the
-pure :mod:`results.charts`, and renders; the figures reach the page through ``json_script``.
+pure :mod:`results.charts`, and renders; the figures reach the page as JSON in a script element.
 """
 
 import json
@@ -16,7 +16,6 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.dateparse import parse_date
-from django.utils.html import json_script
 from django.utils.safestring import mark_safe
 from django.utils.text import slugify
 
@@ -24,6 +23,7 @@ from runner import session as session_loop
 from runner.monitor import BOTTLENECK_THRESHOLD
 
 from .. import charts, selectors, stats
+from ..templatetags.figures import json_data
 from ..models import Metric, Result, Run, is_high_p
 from .nightly import readable
 
@@ -172,7 +172,7 @@ def _run_page(run_id: int) -> dict:
         "rounds": len(detail.rounds), "threshold": BOTTLENECK_THRESHOLD,
     })
     return {"title": f"Run #{run.pk} · {run.project.name} · Pilot Web", "body": mark_safe(body),
-            "figures": json_script(figures, "pilotweb-figures")}
+            "figures": json_data(figures, "pilotweb-figures")}
 
 
 def _section(result: Result, records: list, targets, figures: dict) -> MetricSection:

@@ -218,3 +218,13 @@ def test_overhead_is_a_ratio_with_its_interval_or_says_it_is_unbounded():
     assert bar["array"] == [pytest.approx(0.02)] and bar["arrayminus"] == [pytest.approx(0.01)]
     assert "+2.0% [+1.0%, +4.0%]" in bounded["layout"]["title"]["text"]
     assert "error_x" not in unbounded["data"][0] and "[unbounded]" in unbounded["layout"]["title"]["text"]
+
+
+def test_figures_reach_the_page_escaped_exactly_as_djangos_json_script_does():
+    from django.utils.html import json_script
+
+    from results.templatetags.figures import json_data
+
+    value = {"</script><script>alert(1)</script>": ["&amp;", "<b>", ">", "é\u2028\u2029", 1.5, None, True],
+             "at": START, "nested": {"x": [1, {"y": "<!--"}]}}
+    assert json_data(value, "pilotweb-figures") == json_script(value, "pilotweb-figures")
