@@ -30,6 +30,7 @@ import re
 import secrets
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -307,34 +308,46 @@ def main() -> None:
     parser.add_argument("--readers", type=int, default=40)
     parser.add_argument("--posters", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each set-up, interleaved")
     parser.add_argument("--setups", default="production,development")
     parser.add_argument("--by-path", action="store_true", help="also print latencies per path")
     parser.add_argument("--keep-logs", type=Path, help="copy each set-up's logs (access log with durations) here")
     args = parser.parse_args()
     setups = {"production": production, "development": development}
+    names = args.setups.split(",")
     results = [measure(name, setups[name], args.readers, args.posters, args.seconds, args.keep_logs)
-               for name in args.setups.split(",")]
+               for _ in range(args.repeat) for name in names]
 
-    print(f"\n{args.readers} readers + {args.posters} posters for {args.seconds:.0f} s on loopback, "
-          f"{os.cpu_count()} cores shared by clients and server; targets: 0 errors, reads p95 ≤ 1 s, posts p95 ≤ 1.5 s")
+    print(f"\n{args.readers} readers + {args.posters} posters for {args.seconds:.0f} s on loopback, each set-up "
+          f"{args.repeat}×, interleaved; {os.cpu_count()} cores shared by clients and server. Targets: 0 errors, "
+          "reads p95 ≤ 1 s, posts p95 ≤ 1.5 s")
     print(f"{'set-up':<12} {'requests':>8} {'req/s':>7} {'5xx':>5} {'4xx':>5} {'read p50':>9} {'read p95':>9} "
           f"{'read max':>9} {'post p50':>9} {'post p95':>9} {'post max':>9} {'posts ok':>9} {'runs +':>7} "
-          f"{'load 1m':>12}")
+          f"{'busy':>5} {'load 1m':>12}")
     for r in results:
         print(f"{r['name']:<12} {r['requests']:>8} {r['throughput']:>7.1f} {r['errors']:>5} {r['client_errors']:>5} "
               f"{r['read_p50']:>8.3f}s {r['read_p95']:>8.3f}s {r['read_max']:>8.2f}s {r['post_p50']:>8.3f}s "
               f"{r['post_p95']:>8.3f}s {r['post_max']:>8.2f}s {r['accepted_posts']:>9} {r['runs_added']:>7} "
-              f"{r['load'][0]:>5.2f}→{r['load'][1]:<5.2f}")
-    if len(results) == 2:
-        production_, baseline = results
-        print(f"ratios production/development: read p95 {production_['read_p95'] / baseline['read_p95']:.2f}, "
-              f"post p95 {production_['post_p95'] / baseline['post_p95']:.2f}, "
-              f"throughput {production_['throughput'] / baseline['throughput']:.2f}")
+              f"{r['busy']:>5.0%} {r['load'][0]:>5.2f}→{r['load'][1]:<5.2f}")
+    print("\nmin / median over the repetitions:")
+    summary = {}
+    for name in names:
+        mine = [r for r in results if r["name"] == name]
+        summary[name] = {key: (min(r[key] for r in mine), statistics.median(r[key] for r in mine))
+                         for key in ("read_p95", "post_p95", "throughput")}
+        errors = sum(r["errors"] for r in mine)
+        print(f"  {name:<12} 5xx {errors}; read p95 {summary[name]['read_p95'][0]:.3f} / "
+              f"{summary[name]['read_p95'][1]:.3f} s; post p95 {summary[name]['post_p95'][0]:.3f} / "
+              f"{summary[name]['post_p95'][1]:.3f} s; req/s {summary[name]['throughput'][0]:.1f} / "
+              f"{summary[name]['throughput'][1]:.1f}")
+    if len(names) == 2:
+        first, second = (summary[name] for name in names)
+        print(f"ratios {names[0]}/{names[1]} (medians): read p95 {first['read_p95'][1] / second['read_p95'][1]:.2f}, "
+              f"post p95 {first['post_p95'][1] / second['post_p95'][1]:.2f}, "
+              f"throughput {first['throughput'][1] / second['throughput'][1]:.2f}")
     for r in results:
         print(f"{r['name']}: {r['backlog']} runs were waiting for their comparison when the load ended; all were "
-              f"compared {r['caught_up']:.1f} s later")
-        print(f"{r['name']}: the cores were busy {r['busy']:.0%} of the time; CPU seconds of the processes alive "
-              f"at the end ({os.cpu_count()} cores × {args.seconds:.0f} s = {os.cpu_count() * args.seconds:.0f}): "
+              f"compared {r['caught_up']:.1f} s later. CPU seconds of the processes alive at the end: "
               + ", ".join(f"{name} {value:.1f}" for name, value in r["cpu"].items()))
     if args.by_path:
         for r in results:

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404, HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import NinjaAPI, Query, Schema
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -326,8 +326,12 @@ def metric_series(request: HttpRequest, metric_id: int, filters: Query[SeriesFil
                                                  branch=filters.branch, limit=max(1, min(filters.limit, 5000)))
     except Metric.DoesNotExist:
         raise Http404(f"No metric {metric_id}.") from None
-    return {"metric_id": metric.pk, "benchmark": metric.benchmark.name, "metric": metric.name, "unit": metric.unit,
-            "direction": metric.direction, "points": points}
+    series = SeriesOut.model_validate({
+        "metric_id": metric.pk, "benchmark": metric.benchmark.name, "metric": metric.name, "unit": metric.unit,
+        "direction": metric.direction, "points": points})
+    # Validated and serialized by pydantic's core in one pass: thousands of points are this endpoint's point,
+    # and the generic path (validate, dump to dicts, json.dumps) took three times as long.
+    return HttpResponse(series.model_dump_json(), content_type="application/json")
 
 
 class ComparisonOut(Schema):
