@@ -67,6 +67,17 @@ class RedisServer:
             self.process = None
 
 
+def wait_for(condition, *, timeout=90.0, what="condition"):
+    """Poll ``condition`` until it returns something true (returned), or fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
 @contextlib.contextmanager
 def real_redis() -> Iterator[RedisServer]:
     server = RedisServer()

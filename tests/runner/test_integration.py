@@ -22,7 +22,7 @@ from results.models import Alert, Result, Run
 from runner import services
 from runner.models import Round, Session, SessionStatus
 from tests.factories import MachineFactory, ProjectFactory, run_document
-from tests.processes import worker_process
+from tests.processes import wait_for, worker_process
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -58,16 +58,6 @@ def bench_worker(redis_url, machine, tmp_path, name="first", production=False):
         environment.update(DEBUG="false", ALLOWED_HOSTS="localhost", DJANGO_SECRET_KEY=PRODUCTION_KEY)
     return worker_process(redis_url=redis_url, queues=[machine.queue, "analysis"], log=tmp_path / f"{name}.log",
                           environment=environment)
-
-
-def wait_for(condition, *, timeout=90.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def sort_job(staff, machine, **overrides):

@@ -4,13 +4,12 @@ and Ctrl-C (SIGTERM) stops them all. Before, the first child to exit tore the wh
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.processes import ROOT, free_port, wait_for_port
+from tests.processes import ROOT, free_port, wait_for, wait_for_port
 
 pytestmark = pytest.mark.integration
 
@@ -31,16 +30,6 @@ def services_of(script: psutil.Process) -> dict[str, psutil.Process]:
     return found
 
 
-def wait_until(condition, timeout: float = 120.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError("timed out")
-
-
 def test_a_service_that_dies_is_restarted_and_the_rest_stays_up(tmp_path):
     port, redis_port = free_port(), free_port()
     environment = {**os.environ, "PILOTWEB_VAR_DIR": str(tmp_path), "PILOTWEB_ADDRESS": f"127.0.0.1:{port}",
@@ -53,11 +42,12 @@ def test_a_service_that_dies_is_restarted_and_the_rest_stays_up(tmp_path):
     try:
         wait_for_port(port, timeout=300)
         script = psutil.Process(process.pid)
-        before = wait_until(lambda: (found := services_of(script)) and len(found) == 4 and found)
+        before = wait_for(lambda: (found := services_of(script)) and len(found) == 4 and found,
+                          what="the four services")
 
         before["bench"].kill()
-        after = wait_until(lambda: (found := services_of(script)).get("bench") and
-                           found["bench"].pid != before["bench"].pid and found)
+        after = wait_for(lambda: (found := services_of(script)).get("bench") and
+                         found["bench"].pid != before["bench"].pid and found, what="the bench worker's restart")
 
         output = Path(log.name).read_text()
         assert "bench-worker exited (status 137); restarting it" in output
