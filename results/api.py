@@ -23,9 +23,11 @@ from pydantic import Field
 from pydantic import ValidationError as PydanticValidationError
 
 from . import comparisons, selectors, services
+from .alerts import set_alert_status
 from . import converters  # noqa: F401  (registers the "id" route converter)
 from .ingest import ImportFormatError, ImportTooLarge, import_document, unstorable_text
-from .models import Alert, AlertStatus, ApiToken, Comparison, Metric, Result, Run
+from .models import Alert, AlertStatus, ApiToken, Metric, Result, Run
+from .rows import ComparisonRow
 from .schemas import (
     Branch,
     Commit,
@@ -350,28 +352,32 @@ class ComparisonOut(Schema):
     df: float | None
     pvalue: float | None
     qvalue: float | None
+    significant: bool
+    high_p: bool
     verdict: str
     threshold: float
     confidence_level: float
     inputs: dict[str, Any]
 
 
-def comparison_out(comparison: Comparison) -> dict:
-    metric = comparison.candidate.metric
+def comparison_out(row: ComparisonRow) -> dict:
+    """A stored comparison's row (:func:`results.comparisons.stored_rows`) as the API shows it."""
     return {
-        "id": comparison.pk, "benchmark": metric.benchmark.name, "metric": metric.name, "unit": metric.unit,
-        "direction": metric.direction, "method": comparison.method, "ratio": comparison.ratio,
-        "ci_low": comparison.ci_low, "ci_high": comparison.ci_high, "bounded": comparison.bounded, "change": comparison.change or None,
-        "statistic": comparison.statistic, "df": comparison.df, "pvalue": comparison.pvalue,
-        "qvalue": comparison.qvalue, "verdict": comparison.verdict, "threshold": comparison.threshold,
-        "confidence_level": comparison.confidence_level, "inputs": comparison.inputs,
+        "id": row.comparison_id, "benchmark": row.benchmark, "metric": row.metric, "unit": row.unit,
+        "direction": row.direction, "method": row.method, "ratio": row.ratio, "ci_low": row.low,
+        "ci_high": row.high, "bounded": row.bounded, "change": row.change or None, "statistic": row.statistic,
+        "df": row.df, "pvalue": row.pvalue, "qvalue": row.qvalue, "significant": row.significant,
+        "high_p": row.high_p, "verdict": row.verdict, "threshold": row.threshold,
+        "confidence_level": row.confidence_level, "inputs": dict(row.inputs),
     }
 
 
 @api.get("/runs/{id:run_id}/comparisons", response=list[ComparisonOut], auth=READ_AUTH, url_name="run_comparisons",
          summary="A run's comparisons, worst first")
 def run_comparisons(request: HttpRequest, run_id: int, method: str | None = None):
-    return [comparison_out(c) for c in selectors.run_comparisons(run_id=run_id, method=method)]
+    found = selectors.run_comparisons(run_id=run_id, method=method)
+    rows = comparisons.stored_rows([(comparison.candidate, comparison) for comparison in found])
+    return [comparison_out(row) for row in sorted(rows, key=lambda row: row.sort_key)]
 
 
 class AlertOut(Schema):
@@ -396,7 +402,7 @@ def alert_out(alert: Alert) -> dict:
     return {
         "id": alert.pk, "status": alert.status, "run_id": run.pk, "project": run.project.slug,
         "machine": run.machine.name, "commit": run.revision.commit if run.revision else None,
-        "comparison": comparison_out(alert.comparison),
+        "comparison": comparison_out(comparisons.stored_rows([(alert.comparison.candidate, alert.comparison)])[0]),
         "confirmation_sessions": [session.pk for session in alert.confirmations.all()],
         "events": [{"from": e.old_status, "to": e.new_status, "note": e.note, "at": e.created_at.isoformat(),
                     "by": e.user.get_username() if e.user else None} for e in alert.events.all()],
@@ -415,5 +421,5 @@ def alert_status(request: HttpRequest, alert_id: int, body: AlertStatusIn):
     alert = selectors.alerts().filter(pk=alert_id).first()
     if alert is None:
         raise Http404(f"No alert {alert_id}.")
-    comparisons.set_alert_status(alert=alert, status=body.status.value, note=body.note, user=request.user)
+    set_alert_status(alert=alert, status=body.status.value, note=body.note, user=request.user)
     return alert_out(selectors.alerts().get(pk=alert_id))

@@ -22,20 +22,15 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from results.stats import autocorrelation, format_change
+from results import presentation
+from results.presentation import format_change
+from results.stats import autocorrelation
 from runner import session as session_loop
 
 Figure = dict[str, Any]
 
 PALETTE = ["#2354a8", "#c2571a", "#2a8c82", "#7b3fa0", "#8a6d00", "#b0306a", "#4d6b2a", "#5b6575"]
 REGRESSION, IMPROVEMENT, INCONCLUSIVE, QUIET = "#b3261e", "#1b7f3b", "#8a5a00", "#7d8694"
-VERDICT_LABELS = {
-    "regression": "▲ regression",
-    "improvement": "▼ improvement",
-    "inconclusive": "? inconclusive",
-    "no change": "≈ no change",
-    "insufficient history": "· insufficient history",
-}
 MAX_DISPLAYED_SAMPLES = 20_000
 MAX_PREFIXES = 200
 MIN_PREFIXES = 12
@@ -53,13 +48,6 @@ CONFIG = {"displaylogo": False, "responsive": True,
 def escape(text: object) -> str:
     """User text for a Plotly label: HTML-escaped (Plotly shows the entities as the characters)."""
     return html.escape(str(text), quote=True)
-
-
-def verdict_label(verdict: str | None) -> str:
-    """The verdict with its icon, so colour is never the only signal."""
-    if not verdict:
-        return ""
-    return VERDICT_LABELS.get(verdict, verdict)
 
 
 def _number(value: float | None, digits: int = 4) -> str:
@@ -184,7 +172,7 @@ def _history_hover(point: Mapping, unit: str, when: str) -> str:
         if comparison.get("pvalue") is not None:
             tail = f", q = {comparison['qvalue']:.3g}" if comparison.get("qvalue") is not None else ""
             lines.append(f"p = {comparison['pvalue']:.3g}{tail}")
-        lines.append(verdict_label(comparison.get("verdict")))
+        lines.append(presentation.verdict_label(comparison.get("verdict")))
         if comparison.get("alert_id") is not None:
             lines.append(f"alert #{comparison['alert_id']} ({escape(comparison.get('alert_status') or 'new')})")
     lines.append("<i>click for the run</i>")

@@ -1,68 +1,406 @@
-"""Comparisons of stored runs (writes): nightly against history, pull requests against their base,
-false-discovery control across a run, and the alerts regressions open.
+"""The one comparison service. Every comparison the dashboard shows is computed here, through
+:mod:`results.stats`, as :class:`results.rows.ComparisonRow` rows:
 
-Every comparison is computed by the numerical core (:mod:`results.stats`) over all series of a
-run at once, from a constant number of queries, and stored with the numbers that fed it.
+* a nightly against the last K runs of its branch, run-to-run variance included (spec §8), and beside
+  it, naively, against the previous run alone;
+* a pull request against its base run, with the hierarchical bootstrap where both kept samples;
+* any two stored runs, on the fly (the compare page and ``manage.py compare RUN RUN``);
+* two result files (``manage.py compare --files``).
+
+:func:`compare_run` stores a run's rows as :class:`results.models.Comparison` rows (and opens its alerts);
+:func:`stored_rows` reads stored comparisons back as rows, so stored and computed comparisons are shown
+the same way. One confidence level per comparison, decided when it is computed (the candidate metric's),
+is the level of its interval and of both sides' half-widths.
 """
 
+import zlib
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 import numpy as np
-from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 from scipy.stats import false_discovery_control
 
-from . import stats
-from .models import (
-    Alert,
-    AlertEvent,
-    AlertGroup,
-    AlertStatus,
-    Comparison,
-    ComparisonMethod,
-    Result,
-    Run,
-    RunKind,
-    RunStatus,
-    Verdict,
-)
+from . import alerts, stats
+from .models import Comparison, ComparisonMethod, Result, Run, RunKind, RunStatus, Verdict
+from .presentation import ALPHA, VERDICT_ORDER
+from .rows import ComparisonRow, Interval, Side
+from .series import Series, series_from_results, series_from_values, stored_series
 from .services import bulk_insert
-from .signals import alerts_opened
 
 MIN_HISTORY = 3
-SUMMARY_FIELDS = ("id", "run_id", "metric_id", "mean", "variance", "n")
+DEFAULT_RESAMPLES = 10_000
+STORED_RESAMPLES = 2_000
+"""Replicates of a stored pull-request bootstrap: computed for every series of a pull request."""
+BOOTSTRAP_MAX_SERIES = 200
+METHOD_FILES = "files"
+"""The method of rows compared from two result files: no run, so no q-value (spec §7)."""
+
+
+class NothingToCompare(ValueError):
+    """The two sides share no series that can be compared."""
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """The candidate side of a run's comparisons, one entry per series (result)."""
+class Bootstrap:
+    """How to run the hierarchical bootstrap (spec §6): replicates and seed (None: fresh entropy)."""
 
-    ids: np.ndarray
-    metric_ids: np.ndarray
-    mean: np.ndarray
-    variance: np.ndarray
-    n: np.ndarray
-    threshold: np.ndarray
-    direction: np.ndarray
-    confidence: np.ndarray
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int | None = None
 
 
-def _candidate(run: Run) -> Candidate:
-    rows = list(Result.objects.filter(run=run).values(
-        *SUMMARY_FIELDS, "metric__threshold", "metric__direction", "metric__confidence_level").order_by("id"))
-    return Candidate(
-        ids=np.array([row["id"] for row in rows], dtype=np.int64),
-        metric_ids=np.array([row["metric_id"] for row in rows], dtype=np.int64),
-        mean=np.array([row["mean"] for row in rows], dtype=float),
-        variance=np.array([row["variance"] for row in rows], dtype=float),
-        n=np.array([row["n"] for row in rows], dtype=np.int64),
-        threshold=np.array([row["metric__threshold"] for row in rows], dtype=float),
-        direction=np.array([row["metric__direction"] for row in rows], dtype=object),
-        confidence=np.array([row["metric__confidence_level"] for row in rows], dtype=float),
+@dataclass(frozen=True)
+class SeriesComparison:
+    """Two sides compared: the rows, worst first, and the series that could not be compared."""
+
+    rows: list[ComparisonRow]
+    only_baseline: list[str]
+    only_candidate: list[str]
+    not_compared: list[str]
+
+
+# --- Computing -------------------------------------------------------------------------------------------
+
+
+def compare_series(baseline: Sequence[Series], candidate: Sequence[Series], *, alpha: float = ALPHA,
+                   threshold: float | None = None, bootstrap: Bootstrap | None = None, qvalues: bool = True,
+                   method: str = ComparisonMethod.PAIRWISE) -> SeriesComparison:
+    """Compare every series present on both sides: Welch, Fieller and the verdict (spec §5–§7).
+
+    Series are matched by (benchmark, metric); the candidate's threshold, direction and confidence level
+    apply. ``qvalues`` adds Benjamini–Hochberg q-values across the rows (the comparisons of a run);
+    without them the p-value decides significance. ``bootstrap`` adds the hierarchical bootstrap interval
+    where both sides kept samples, and the verdict is then drawn from it.
+
+    Raises
+    ------
+    NothingToCompare
+        If no series is on both sides with at least 2 subsessions each.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be strictly between 0 and 1; got {alpha}.")
+    if threshold is not None and not threshold >= 0.0:
+        raise ValueError(f"the threshold must be at least 0; got {threshold}.")
+    old = {series.key: series for series in baseline}
+    new = {series.key: series for series in candidate}
+    common = sorted(old.keys() & new.keys())
+    comparable = [key for key in common if old[key].summary.n >= 2 and new[key].summary.n >= 2]
+    if not comparable:
+        raise NothingToCompare(_nothing_to_compare(old, new, common))
+    pairs = [(old[key], new[key]) for key in comparable]
+    if threshold is not None:
+        pairs = [(base, replace(cand, threshold=threshold)) for base, cand in pairs]
+    rows = pairwise_rows(pairs, method=method, alpha=alpha, bootstrap=bootstrap)
+    if qvalues:
+        rows = with_qvalues(rows)
+    return SeriesComparison(
+        rows=sorted(rows, key=lambda row: row.sort_key),
+        only_baseline=[old[key].label for key in sorted(old.keys() - new.keys())],
+        only_candidate=[new[key].label for key in sorted(new.keys() - old.keys())],
+        not_compared=[old[key].label for key in sorted(set(common) - set(comparable))],
     )
+
+
+def pairwise_rows(pairs: Sequence[tuple[Series, Series]], *, method: str, alpha: float = ALPHA,
+                  bootstrap: Bootstrap | None = None,
+                  context: Callable[[Series, Series], dict] | None = None) -> list[ComparisonRow]:
+    """One row per (baseline, candidate) pair, in their order, from one vectorized call (each pair at its
+    candidate's level, threshold and direction). Every side needs at least 2 subsessions.
+
+    ``context`` adds fields to each row (identity, inputs) from its pair.
+    """
+    if not pairs:
+        return []
+    old = [pair[0].summary for pair in pairs]
+    new = [pair[1].summary for pair in pairs]
+    levels = np.array([pair[1].confidence_level for pair in pairs])
+    thresholds = np.array([pair[1].threshold for pair in pairs])
+    directions = np.array([pair[1].direction for pair in pairs], dtype=object)
+    result = stats.compare_summaries(*_statistics(new), *_statistics(old), threshold=thresholds,
+                                     direction=directions, confidence=levels)
+    old_widths = _half_widths(old, levels)
+    new_widths = _half_widths(new, levels)
+    columns = _columns(result, ("ratio", "low", "high", "bounded", "statistic", "pvalue", "df", "verdict"))
+    rows = []
+    for i, (base, cand) in enumerate(pairs):
+        resampled = _bootstrap(base, cand, confidence=float(levels[i]), options=bootstrap)
+        verdict = columns["verdict"][i] if resampled is None else stats.verdict(
+            resampled.low, resampled.high, threshold=thresholds[i], direction=cand.direction)
+        rows.append(_row(
+            cand, method=method, alpha=alpha, numbers={name: values[i] for name, values in columns.items()},
+            verdict=str(verdict), baseline=_side(base, old_widths[i]), candidate=_side(cand, new_widths[i]),
+            bootstrap=None if resampled is None else _interval(resampled),
+            verdict_from="fieller" if resampled is None else "bootstrap",
+            **(context(base, cand) if context else {})))
+    return rows
+
+
+def history_rows(candidates: Sequence[Series], histories: Sequence[Sequence[Series]], *,
+                 context: Callable[[Series, Sequence[Series]], dict] | None = None) -> list[ComparisonRow]:
+    """One row per candidate against its history (newest first), in their order, from one vectorized
+    call: the ratio with the run-to-run variance carried in (spec §8). Fewer than ``MIN_HISTORY`` results
+    give an *insufficient history* row."""
+    rows: list[ComparisonRow | None] = [None] * len(candidates)
+    usable = [i for i, history in enumerate(histories) if len(history) >= MIN_HISTORY]
+    for i in set(range(len(candidates))) - set(usable):
+        found = len(histories[i])
+        rows[i] = ComparisonRow(
+            **_identity(candidates[i]), method=ComparisonMethod.HISTORY, baseline=Side(mean=None),
+            candidate=_side(candidates[i], None), ratio=None, low=None, high=None, bounded=False, statistic=None,
+            df=None, pvalue=None, qvalue=None, verdict=Verdict.INSUFFICIENT_HISTORY,
+            threshold=candidates[i].threshold, confidence_level=candidates[i].confidence_level,
+            note=f"{found} earlier night{'s' if found != 1 else ''}, {MIN_HISTORY} needed",
+            **(context(candidates[i], histories[i]) if context else {}))
+    if usable:
+        chosen = [candidates[i] for i in usable]
+        width = max(len(histories[i]) for i in usable)
+        padded = np.full((3, len(usable), width), np.nan)
+        for row, i in enumerate(usable):
+            for column, series in enumerate(histories[i]):
+                padded[:, row, column] = (series.summary.mean, series.summary.variance, series.summary.n)
+        levels = np.array([series.confidence_level for series in chosen])
+        result = stats.compare_with_history(
+            *_statistics([series.summary for series in chosen]), *padded,
+            threshold=np.array([series.threshold for series in chosen]),
+            direction=np.array([series.direction for series in chosen], dtype=object), confidence=levels)
+        columns = _columns(result, ("ratio", "low", "high", "bounded", "statistic", "pvalue", "df", "verdict",
+                                    "baseline", "history_variance", "history_size", "between_variance",
+                                    "prediction_low", "prediction_high"))
+        candidate_widths = _half_widths([series.summary for series in chosen], levels)
+        baseline_widths = _half_width(columns["history_variance"], columns["history_size"], levels)
+        for row, i in enumerate(usable):
+            size = int(columns["history_size"][row])
+            baseline = Side(mean=float(columns["baseline"][row]), variance=float(columns["history_variance"][row]),
+                            n=size, half_width=baseline_widths[row])
+            rows[i] = _row(
+                candidates[i], method=ComparisonMethod.HISTORY, alpha=ALPHA,
+                numbers={name: values[row] for name, values in columns.items()}, verdict=str(columns["verdict"][row]),
+                baseline=baseline, candidate=_side(candidates[i], candidate_widths[row]),
+                note=f"mean of {size} nights",
+                **(context(candidates[i], histories[i]) if context else {}))
+            rows[i] = replace(rows[i], inputs={**rows[i].inputs, **_history_inputs(histories[i], columns, row)})
+    return rows
+
+
+def with_qvalues(rows: Sequence[ComparisonRow]) -> list[ComparisonRow]:
+    """The rows with Benjamini–Hochberg q-values across those of each method that have a p-value.
+
+    A run touches hundreds of series; at α = 5% per series, some would be "significant" by chance
+    alone. The q-value controls the false discovery rate across them, and it is the q-value, not the
+    p-value, that decides significance wherever the comparison belongs to a run (spec §7).
+    """
+    rows = list(rows)
+    by_method: dict[str, list[int]] = defaultdict(list)
+    for index, row in enumerate(rows):
+        if row.pvalue is not None:
+            by_method[row.method].append(index)
+    for indexes in by_method.values():
+        qvalues = np.atleast_1d(false_discovery_control([rows[i].pvalue for i in indexes], method="bh"))
+        for i, qvalue in zip(indexes, qvalues):
+            rows[i] = replace(rows[i], qvalue=float(min(qvalue, 1.0)))
+    return rows
+
+
+def _row(series: Series, *, method: str, alpha: float, numbers: dict, verdict: str, baseline: Side,
+         candidate: Side, **extra) -> ComparisonRow:
+    bounded = bool(numbers["bounded"])
+    ratio, statistic = float(numbers["ratio"]), float(numbers["statistic"])
+    return ComparisonRow(
+        **_identity(series), method=method, baseline=baseline, candidate=candidate,
+        ratio=ratio if np.isfinite(ratio) else None,
+        low=float(numbers["low"]) if bounded else None, high=float(numbers["high"]) if bounded else None,
+        bounded=bounded, statistic=statistic if np.isfinite(statistic) else None, df=float(numbers["df"]),
+        pvalue=float(numbers["pvalue"]), qvalue=None, verdict=verdict, threshold=float(series.threshold),
+        confidence_level=float(series.confidence_level), alpha=alpha, **extra)
+
+
+def _identity(series: Series) -> dict:
+    return {"benchmark": series.benchmark, "metric": series.metric, "unit": series.unit,
+            "direction": series.direction, "metric_id": series.metric_id}
+
+
+def _history_inputs(history: Sequence[Series], columns: dict, row: int) -> dict:
+    return {"history_runs": [series.run_id for series in history],
+            "history": [[series.summary.mean, series.summary.variance, series.summary.n] for series in history],
+            "between_variance": float(columns["between_variance"][row]), "baseline": float(columns["baseline"][row]),
+            "band": [float(columns["prediction_low"][row]), float(columns["prediction_high"][row])]}
+
+
+def _columns(result, names: Sequence[str]) -> dict[str, np.ndarray]:
+    shape = np.shape(np.atleast_1d(result.ratio))
+    return {name: np.broadcast_to(np.asarray(getattr(result, name), dtype=object if name == "verdict" else None),
+                                  shape) for name in names}
+
+
+def _statistics(summaries) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return (np.array([s.mean for s in summaries], dtype=float), np.array([s.variance for s in summaries], dtype=float),
+            np.array([s.n for s in summaries], dtype=np.int64))
+
+
+def _half_widths(summaries, levels: np.ndarray) -> list[float | None]:
+    """Half-width of each mean's interval at its level (spec §3); None where there are fewer than 2 units."""
+    return _half_width(np.array([s.variance for s in summaries], dtype=float),
+                       np.array([s.n for s in summaries], dtype=float), levels)
+
+
+def _half_width(variances, counts, levels) -> list[float | None]:
+    variances, counts = np.asarray(variances, dtype=float), np.asarray(counts, dtype=float)
+    levels = np.broadcast_to(np.asarray(levels, dtype=float), counts.shape)
+    widths = np.full(counts.shape, np.nan)
+    usable = counts >= 2
+    if usable.any():
+        widths[usable] = np.atleast_1d(stats.mean_interval(
+            0.0, variances[usable], counts[usable].astype(np.int64), confidence=levels[usable]).half_width)
+    return [None if np.isnan(width) else float(width) for width in widths]
+
+
+def _side(series: Series, half_width: float | None) -> Side:
+    summary = series.summary
+    return Side(mean=summary.mean, variance=summary.variance, n=summary.n, subsession_size=summary.subsession_size,
+                half_width=half_width, independent=summary.independent)
+
+
+def _interval(ratio: stats.RatioResult) -> Interval:
+    bounded = bool(ratio.bounded)
+    return Interval(ratio=float(ratio.ratio) if np.isfinite(ratio.ratio) else None,
+                    low=float(ratio.low) if bounded else None, high=float(ratio.high) if bounded else None,
+                    bounded=bounded)
+
+
+def _bootstrap(baseline: Series, candidate: Series, *, confidence: float,
+               options: Bootstrap | None) -> stats.RatioResult | None:
+    if options is None or baseline.samples is None or candidate.samples is None:
+        return None
+    # One top-level unit (a single process run) says nothing of the variation between units.
+    if baseline.samples.shape[0] < 2 or candidate.samples.shape[0] < 2:
+        return None
+    old, new = _hierarchy(baseline), _hierarchy(candidate)
+    if old.ndim != new.ndim or min(old.shape) < 2 or min(new.shape) < 2:
+        return None
+    # One stream per series, keyed by its name, so a series' interval does not depend on the others.
+    seed = None if options.seed is None else [options.seed, zlib.crc32(repr(candidate.key).encode())]
+    return stats.ratio_bootstrap(new, old, confidence=confidence, n_resamples=options.resamples,
+                                 rng=np.random.default_rng(seed))
+
+
+def _hierarchy(series: Series) -> np.ndarray:
+    """Raw samples with the subsessions as their top level (spec §6: for one-level data the top level
+    is the subsession), so autocorrelated samples are not resampled as if independent."""
+    size = series.summary.subsession_size
+    # A level with one unit (e.g. pyperf runs of one value each) adds nothing, and cannot be resampled.
+    samples = series.samples.squeeze()
+    if samples.ndim > 1 or size < 2 or samples.size < 2 * size:
+        return samples
+    blocks = samples.size // size
+    # Drop the oldest remainder, as subsession analysis does (spec §2).
+    return samples[samples.size - blocks * size:].reshape(blocks, size)
+
+
+def _nothing_to_compare(old: dict, new: dict, common: list) -> str:
+    if common:
+        return ("no common series has at least 2 subsessions on both sides: "
+                + ", ".join(old[key].label for key in common))
+    return (f"no common series: the baseline has {_listed(old)}; the candidate has {_listed(new)} "
+            "(series are matched by benchmark and metric name)")
+
+
+def _listed(side: dict, *, limit: int = 5) -> str:
+    labels = [series.label for series in side.values()]
+    more = f" and {len(labels) - limit} more" if len(labels) > limit else ""
+    return ", ".join(labels[:limit]) + more if labels else "none"
+
+
+# --- Stored comparisons read back as rows ----------------------------------------------------------------
+
+
+def stored_rows(items: Sequence[tuple[Result, Comparison | None]], *, machines: dict[int, str] | None = None,
+                alerts_by_comparison: dict[int, tuple[int, str]] | None = None) -> list[ComparisonRow]:
+    """Results with their stored comparison (or None: not compared yet) as rows, in their order.
+
+    The results need their metric (and its benchmark) loaded; ``machines`` gives machine names by run id,
+    ``alerts_by_comparison`` (alert id, status) by comparison id. Each side's half-width is computed at the
+    comparison's stored confidence level; the baseline of a history comparison is the mean of its K
+    run means, with their variance (so its interval carries the night-to-night variation).
+    """
+    machines = machines or {}
+    alerts_by_comparison = alerts_by_comparison or {}
+    levels = np.array([(comparison or result.metric).confidence_level for result, comparison in items], dtype=float)
+    candidates = _half_width([r.variance for r, _ in items], [r.n for r, _ in items], levels) if items else []
+    baselines = [_stored_baseline(comparison) for _, comparison in items]
+    baseline_widths = _half_width([b.variance or 0.0 for b in baselines], [b.n or 0 for b in baselines],
+                                  levels) if items else []
+    rows = []
+    for (result, comparison), width, baseline, baseline_width in zip(items, candidates, baselines, baseline_widths):
+        metric = result.metric
+        common = {
+            "benchmark": metric.benchmark.name, "metric": metric.name, "unit": metric.unit,
+            "direction": metric.direction, "metric_id": metric.pk, "run_id": result.run_id,
+            "machine": machines.get(result.run_id, ""),
+            "candidate": Side(mean=result.mean, variance=result.variance, n=result.n,
+                              subsession_size=result.subsession_size, half_width=width,
+                              independent=result.independent),
+        }
+        if comparison is None:
+            rows.append(ComparisonRow(
+                **common, method="", baseline=Side(mean=None), ratio=None, low=None, high=None, bounded=False,
+                statistic=None, df=None, pvalue=None, qvalue=None, verdict="not compared",
+                threshold=metric.threshold, confidence_level=metric.confidence_level,
+                note="the run has not been compared yet"))
+            continue
+        inputs = comparison.inputs or {}
+        if comparison.verdict == Verdict.INSUFFICIENT_HISTORY:
+            found = len(inputs.get("history_runs", []))
+            note = f"{found} earlier night{'s' if found != 1 else ''}, {inputs.get('needed', MIN_HISTORY)} needed"
+        elif comparison.method == ComparisonMethod.HISTORY:
+            note = f"mean of {baseline.n} nights"
+        else:
+            note = ""
+        alert = alerts_by_comparison.get(comparison.pk) or (None, None)
+        rows.append(ComparisonRow(
+            **common, method=comparison.method,
+            baseline=replace(baseline, half_width=baseline_width if baseline.mean is not None else None),
+            ratio=comparison.ratio, low=comparison.ci_low, high=comparison.ci_high, bounded=comparison.bounded,
+            statistic=comparison.statistic, df=comparison.df, pvalue=comparison.pvalue, qvalue=comparison.qvalue,
+            verdict=comparison.verdict, threshold=comparison.threshold, confidence_level=comparison.confidence_level,
+            note=note, comparison_id=comparison.pk, alert_id=alert[0], alert_status=alert[1], inputs=inputs,
+            verdict_from="bootstrap" if comparison.method == ComparisonMethod.BOOTSTRAP else "fieller"))
+    return rows
+
+
+def _stored_baseline(comparison: Comparison | None) -> Side:
+    """The baseline side a stored comparison was computed from (its inputs), without a half-width."""
+    if comparison is None:
+        return Side(mean=None)
+    inputs = comparison.inputs or {}
+    if comparison.method == ComparisonMethod.HISTORY:
+        history = inputs.get("history") or []
+        if len(history) < 2:
+            return Side(mean=None)
+        means = np.array([entry[0] for entry in history], dtype=float)
+        return Side(mean=float(means.mean()), variance=float(means.var(ddof=1)), n=len(history))
+    baseline = inputs.get("baseline")
+    if isinstance(baseline, list) and len(baseline) >= 3:
+        # [mean, variance, n], and since the comparison service, [..., subsession size, independent].
+        size, independent = (baseline[3], bool(baseline[4])) if len(baseline) == 5 else (None, True)
+        return Side(mean=float(baseline[0]), variance=float(baseline[1]), n=int(baseline[2]),
+                    subsession_size=size, independent=independent)
+    return Side(mean=None)
+
+
+# --- Comparing a stored run, and storing it --------------------------------------------------------------
+
+
+SUMMARY_FIELDS = ("id", "run_id", "metric_id", "mean", "variance", "n", "subsession_size", "independent",
+                  "metric__name", "metric__unit", "metric__direction", "metric__threshold", "metric__confidence_level",
+                  "metric__benchmark__name")
+
+
+def _stored_series(queryset) -> list[Series]:
+    """Stored results as series (summaries only), with their ids, from one ``values()`` query."""
+    return [series_from_values(values) for values in queryset.values(*SUMMARY_FIELDS).order_by("id")]
 
 
 def history_runs(run: Run) -> list[int]:
@@ -87,22 +425,29 @@ def compare_run(*, run_id: int) -> list[Comparison]:
     run = Run.objects.select_related("project", "revision").get(pk=run_id)
     Comparison.objects.filter(candidate__run=run).delete()
     Run.objects.filter(pk=run.pk).update(compared_at=timezone.now())
-    candidate = _candidate(run)
-    if candidate.ids.size == 0:
+    candidates = _stored_series(Result.objects.filter(run=run))
+    if not candidates:
         return []
     if run.kind == RunKind.PR:
         baseline = pull_request_baseline(run)
-        comparisons = [] if baseline is None else _pairwise(candidate, baseline) + _bootstrap(run, baseline)
+        entries = [] if baseline is None else (_against_run(candidates, baseline, method=ComparisonMethod.PAIRWISE)
+                                                + _bootstrap_against_run(run, baseline))
     else:
         history = history_runs(run)
-        comparisons = _against_history(candidate, history)
+        entries = _against_history(candidates, history)
         if history:
-            comparisons += _pairwise(candidate, history[0], naive=True)
-    _add_qvalues(comparisons)
+            entries += _against_run(candidates, history[0], method=ComparisonMethod.PREVIOUS)
+    rows = with_qvalues([row for row, _, _ in entries])
+    comparisons = [_stored(row, candidate=candidate, baseline=baseline)
+                   for row, (_, candidate, baseline) in zip(rows, entries)]
     bulk_insert(comparisons)
-    _open_alerts(run)
+    alerts.open_alerts(run)
     transaction.on_commit(lambda: _enqueue_change_points(run.pk))
     return comparisons
+
+
+# A computed row with the ids of the stored results it compares (candidate, baseline or None).
+Entry = tuple[ComparisonRow, int, int | None]
 
 
 def _enqueue_change_points(run_id: int) -> None:
@@ -134,201 +479,123 @@ def pull_request_baseline(run: Run) -> int | None:
         .exclude(kind=RunKind.PR).values_list("pk", flat=True).first()
 
 
-def _baseline_rows(run_ids: list[int], metric_ids: np.ndarray) -> dict[int, list[dict]]:
-    """History results per metric, in the order of `run_ids`."""
-    wanted = set(metric_ids.tolist())
-    order = {run_id: index for index, run_id in enumerate(run_ids)}
-    by_metric: dict[int, list[dict]] = defaultdict(list)
-    for row in Result.objects.filter(run_id__in=run_ids).values(*SUMMARY_FIELDS):
-        if row["metric_id"] in wanted:
-            by_metric[row["metric_id"]].append(row)
-    for rows in by_metric.values():
-        rows.sort(key=lambda row: order[row["run_id"]])
-    return by_metric
+def _against_history(candidates: list[Series], history: list[int]) -> list[Entry]:
+    wanted = {series.metric_id for series in candidates}
+    order = {run_id: index for index, run_id in enumerate(history)}
+    by_metric: dict[int, list[Series]] = defaultdict(list)
+    for series in _stored_series(Result.objects.filter(run_id__in=history, metric_id__in=wanted)):
+        by_metric[series.metric_id].append(series)
+    histories = [sorted(by_metric.get(series.metric_id, []), key=lambda s: order[s.run_id]) for series in candidates]
+    rows = history_rows(candidates, histories)
+    return [(row if row.verdict != Verdict.INSUFFICIENT_HISTORY else replace(
+        row, inputs={"history_runs": [s.run_id for s in found], "needed": MIN_HISTORY}), series.result_id, None)
+        for row, found, series in zip(rows, histories, candidates)]
 
 
-def _against_history(candidate: Candidate, history: list[int]) -> list[Comparison]:
-    by_metric = _baseline_rows(history, candidate.metric_ids)
-    sizes = np.array([len(by_metric.get(metric, ())) for metric in candidate.metric_ids.tolist()])
-    comparisons: list[Comparison | None] = [None] * candidate.ids.size
-    for index in np.flatnonzero(sizes < MIN_HISTORY):
-        comparisons[index] = Comparison(
-            candidate_id=int(candidate.ids[index]), method=ComparisonMethod.HISTORY,
-            verdict=Verdict.INSUFFICIENT_HISTORY, threshold=float(candidate.threshold[index]),
-            confidence_level=float(candidate.confidence[index]),
-            inputs={"history_runs": [row["run_id"] for row in by_metric.get(int(candidate.metric_ids[index]), [])],
-                    "needed": MIN_HISTORY},
-        )
-    # Series with the same number of history results are compared in one vectorized call.
-    for size in np.unique(sizes[sizes >= MIN_HISTORY]):
-        chosen = np.flatnonzero(sizes == size)
-        rows = [by_metric[int(candidate.metric_ids[i])] for i in chosen]
-        history_mean = np.array([[row["mean"] for row in series] for series in rows])
-        history_variance = np.array([[row["variance"] for row in series] for series in rows])
-        history_n = np.array([[row["n"] for row in series] for series in rows])
-        for confidence in np.unique(candidate.confidence[chosen]):
-            part = candidate.confidence[chosen] == confidence
-            picked = chosen[part]
-            result = stats.compare_with_history(
-                candidate.mean[picked], candidate.variance[picked], candidate.n[picked], history_mean[part],
-                history_variance[part], history_n[part], confidence=float(confidence))
-            verdicts = np.atleast_1d(stats.verdict(np.atleast_1d(result.low), np.atleast_1d(result.high),
-                                                   threshold=candidate.threshold[picked],
-                                                   direction=candidate.direction[picked]))
-            numbers = _numbers(result)
-            for j, (i, series) in enumerate(zip(picked, [rows[k] for k in np.flatnonzero(part)])):
-                comparisons[i] = _stored(
-                    candidate, i, ComparisonMethod.HISTORY, numbers[j], str(verdicts[j]),
-                    inputs={"history_runs": [row["run_id"] for row in series],
-                            "history": [[row["mean"], row["variance"], row["n"]] for row in series],
-                            "between_variance": float(np.atleast_1d(result.between_variance)[j]),
-                            "baseline": float(np.atleast_1d(result.baseline)[j]),
-                            "band": [float(np.atleast_1d(result.prediction_low)[j]),
-                                     float(np.atleast_1d(result.prediction_high)[j])]},
-                )
-    return comparisons
+def _against_run(candidates: list[Series], baseline_run: int, *, method: str) -> list[Entry]:
+    baselines = {series.metric_id: series
+                 for series in _stored_series(Result.objects.filter(run_id=baseline_run))}
+    pairs = [(baselines[series.metric_id], series) for series in candidates
+             if series.metric_id in baselines and baselines[series.metric_id].summary.n >= 2 and series.summary.n >= 2]
+    rows = pairwise_rows(pairs, method=method, context=lambda base, cand: {"inputs": {
+        "baseline_run": baseline_run, "baseline": [base.summary.mean, base.summary.variance, base.summary.n,
+                                                   base.summary.subsession_size, base.summary.independent]}})
+    return [(row, cand.result_id, base.result_id) for row, (base, cand) in zip(rows, pairs)]
 
 
-def _pairwise(candidate: Candidate, baseline_run: int, *, naive: bool = False) -> list[Comparison]:
-    rows = {row["metric_id"]: row for row in Result.objects.filter(run_id=baseline_run).values(*SUMMARY_FIELDS)}
-    method = ComparisonMethod.PREVIOUS if naive else ComparisonMethod.PAIRWISE
-    chosen = np.array([i for i, metric in enumerate(candidate.metric_ids.tolist())
-                       if metric in rows and rows[metric]["n"] >= 2 and candidate.n[i] >= 2], dtype=np.int64)
-    if chosen.size == 0:
-        return []
-    base = [rows[int(candidate.metric_ids[i])] for i in chosen]
-    result = stats.compare_summaries(
-        candidate.mean[chosen], candidate.variance[chosen], candidate.n[chosen],
-        np.array([row["mean"] for row in base]), np.array([row["variance"] for row in base]),
-        np.array([row["n"] for row in base]), threshold=candidate.threshold[chosen],
-        direction=candidate.direction[chosen], confidence=candidate.confidence[chosen])
-    numbers, verdicts = _numbers(result), np.atleast_1d(result.verdict)
-    return [
-        _stored(candidate, i, method, numbers[j], str(verdicts[j]), baseline_id=row["id"],
-                inputs={"baseline_run": baseline_run, "baseline": [row["mean"], row["variance"], row["n"]]})
-        for j, (i, row) in enumerate(zip(chosen, base))
-    ]
-
-
-BOOTSTRAP_RESAMPLES = 2_000
-BOOTSTRAP_MAX_SERIES = 200
-
-
-def _bootstrap(run: Run, baseline_run: int) -> list[Comparison]:
-    """The hierarchical bootstrap ratio (spec §6, RRR) where both sides kept raw samples.
-
-    Seeded by the run id, so recomputing gives the same interval. It resamples every level, so
-    its cost grows with the samples: it is computed for pull requests (a few series, a decision
-    to make), not for every nightly series, and for at most ``BOOTSTRAP_MAX_SERIES`` series.
-    """
-    with_samples = Result.objects.filter(samples__isnull=False).select_related("metric")
+def _bootstrap_against_run(run: Run, baseline_run: int) -> list[Entry]:
+    """The hierarchical bootstrap ratio where both sides kept raw samples (spec §6), seeded by the run id so a
+    recomputation gives the same interval. Its cost grows with the samples: computed for pull requests (a
+    few series, a decision to make), for at most ``BOOTSTRAP_MAX_SERIES`` series."""
+    with_samples = Result.objects.filter(samples__isnull=False).select_related("metric__benchmark")
     candidates = {r.metric_id: r for r in with_samples.filter(run=run)[:BOOTSTRAP_MAX_SERIES]}
     baselines = {r.metric_id: r for r in with_samples.filter(run_id=baseline_run, metric_id__in=list(candidates))}
-    rng = np.random.default_rng(run.pk)
-    comparisons = []
-    for metric_id, result in candidates.items():
-        base = baselines.get(metric_id)
-        if base is None or result.samples_array().ndim != base.samples_array().ndim:
+    options = Bootstrap(resamples=STORED_RESAMPLES, seed=run.pk)
+    entries = []
+    for metric, result in candidates.items():
+        if metric not in baselines:
             continue
-        metric = result.metric
-        shapes = [list(result.samples_array().shape), list(base.samples_array().shape)]
-        too_small = [side for side, shape in zip(("candidate", "baseline"), shapes) if min(shape) < 2]
-        if too_small:
-            comparisons.append(Comparison(
-                candidate=result, baseline=base, method=ComparisonMethod.BOOTSTRAP, ratio=result.mean / base.mean
-                if base.mean else None, bounded=False, verdict=Verdict.INCONCLUSIVE, threshold=metric.threshold,
-                confidence_level=metric.confidence_level,
-                inputs={"baseline_run": baseline_run, "shapes": shapes, "skipped": (
-                    f"not resampled: the {' and the '.join(too_small)} samples have fewer than 2 units at a level "
-                    "(shapes " + " and ".join(map(str, shapes)) + "), so a bootstrap cannot vary them")},
-            ))
-            continue
-        ratio = stats.ratio_bootstrap(result.samples_array(), base.samples_array(),
-                                      confidence=metric.confidence_level, n_resamples=BOOTSTRAP_RESAMPLES, rng=rng)
-        verdict = stats.verdict(ratio.low, ratio.high, threshold=metric.threshold, direction=metric.direction)
-        comparisons.append(Comparison(
-            candidate=result, baseline=base, method=ComparisonMethod.BOOTSTRAP, ratio=ratio.ratio,
-            ci_low=ratio.low if ratio.bounded else None, ci_high=ratio.high if ratio.bounded else None,
-            bounded=bool(ratio.bounded), verdict=str(verdict), threshold=metric.threshold,
-            confidence_level=metric.confidence_level,
-            inputs={"baseline_run": baseline_run, "resamples": BOOTSTRAP_RESAMPLES, "seed": run.pk, "shapes": shapes},
-        ))
-    return comparisons
+        base, cand = series_from_results([baselines[metric], result], with_samples=True)
+        shapes = [list(cand.samples.shape), list(base.samples.shape)]
+        resampled = _bootstrap(base, cand, confidence=cand.confidence_level, options=options)
+        inputs: dict = {"baseline_run": baseline_run, "shapes": shapes}
+        if resampled is None:
+            inputs["skipped"] = ("not resampled: a side has fewer than 2 units at a level (shapes "
+                                 + " and ".join(map(str, shapes)) + "), so a bootstrap cannot vary them")
+            interval = Interval(ratio=cand.summary.mean / base.summary.mean if base.summary.mean else None,
+                                low=None, high=None, bounded=False)
+            verdict = Verdict.INCONCLUSIVE
+        else:
+            inputs.update(resamples=STORED_RESAMPLES, seed=run.pk)
+            interval = _interval(resampled)
+            verdict = stats.verdict(resampled.low, resampled.high, threshold=cand.threshold,
+                                    direction=cand.direction)
+        row = ComparisonRow(
+            **_identity(cand), method=ComparisonMethod.BOOTSTRAP, baseline=_side(base, None),
+            candidate=_side(cand, None), ratio=interval.ratio, low=interval.low, high=interval.high,
+            bounded=interval.bounded, statistic=None, df=None, pvalue=None, qvalue=None, verdict=str(verdict),
+            threshold=cand.threshold, confidence_level=cand.confidence_level, bootstrap=interval,
+            verdict_from="bootstrap", inputs=inputs)
+        entries.append((row, result.pk, baselines[metric].pk))
+    return entries
 
 
-def _numbers(result) -> list[dict]:
-    """One dict of plain numbers per series of a vectorized result."""
-    shape = np.shape(np.atleast_1d(result.ratio))
-    columns = {name: np.broadcast_to(getattr(result, name), shape).tolist()
-               for name in ("ratio", "low", "high", "bounded", "statistic", "pvalue", "df")}
-    return [dict(zip(columns, values)) for values in zip(*columns.values())]
-
-
-def _stored(candidate: Candidate, i: int, method: str, numbers: dict, verdict: str, *, inputs: dict,
-            baseline_id: int | None = None) -> Comparison:
-    bounded = numbers["bounded"]
+def _stored(row: ComparisonRow, *, candidate: int, baseline: int | None) -> Comparison:
+    """A computed row as the stored comparison of two results, with the numbers that fed it."""
     return Comparison(
-        candidate_id=int(candidate.ids[i]), baseline_id=baseline_id, method=method,
-        ratio=numbers["ratio"] if np.isfinite(numbers["ratio"]) else None,
-        ci_low=numbers["low"] if bounded else None, ci_high=numbers["high"] if bounded else None,
-        bounded=bounded, statistic=numbers["statistic"] if np.isfinite(numbers["statistic"]) else None,
-        df=numbers["df"], pvalue=numbers["pvalue"], verdict=verdict, threshold=float(candidate.threshold[i]),
-        confidence_level=float(candidate.confidence[i]),
-        inputs={"candidate": [float(candidate.mean[i]), float(candidate.variance[i]), int(candidate.n[i])],
-                **inputs},
-    )
+        candidate_id=candidate, baseline_id=baseline, method=row.method, ratio=row.ratio, ci_low=row.low,
+        ci_high=row.high, bounded=row.bounded, statistic=row.statistic, df=row.df, pvalue=row.pvalue,
+        qvalue=row.qvalue, verdict=row.verdict, threshold=row.threshold, confidence_level=row.confidence_level,
+        inputs={"candidate": [row.candidate.mean, row.candidate.variance, row.candidate.n], **row.inputs})
 
 
-def _add_qvalues(comparisons: list[Comparison]) -> None:
-    """Benjamini–Hochberg q-values across one run's comparisons of each method.
-
-    A run touches hundreds of series; at α = 5% per series, some would be "significant" by
-    chance alone. The q-value controls the false discovery rate across them, and it is the
-    q-value, not the p-value, that the dashboard uses to flag significance.
-    """
-    by_method: dict[str, list[Comparison]] = defaultdict(list)
-    for comparison in comparisons:
-        if comparison.pvalue is not None:
-            by_method[comparison.method].append(comparison)
-    for group in by_method.values():
-        qvalues = false_discovery_control([comparison.pvalue for comparison in group], method="bh")
-        for comparison, qvalue in zip(group, np.atleast_1d(qvalues)):
-            comparison.qvalue = float(min(qvalue, 1.0))
+# --- Two stored runs, on the fly -------------------------------------------------------------------------
 
 
-def _open_alerts(run: Run) -> None:
-    """A regression by the run's decisive method (history for nightlies, pairwise for pull requests)
-    opens an alert; one group per run, notified once after commit."""
-    decisive = ComparisonMethod.PAIRWISE if run.kind == RunKind.PR else ComparisonMethod.HISTORY
-    regressions = list(Comparison.objects.filter(candidate__run=run, method=decisive, verdict=Verdict.REGRESSION)
-                       .order_by("candidate__metric__benchmark__name", "candidate__metric__name")
-                       .values_list("pk", flat=True))
-    if not regressions:
-        return
-    group, _ = AlertGroup.objects.get_or_create(run=run)
-    Alert.objects.bulk_create([Alert(group=group, comparison_id=comparison) for comparison in regressions])
-    alert_ids = list(Alert.objects.filter(group=group).values_list("pk", flat=True))
-    transaction.on_commit(lambda: _announce_alerts(group.pk, alert_ids))
+@dataclass(frozen=True)
+class RunComparison:
+    """Two runs compared on the fly, series by series (nothing is stored)."""
+
+    baseline: Run
+    candidate: Run
+    rows: list[ComparisonRow]
+    counts: dict[str, int]
+    only_baseline: list[str]
+    only_candidate: list[str]
+    not_compared: list[str]
+    total: int
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.rows)
 
 
-def _announce_alerts(group_id: int, alert_ids: list[int]) -> None:
-    """After commit: notify the project, and tell the apps built on results (the runner confirms)."""
-    from .tasks import enqueue, notify_alert_group
-
-    enqueue(notify_alert_group, group_id)
-    alerts_opened.send(sender=AlertGroup, group_id=group_id, alert_ids=alert_ids)
-
-
-@transaction.atomic
-def set_alert_status(*, alert: Alert, status: str, note: str = "", user) -> Alert:
-    """Triage an alert (new, acknowledged, invalid, fixed, won't fix), recording who, when and why."""
-    if not user.is_authenticated:
-        raise PermissionDenied("Log in to triage alerts.")
-    if status not in AlertStatus.values:
-        raise ValidationError({"status": f"Choose one of {', '.join(AlertStatus.values)}."})
-    alert = Alert.objects.select_for_update().get(pk=alert.pk)
-    if alert.status != status or note:
-        AlertEvent.objects.create(alert=alert, old_status=alert.status, new_status=status, note=note, user=user)
-        alert.status, alert.updated_by = status, user
-        alert.save(update_fields=["status", "updated_by", "updated_at"])
-    return alert
+def compare_stored_runs(*, baseline_id: int, candidate_id: int, limit: int | None = None,
+                        bootstrap: Bootstrap | None = None) -> RunComparison:
+    """Any two stored runs, series by series (matched by benchmark and metric name, so runs of different
+    projects can be compared); q-values across the compared series. ``limit`` keeps the most notable rows
+    (worst first), every series still counted. Raises Run.DoesNotExist when an id names no run."""
+    runs = {run.pk: run for run in Run.objects.select_related("project", "machine", "revision")
+            .filter(pk__in=[baseline_id, candidate_id])}
+    for run_id in (baseline_id, candidate_id):
+        if run_id not in runs:
+            raise Run.DoesNotExist(f"No run {run_id}.")
+    baseline, candidate = (stored_series(run_id=run_id, with_samples=bootstrap is not None)
+                           for run_id in (baseline_id, candidate_id))
+    try:
+        compared = compare_series(baseline, candidate, bootstrap=bootstrap)
+    except NothingToCompare:
+        compared = SeriesComparison(
+            rows=[], only_baseline=sorted({s.label for s in baseline} - {s.label for s in candidate}),
+            only_candidate=sorted({s.label for s in candidate} - {s.label for s in baseline}),
+            not_compared=sorted({s.label for s in baseline} & {s.label for s in candidate}))
+    machine = runs[candidate_id].machine.name
+    rows = [replace(row, machine=machine, run_id=candidate_id) for row in compared.rows]
+    counted: dict[str, int] = defaultdict(int)
+    for row in rows:
+        counted[row.verdict] += 1
+    return RunComparison(
+        baseline=runs[baseline_id], candidate=runs[candidate_id], rows=rows if limit is None else rows[:limit],
+        counts={str(verdict): counted[verdict] for verdict in VERDICT_ORDER if counted.get(verdict)},
+        only_baseline=compared.only_baseline, only_candidate=compared.only_candidate,
+        not_compared=compared.not_compared, total=len(rows))

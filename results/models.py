@@ -9,7 +9,6 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from . import stats
 from .identifiers import BRANCH_MAX_LENGTH, COMMIT_MAX_LENGTH, validate_branch, validate_commit
 
 SAMPLE_DTYPE = np.dtype("<f8")
@@ -278,20 +277,6 @@ class ApiToken(models.Model):
         return f"{self.name} ({self.prefix}…)"
 
 
-# Significance level of the "high p" flag every page shows (spec §7).
-ALPHA = 0.05
-
-
-def is_high_p(pvalue: float | None, qvalue: float | None) -> bool:
-    """q ≥ α, or p ≥ α where there is no q-value: the difference is not statistically significant.
-
-    Across a run's hundreds of series the Benjamini–Hochberg q-value is what controls false
-    discoveries, so it decides when there is one.
-    """
-    value = qvalue if qvalue is not None else pvalue
-    return value is not None and value >= ALPHA
-
-
 class Verdict(models.TextChoices):
     REGRESSION = "regression"
     IMPROVEMENT = "improvement"
@@ -347,15 +332,6 @@ class Comparison(models.Model):
 
     def __str__(self) -> str:
         return f"{self.candidate} ({self.method}): {self.verdict}"
-
-    @property
-    def change(self) -> str:
-        """``+5.5% [+3.0%, +8.0%]`` (``[unbounded]`` without limits); empty without a ratio."""
-        return "" if self.ratio is None else stats.format_change(self.ratio, self.ci_low, self.ci_high)
-
-    @property
-    def high_p(self) -> bool:
-        return is_high_p(self.pvalue, self.qvalue)
 
 
 class ChangePoint(models.Model):

@@ -10,8 +10,8 @@ from django.http import Http404, HttpRequest
 from django.urls import reverse
 from ninja import Router, Schema
 
-from . import pr, selectors
-from .api import READ_AUTH
+from . import presentation, selectors
+from .api import READ_AUTH, comparison_out
 from .models import Run
 
 router = Router(tags=["pull requests"])
@@ -31,5 +31,10 @@ def pr_summary(request: HttpRequest, run_id: int):
     except Run.DoesNotExist:
         raise Http404(f"No pull-request run {run_id}.") from None
     url = request.build_absolute_uri(reverse("results:pr_review", args=[run_id]))
-    return {"markdown": pr.pr_markdown(review, url=url), "summary": pr.summary(review),
-            "comparisons": [pr.row_json(row) for row in review.rows]}
+    return {"markdown": presentation.pr_markdown(review, url=url), "summary": presentation.pr_summary(review),
+            "comparisons": [{**comparison_out(row), "baseline": _side(row.baseline), "candidate": _side(row.candidate),
+                             "bootstrap_change": row.bootstrap_change or None} for row in review.rows]}
+
+
+def _side(side) -> dict[str, Any]:
+    return {"mean": side.mean, "half_width": side.half_width, "n": side.n}

@@ -1,12 +1,9 @@
 """Reads. Each selector issues a fixed number of queries, whatever the number of rows."""
 
-import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from datetime import datetime
-from functools import cached_property
 
-import numpy as np
 from django.db.models import (
     Case,
     Count,
@@ -24,9 +21,7 @@ from django.db.models import (
 )
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Abs, Coalesce, RowNumber
-from scipy.stats import false_discovery_control
-
-from . import stats
+from .comparisons import stored_rows
 from .models import (
     Alert,
     Comparison,
@@ -37,8 +32,9 @@ from .models import (
     Result,
     Run,
     Verdict,
-    is_high_p,
 )
+from .presentation import NOT_COMPARED, VERDICT_ORDER
+from .rows import ComparisonRow, Sparkline
 
 RESULT_FIELDS_FOR_TABLES = ("metric__benchmark",)
 
@@ -86,14 +82,12 @@ def metric_series(*, metric_id: int, machine: str | None = None, branch: str | N
 
 
 def run_comparisons(*, run_id: int, method: str | None = None) -> list[Comparison]:
-    """A run's stored comparisons with their series, worst first (regressions, then by size)."""
+    """A run's stored comparisons with their candidate result and its metric; one query."""
     queryset = Comparison.objects.filter(candidate__run_id=run_id).select_related(
-        "candidate__metric__benchmark", "baseline__run")
+        "candidate__metric__benchmark").defer("candidate__samples")
     if method:
         queryset = queryset.filter(method=method)
-    order = {Verdict.REGRESSION: 0, Verdict.INCONCLUSIVE: 1, Verdict.IMPROVEMENT: 2,
-             Verdict.INSUFFICIENT_HISTORY: 3, Verdict.NO_CHANGE: 4}
-    return sorted(queryset, key=lambda c: (order[c.verdict], -abs((c.ratio or 1.0) - 1.0)))
+    return list(queryset)
 
 
 def alerts(*, status: str | None = None, project: str | None = None) -> QuerySet[Alert]:
@@ -109,166 +103,17 @@ def alerts(*, status: str | None = None, project: str | None = None) -> QuerySet
 
 # The results pages: nightly overview, any two runs compared, pull-request review.
 #
-# All three show the same table, one ComparisonRow per series. Each selector below issues a fixed
-# number of queries (the sparklines of every row come from one windowed query).
+# All three show the same table, one results.rows.ComparisonRow per series, read by the comparison
+# service (results.comparisons.stored_rows). Each selector below issues a fixed number of queries (the
+# sparklines of every row come from one windowed query).
 
-"""q (or p, where there is no q) at or above it is flagged "high p": not statistically significant."""
 SPARKLINE_POINTS = 20
-NOT_COMPARED = "not compared"
-VERDICT_ORDER = {Verdict.REGRESSION: 0, Verdict.INCONCLUSIVE: 1, Verdict.IMPROVEMENT: 2,
-                 Verdict.INSUFFICIENT_HISTORY: 3, Verdict.NO_CHANGE: 4, NOT_COMPARED: 5}
-VERDICT_ICONS = {Verdict.REGRESSION: "▲", Verdict.IMPROVEMENT: "▼", Verdict.INCONCLUSIVE: "?",
-                 Verdict.NO_CHANGE: "≈", Verdict.INSUFFICIENT_HISTORY: "·", NOT_COMPARED: "–"}
-_TIME_SCALES = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
-
-
-@dataclass(frozen=True)
-class Side:
-    """One side of a row: a mean and the half-width of its interval (None when it has none)."""
-
-    mean: float | None
-    half_width: float | None = None
-    variance: float | None = None
-    n: int | None = None
-    subsession_size: int | None = None
-    independent: bool = True
-
-
-@dataclass(frozen=True)
-class Sparkline:
-    """Recent run means as an SVG polyline in a WIDTH × HEIGHT box, the newest point marked."""
-
-    WIDTH = 100
-    HEIGHT = 24
-    points: str
-    last_x: str
-    last_y: str
-    count: int
-    low: float
-    high: float
-
-    @property
-    def label(self) -> str:
-        return f"{self.count} recent nightly means, {self.low:.4g} to {self.high:.4g}"
-
-
-@dataclass(frozen=True)
-class ComparisonRow:
-    """A series' candidate against its baseline, with every number the tables show."""
-
-    metric_id: int
-    benchmark: str
-    metric: str
-    unit: str
-    direction: str
-    machine: str
-    run_id: int
-    baseline: Side
-    candidate: Side
-    ratio: float | None
-    low: float | None
-    high: float | None
-    bounded: bool
-    statistic: float | None
-    df: float | None
-    pvalue: float | None
-    qvalue: float | None
-    verdict: str
-    threshold: float
-    confidence_level: float
-    note: str = ""
-    sparkline: Sparkline | None = None
-    bootstrap_change: str = ""
-    """The hierarchical bootstrap's change and interval, where one was stored (pull requests with raw samples)."""
-
-    @cached_property
-    def change(self) -> str:
-        """``+5.5% [+3.0%, +8.0%]``; empty when there is no ratio."""
-        if self.ratio is None:
-            return ""
-        return stats.format_change(self.ratio, self.low if self.bounded else None,
-                                   self.high if self.bounded else None)
-
-    @property
-    def change_size(self) -> float:
-        return 0.0 if self.ratio is None else abs(self.ratio - 1.0)
-
-    @property
-    def high_p(self) -> bool:
-        """q ≥ α (p ≥ α where no q-value): the difference is not statistically significant."""
-        return is_high_p(self.pvalue, self.qvalue)
-
-    @property
-    def verdict_slug(self) -> str:
-        return self.verdict.replace(" ", "-")
-
-    @property
-    def verdict_icon(self) -> str:
-        return VERDICT_ICONS.get(self.verdict, "")
-
-    @property
-    def sort_key(self) -> tuple:
-        return VERDICT_ORDER.get(self.verdict, len(VERDICT_ORDER)), -self.change_size, self.benchmark, self.metric
-
-    @cached_property
-    def baseline_text(self) -> str:
-        return _quantity(self.baseline, *self._scale())
-
-    @cached_property
-    def candidate_text(self) -> str:
-        return _quantity(self.candidate, *self._scale())
-
-    @property
-    def pvalue_text(self) -> str:
-        return format_probability(self.pvalue)
-
-    @property
-    def qvalue_text(self) -> str:
-        return format_probability(self.qvalue)
-
-    def _scale(self) -> tuple[float, str]:
-        reference = self.baseline.mean if self.baseline.mean is not None else self.candidate.mean
-        if self.unit != "s" or not reference:
-            return 1.0, self.unit
-        return next(((factor, prefix) for factor, prefix in _TIME_SCALES if abs(reference) >= factor),
-                    _TIME_SCALES[-1])
-
-
-def _quantity(side: Side, scale: float, unit: str) -> str:
-    if side.mean is None:
-        return "—"
-    # Four significant digits, trailing zeros kept so a column lines up ("1.000", not "1"), never a bare point.
-    text = f"{side.mean / scale:#.4g}".rstrip(".")
-    if side.half_width is not None:
-        text += f" ± {side.half_width / scale:.2g}"
-    return f"{text} {unit}".rstrip()
-
-
-def format_probability(value: float | None) -> str:
-    if value is None:
-        return "—"
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
 def verdict_counts(rows: list[ComparisonRow]) -> dict[str, int]:
     """Rows per verdict, in display order, verdicts without rows left out."""
     counted = Counter(row.verdict for row in rows)
     return {str(verdict): counted[verdict] for verdict in VERDICT_ORDER if counted[verdict]}
-
-
-def _half_widths(variances, ns, confidences) -> list[float | None]:
-    """Half-width of each mean's interval, ``t_{(1+c)/2, n−1} · sqrt(variance / n)`` (spec §3); None where n < 2."""
-    n = np.asarray(ns, dtype=float)
-    if n.size == 0:
-        return []
-    variance = np.asarray(variances, dtype=float)
-    levels = np.asarray(confidences, dtype=float)
-    usable = n >= 2
-    widths = np.full(n.shape, np.nan)
-    if usable.any():
-        widths[usable] = stats.mean_interval(0.0, variance[usable], n[usable].astype(np.int64),
-                                             confidence=levels[usable]).half_width
-    return [None if np.isnan(width) else float(width) for width in widths]
 
 
 def _sparklines(series: set[tuple[int, int]], *, projects: set[int],
@@ -312,75 +157,16 @@ def _sparkline(means: list[float]) -> Sparkline:
                      last_y=f"{coordinates[-1][1]:.1f}", count=len(means), low=low, high=high)
 
 
-def _rows_from_comparisons(items: list[tuple[Result, Comparison | None]], *, machines: dict[int, str],
-                           sparklines: dict[tuple[int, int], Sparkline]) -> list[ComparisonRow]:
-    """Rows from results and their stored comparison (history or pairwise), sorted worst first."""
-    candidate_widths = _half_widths([r.variance for r, _ in items],
-                                    [r.n for r, _ in items], [r.metric.confidence_level for r, _ in items])
-    baselines = [_stored_baseline(comparison) for _, comparison in items]
-    baseline_widths = _half_widths([b[1] for b in baselines], [b[2] for b in baselines],
-                                   [r.metric.confidence_level for r, _ in items])
-    rows = []
-    for (result, comparison), width, (mean, variance, n, label), baseline_width in zip(
-            items, candidate_widths, baselines, baseline_widths):
-        metric = result.metric
-        machine_id = result.run.machine_id
-        common = {
-            "metric_id": metric.pk, "benchmark": metric.benchmark.name, "metric": metric.name, "unit": metric.unit,
-            "direction": metric.direction, "machine": machines.get(machine_id, ""), "run_id": result.run_id,
-            "candidate": Side(mean=result.mean, half_width=width, variance=result.variance, n=result.n,
-                              subsession_size=result.subsession_size, independent=result.independent),
-            "sparkline": sparklines.get((metric.pk, machine_id)),
-        }
-        if comparison is None:
-            rows.append(ComparisonRow(
-                **common, baseline=Side(mean=None), ratio=None, low=None, high=None, bounded=False, statistic=None,
-                df=None, pvalue=None, qvalue=None, verdict=NOT_COMPARED, threshold=metric.threshold,
-                confidence_level=metric.confidence_level, note="the run has not been compared yet"))
-            continue
-        if comparison.verdict == Verdict.INSUFFICIENT_HISTORY:
-            found = len(comparison.inputs.get("history_runs", []))
-            note = f"{found} earlier night{'s' if found != 1 else ''}, {comparison.inputs.get('needed', '?')} needed"
-        else:
-            note = label
-        baseline_result = comparison.baseline
-        rows.append(ComparisonRow(
-            **common,
-            baseline=Side(mean=mean, half_width=baseline_width if mean is not None else None, variance=variance, n=n,
-                          subsession_size=baseline_result.subsession_size if baseline_result else None,
-                          independent=baseline_result.independent if baseline_result else True),
-            ratio=comparison.ratio, low=comparison.ci_low, high=comparison.ci_high, bounded=comparison.bounded,
-            statistic=comparison.statistic, df=comparison.df, pvalue=comparison.pvalue, qvalue=comparison.qvalue,
-            verdict=comparison.verdict, threshold=comparison.threshold, confidence_level=comparison.confidence_level,
-            note=note))
-    return sorted(rows, key=lambda row: row.sort_key)
-
-
-def _stored_baseline(comparison: Comparison | None) -> tuple[float | None, float, int, str]:
-    """(mean, variance, n, description) of a stored comparison's baseline.
-
-    For a history comparison the baseline is the mean of the K nights' means, with the variance
-    of those K means (so its interval is the one of a mean of K units, night-to-night variation
-    included); for a pairwise one it is the baseline result's subsession statistics.
-    """
-    if comparison is None:
-        return None, 0.0, 0, ""
-    inputs = comparison.inputs or {}
-    if comparison.method == ComparisonMethod.HISTORY:
-        history = inputs.get("history") or []
-        if len(history) < 2:
-            return None, 0.0, 0, ""
-        means = np.array([entry[0] for entry in history], dtype=float)
-        return float(means.mean()), float(means.var(ddof=1)), len(history), f"mean of {len(history)} nights"
-    baseline = inputs.get("baseline")
-    if isinstance(baseline, list) and len(baseline) == 3:
-        return float(baseline[0]), float(baseline[1]), int(baseline[2]), ""
-    return None, 0.0, 0, ""
-
-
 ROW_LIMIT = 200
 _HISTORY_FIELDS = ("id", "ratio", "ci_low", "ci_high", "bounded", "statistic", "df", "pvalue", "qvalue", "verdict",
                    "threshold", "confidence_level", "inputs")
+
+
+def _with_sparklines(rows: list[ComparisonRow], sparklines: dict[tuple[int, int], Sparkline], *,
+                     machine_ids: dict[int, int]) -> list[ComparisonRow]:
+    """The rows, each with its series' sparkline, worst first."""
+    return sorted((replace(row, sparkline=sparklines.get((row.metric_id, machine_ids.get(row.run_id))))
+                   for row in rows), key=lambda row: row.sort_key)
 
 
 def _history_comparison(result: Result) -> Comparison | None:
@@ -473,9 +259,10 @@ def nightly_overview(*, project: str | None = None, machine: str | None = None, 
         result.run = runs_by_id[result.run_id]
     sparklines = _sparklines({(result.metric_id, result.run.machine_id) for result in results},
                              projects={run.project_id for run in latest_runs})
-    rows = _rows_from_comparisons([(result, _history_comparison(result)) for result in results],
-                                  machines={run.machine_id: run.machine.name for run in latest_runs},
-                                  sparklines=sparklines)
+    rows = _with_sparklines(
+        stored_rows([(result, _history_comparison(result)) for result in results],
+                    machines={run.pk: run.machine.name for run in latest_runs}),
+        sparklines, machine_ids={run.pk: run.machine_id for run in latest_runs})
     rows_by_run: dict[int, list[ComparisonRow]] = defaultdict(list)
     for row in rows:
         rows_by_run[row.run_id].append(row)
@@ -493,130 +280,14 @@ def nightly_overview(*, project: str | None = None, machine: str | None = None, 
         all_projects=all_projects, all_machines=all_machines)
 
 
-@dataclass(frozen=True)
-class RunComparison:
-    """Two runs compared on the fly, series by series (nothing is stored)."""
-
-    baseline: Run
-    candidate: Run
-    rows: list[ComparisonRow]
-    counts: dict[str, int]
-    only_baseline: list[str]
-    only_candidate: list[str]
-    not_compared: list[str]
-    total: int
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > len(self.rows)
-
-
-def _series_key(result: Result) -> tuple[str, str]:
-    return result.metric.benchmark.name, result.metric.name
-
-
-@dataclass(frozen=True)
-class ComparePage:
-    recent_runs: list[dict]
-    comparison: RunComparison | None
-
-
 RECENT_RUNS = 200
 
 
-def compare_page(*, baseline_id: int | None = None, candidate_id: int | None = None,
-                 limit: int | None = ROW_LIMIT) -> ComparePage:
-    """The recent runs to choose from and, when both ids are given, the two runs compared.
-
-    Raises Run.DoesNotExist when an id names no run.
-    """
-    recent = list(Run.objects.order_by("project__name", "-started_at", "-id").values(
+def recent_runs(*, limit: int = RECENT_RUNS) -> list[dict]:
+    """The newest runs of every project, for the compare page's pickers: one query of plain rows."""
+    return list(Run.objects.order_by("project__name", "-started_at", "-id").values(
         "pk", "kind", "started_at", project_name=F("project__name"), machine_name=F("machine__name"),
-        commit=F("revision__commit"), branch=F("revision__branch"))[:RECENT_RUNS])
-    comparison = None
-    if baseline_id is not None and candidate_id is not None:
-        comparison = compare_runs(baseline_id=baseline_id, candidate_id=candidate_id, limit=limit)
-    return ComparePage(recent_runs=recent, comparison=comparison)
-
-
-def compare_runs(*, baseline_id: int, candidate_id: int, limit: int | None = None) -> RunComparison:
-    """Welch's test and Fieller's ratio interval for every series the two runs share (spec §5–§7).
-
-    Series are matched by (benchmark, metric) name, so runs of different projects can be
-    compared too; the candidate metric's threshold, direction and confidence level apply.
-    q-values are Benjamini–Hochberg across the compared series. One vectorized call;
-    four queries. ``limit`` keeps the most notable rows (worst first), every
-    series still counted. Raises Run.DoesNotExist when an id names no run.
-    """
-    runs = {run.pk: run for run in Run.objects.select_related("project", "machine", "revision")
-            .filter(pk__in=[baseline_id, candidate_id])}
-    if baseline_id not in runs or candidate_id not in runs:
-        missing = baseline_id if baseline_id not in runs else candidate_id
-        raise Run.DoesNotExist(f"No run {missing}.")
-    baseline_run, candidate_run = runs[baseline_id], runs[candidate_id]
-    results = list(Result.objects.filter(run_id__in=[baseline_id, candidate_id])
-                   .select_related("metric__benchmark").defer("samples"))
-    old = {(r.metric.benchmark.name, r.metric.name): r for r in results if r.run_id == baseline_id}
-    new = {(r.metric.benchmark.name, r.metric.name): r for r in results if r.run_id == candidate_id}
-    common = sorted(old.keys() & new.keys())
-    pairs = [(old[key], new[key]) for key in common if old[key].n >= 2 and new[key].n >= 2]
-    skipped = [f"{name} ({metric})" for name, metric in common if old[name, metric].n < 2 or new[name, metric].n < 2]
-
-    numbers: list[dict] = []
-    if pairs:
-        result = stats.compare_summaries(
-            np.array([c.mean for _, c in pairs]), np.array([c.variance for _, c in pairs]),
-            np.array([c.n for _, c in pairs]), np.array([b.mean for b, _ in pairs]),
-            np.array([b.variance for b, _ in pairs]), np.array([b.n for b, _ in pairs]),
-            threshold=np.array([c.metric.threshold for _, c in pairs]),
-            direction=np.array([c.metric.direction for _, c in pairs], dtype=object),
-            confidence=np.array([c.metric.confidence_level for _, c in pairs]))
-        fields = {name: np.atleast_1d(getattr(result, name))
-                  for name in ("ratio", "low", "high", "bounded", "statistic", "pvalue", "df", "verdict")}
-        numbers = [{name: values[i] for name, values in fields.items()} for i in range(len(pairs))]
-        qvalues = np.atleast_1d(false_discovery_control([entry["pvalue"] for entry in numbers], method="bh"))
-        for entry, qvalue in zip(numbers, qvalues):
-            entry["qvalue"] = float(min(qvalue, 1.0))
-
-    confidences = [c.metric.confidence_level for _, c in pairs]
-    base_widths = _half_widths([b.variance for b, _ in pairs], [b.n for b, _ in pairs], confidences)
-    cand_widths = _half_widths([c.variance for _, c in pairs], [c.n for _, c in pairs], confidences)
-    # The most notable rows only get a sparkline and a row object.
-    order = sorted(range(len(pairs)), key=lambda i: (
-        VERDICT_ORDER[str(numbers[i]["verdict"])], -abs(float(numbers[i]["ratio"]) - 1.0)
-        if math.isfinite(float(numbers[i]["ratio"])) else 0.0, _series_key(pairs[i][1])))
-    counted = Counter(str(entry["verdict"]) for entry in numbers)
-    kept = order if limit is None else order[:limit]
-    pairs, numbers = [pairs[i] for i in kept], [numbers[i] for i in kept]
-    base_widths, cand_widths = [base_widths[i] for i in kept], [cand_widths[i] for i in kept]
-    sparklines = _sparklines({(c.metric_id, candidate_run.machine_id) for _, c in pairs},
-                             projects={candidate_run.project_id})
-    rows = []
-    for (base, cand), entry, base_width, cand_width in zip(pairs, numbers, base_widths, cand_widths):
-        metric = cand.metric
-        bounded = bool(entry["bounded"])
-        ratio = float(entry["ratio"])
-        statistic = float(entry["statistic"])
-        rows.append(ComparisonRow(
-            metric_id=metric.pk, benchmark=metric.benchmark.name, metric=metric.name, unit=metric.unit,
-            direction=metric.direction, machine=candidate_run.machine.name, run_id=candidate_run.pk,
-            baseline=Side(mean=base.mean, half_width=base_width, variance=base.variance, n=base.n,
-                          subsession_size=base.subsession_size, independent=base.independent),
-            candidate=Side(mean=cand.mean, half_width=cand_width, variance=cand.variance, n=cand.n,
-                           subsession_size=cand.subsession_size, independent=cand.independent),
-            ratio=ratio if math.isfinite(ratio) else None,
-            low=float(entry["low"]) if bounded else None, high=float(entry["high"]) if bounded else None,
-            bounded=bounded, statistic=statistic if math.isfinite(statistic) else None, df=float(entry["df"]),
-            pvalue=float(entry["pvalue"]), qvalue=entry["qvalue"], verdict=str(entry["verdict"]),
-            threshold=metric.threshold, confidence_level=metric.confidence_level,
-            sparkline=sparklines.get((metric.pk, candidate_run.machine_id))))
-    rows.sort(key=lambda row: row.sort_key)
-    return RunComparison(
-        baseline=baseline_run, candidate=candidate_run, rows=rows, total=len(order),
-        counts={verdict: counted[verdict] for verdict in VERDICT_ORDER if counted[verdict]},
-        only_baseline=[f"{name} ({metric})" for name, metric in sorted(old.keys() - new.keys())],
-        only_candidate=[f"{name} ({metric})" for name, metric in sorted(new.keys() - old.keys())],
-        not_compared=skipped)
+        commit=F("revision__commit"), branch=F("revision__branch"))[:limit])
 
 
 @dataclass(frozen=True)
@@ -644,14 +315,13 @@ def pr_review(*, run_id: int) -> PullRequestReview:
                 .select_related("candidate__metric__benchmark", "baseline__run__revision", "baseline__run__machine")
                 .defer("candidate__samples", "baseline__samples"))
     stored = [c for c in both if c.method == ComparisonMethod.PAIRWISE]
-    bootstrapped = {c.candidate.metric_id: c.change for c in both if c.method == ComparisonMethod.BOOTSTRAP}
+    bootstrapped = {row.metric_id: row.bootstrap for row in stored_rows(
+        [(c.candidate, c) for c in both if c.method == ComparisonMethod.BOOTSTRAP])}
     base_run = next((c.baseline.run for c in stored if c.baseline is not None), None)
-    for comparison in stored:
-        comparison.candidate.run = run
     sparklines = _sparklines({(c.candidate.metric_id, run.machine_id) for c in stored}, projects={run.project_id})
-    rows = _rows_from_comparisons([(c.candidate, c) for c in stored], machines={run.machine_id: run.machine.name},
-                                  sparklines=sparklines)
-    rows = [replace(row, bootstrap_change=bootstrapped.get(row.metric_id, "")) for row in rows]
+    rows = [replace(row, bootstrap=bootstrapped.get(row.metric_id))
+            for row in stored_rows([(c.candidate, c) for c in stored], machines={run.pk: run.machine.name})]
+    rows = _with_sparklines(rows, sparklines, machine_ids={run.pk: run.machine_id})
     return PullRequestReview(run=run, base_run=base_run, rows=rows, counts=verdict_counts(rows))
 
 

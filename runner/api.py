@@ -14,6 +14,7 @@ from results.schemas import Branch, ErrorOut, OptionalCommit
 
 from . import selectors, services
 from .models import Job, Session
+from .progress import progress_view
 
 router = Router(tags=["runner"])
 
@@ -31,6 +32,7 @@ class SessionOut(Schema):
     finished_at: datetime | None
     rounds_done: int
     progress: dict[str, Any]
+    display: dict[str, Any]
     outcome: dict[str, Any]
     error: str
     run_ids: list[int]
@@ -68,6 +70,7 @@ def session_out(session: Session) -> dict:
         "trigger": session.trigger, "revisions": session.revisions, "queued_at": session.queued_at,
         "sent_at": session.sent_at, "started_at": session.started_at, "finished_at": session.finished_at,
         "rounds_done": session.progress.get("rounds_done", 0), "progress": session.progress,
+        "display": progress_view(session),
         "outcome": session.outcome, "error": session.error, "run_ids": [run.pk for run in session.runs.all()],
     }
 

@@ -11,14 +11,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from .. import comparisons, selectors
+from ..alerts import set_alert_status
 from ..models import Alert, AlertStatus, Project
-from .nightly import readable
+from ..access import readable
 
 PAGE_SIZE = 100
-VERDICT_LABELS = {
-    "regression": "▲ regression", "improvement": "▼ improvement", "inconclusive": "? inconclusive",
-    "no change": "≈ no change", "insufficient history": "· insufficient history",
-}
 
 
 class AlertFilterForm(forms.Form):
@@ -36,16 +33,20 @@ class AlertStatusForm(forms.Form):
 def alerts(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         return _set_status(request)
-    if not readable(request):
-        return redirect_to_login(request.get_full_path())
+    return _alert_list(request)
+
+
+@readable
+def _alert_list(request: HttpRequest) -> HttpResponse:
     filters = AlertFilterForm(request.GET or None)
     status = project = None
     if filters.is_valid():
         status = filters.cleaned_data["status"] or None
         project = filters.cleaned_data["project"].slug if filters.cleaned_data["project"] else None
     page = Paginator(selectors.alerts(status=status, project=project), PAGE_SIZE).get_page(request.GET.get("page"))
-    for alert in page:
-        alert.display = _display(alert)
+    for alert, row in zip(page, comparisons.stored_rows([(alert.comparison.candidate, alert.comparison)
+                                                          for alert in page])):
+        alert.row = row
     query = request.GET.copy()
     query.pop("page", None)
     return render(request, "results/alerts.html", {
@@ -64,29 +65,10 @@ def _set_status(request: HttpRequest) -> HttpResponse:
         return redirect(request.get_full_path())
     alert = get_object_or_404(Alert, pk=form.cleaned_data["alert"])
     try:
-        alert = comparisons.set_alert_status(alert=alert, status=form.cleaned_data["status"],
+        alert = set_alert_status(alert=alert, status=form.cleaned_data["status"],
                                              note=form.cleaned_data["note"], user=request.user)
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
     else:
         messages.success(request, f"Alert #{alert.pk} is now {alert.get_status_display()}.")
     return redirect(f"{request.get_full_path()}#alert-{alert.pk}")
-
-
-def _display(alert: Alert) -> dict:
-    """What a row shows of the alert's comparison, formatted once here."""
-    comparison = alert.comparison
-    return {
-        "change": comparison.change or "—", "pvalue": _p(comparison.pvalue), "qvalue": _p(comparison.qvalue),
-        "high_p": comparison.high_p,
-        "verdict": VERDICT_LABELS.get(comparison.verdict, comparison.verdict),
-        "verdict_class": "verdict-" + comparison.verdict.replace(" ", "-"),
-    }
-
-
-def _p(value: float | None) -> str:
-    if value is None:
-        return "—"
-    if value < 1e-4:
-        return "<0.0001"
-    return f"{value:.2g}"

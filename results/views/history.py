@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from datetime import timezone as dt_timezone
 
-from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse
 from django.core.cache import cache
 from django.shortcuts import render
@@ -22,10 +21,11 @@ from django.utils.text import slugify
 from runner import session as session_loop
 from runner.monitor import BOTTLENECK_THRESHOLD
 
-from .. import charts, selectors, stats
+from .. import charts, presentation, selectors
+from ..comparisons import stored_rows
 from ..templatetags.figures import json_data
-from ..models import Metric, Result, Run, is_high_p
-from .nightly import readable
+from ..models import Metric, Result, Run
+from ..access import readable
 
 MAX_WARNINGS_LISTED = 50
 TABLE_ROWS = 100
@@ -47,10 +47,9 @@ def _day(value: str | None, name: str, errors: list[str]) -> date | None:
     return parsed
 
 
+@readable
 def history(request: HttpRequest, metric_id: int) -> HttpResponse:
     """A metric's run means over time on one or more machines, with comparisons and change points."""
-    if not readable(request):
-        return redirect_to_login(request.get_full_path())
     errors: list[str] = []
     first = _day(request.GET.get("from"), "from", errors)
     last = _day(request.GET.get("to"), "to", errors)
@@ -95,12 +94,12 @@ def _history_row(point: dict, run_url: str) -> dict:
         "mean_text": f"{point['mean']:.4g}",
         "ci_text": interval,
         "verdict": verdict,
-        "verdict_label": charts.verdict_label(verdict),
-        "change": "" if comparison.get("ratio") is None else stats.format_change(
+        "verdict_label": presentation.verdict_label(verdict),
+        "change": "" if comparison.get("ratio") is None else presentation.format_change(
             comparison["ratio"], comparison.get("ci_low"), comparison.get("ci_high")),
-        "p_text": selectors.format_probability(comparison.get("pvalue")),
-        "q_text": selectors.format_probability(comparison.get("qvalue")),
-        "high_p": is_high_p(comparison.get("pvalue"), comparison.get("qvalue")),
+        "p_text": presentation.format_probability(comparison.get("pvalue")),
+        "q_text": presentation.format_probability(comparison.get("qvalue")),
+        "high_p": presentation.is_high_p(comparison.get("pvalue"), comparison.get("qvalue")),
         "alert_id": comparison.get("alert_id"),
     }
 
@@ -118,14 +117,13 @@ class MetricSection:
     total: int = 0
 
 
+@readable
 def run(request: HttpRequest, run_id: int) -> HttpResponse:
     """One run: per metric its readings, warm-up, autocorrelation and CI narrowing; the session's
     utilisation, bottlenecks and monitoring overhead; the stored comparisons.
 
     Everything but the page's frame is kept in the cache under the run's version (its comparison time
     and its alerts' last change): a stored run does not change, and its figures replay its session."""
-    if not readable(request):
-        return redirect_to_login(request.get_full_path())
     try:
         version = selectors.run_page_version(run_id=run_id)
     except Run.DoesNotExist:
@@ -155,16 +153,13 @@ def _run_page(run_id: int) -> dict:
     overhead = (session.outcome or {}).get("overhead") if session is not None else None
     if overhead and overhead.get("ratio") is not None:
         figures["overhead"] = charts.overhead_figure(overhead)
-    comparisons = [{
-        "comparison": comparison,
-        "verdict_label": charts.verdict_label(comparison.verdict),
-        "change": comparison.change,
-        "history_size": len((comparison.inputs or {}).get("history_runs") or []),
-        "p_text": selectors.format_probability(comparison.pvalue),
-        "q_text": selectors.format_probability(comparison.qvalue),
-        "high_p": comparison.high_p,
-        "alert": getattr(comparison, "alert", None),
-    } for comparison in detail.comparisons]
+    comparison_rows = stored_rows(
+        [(comparison.candidate, comparison) for comparison in detail.comparisons],
+        alerts_by_comparison={c.pk: (c.alert.pk, c.alert.get_status_display())
+                              for c in detail.comparisons if getattr(c, "alert", None) is not None})
+    comparisons = [{"comparison": comparison, "row": row,
+                    "history_size": len((comparison.inputs or {}).get("history_runs") or [])}
+                   for comparison, row in zip(detail.comparisons, comparison_rows)]
     run = detail.run
     body = render_to_string("results/_run_body.html", {
         "run": run, "session": session, "sections": sections, "comparisons": comparisons, "figures": figures,
@@ -232,10 +227,9 @@ def _autocorrelation(samples, result: Result, min_subsessions: int, bound: float
     section.figures.append(f"{key}-autocorrelation")
 
 
+@readable
 def machines(request: HttpRequest) -> HttpResponse:
     """Every machine: hardware, queue, last seen, runs, and the sessions queued or running on it."""
-    if not readable(request):
-        return redirect_to_login(request.get_full_path())
     entries = [(entry, _hardware(entry.machine.hardware)) for entry in selectors.machines_overview()]
     return render(request, "results/machines.html", {"machines": entries})
 

@@ -10,17 +10,13 @@ Every view is a GET whose parameters are the permalink.
 from datetime import timezone as dt_timezone
 
 from django import forms
-from django.conf import settings
-from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from .. import pr, selectors
-from ..models import ALPHA, Run, Verdict
-
-
-def readable(request: HttpRequest) -> bool:
-    return settings.PILOTWEB_PUBLIC_READ or request.user.is_authenticated
+from .. import comparisons, presentation, selectors
+from ..access import readable
+from ..models import Run, Verdict
+from ..presentation import ALPHA, NOT_COMPARED, VERDICT_ICONS, VERDICT_ORDER
 
 
 class OverviewFilters(forms.Form):
@@ -37,10 +33,9 @@ class CompareForm(forms.Form):
     all = forms.BooleanField(required=False, help_text="Every series, not only the most notable.")
 
 
+@readable
 def home(request: HttpRequest) -> HttpResponse:
     """The nightly overview: tonight's runs against history, worst first, filterable by GET parameters."""
-    if not readable(request):
-        return redirect_to_login(request.get_full_path())
     form = OverviewFilters(request.GET)
     filters = form.cleaned_data if form.is_valid() else {}
     overview = selectors.nightly_overview(
@@ -49,29 +44,27 @@ def home(request: HttpRequest) -> HttpResponse:
         limit=None if filters.get("all") else selectors.ROW_LIMIT)
     return render(request, "results/home.html", {
         "form": form, "overview": overview, "filtered": any(filters.values()),
-        "verdicts": [(value, selectors.VERDICT_ICONS[value]) for value in selectors.VERDICT_ORDER
-                     if value != selectors.NOT_COMPARED],
+        "verdicts": [(value, VERDICT_ICONS[value]) for value in VERDICT_ORDER if value != NOT_COMPARED],
         "alpha": ALPHA, "sparkline_points": selectors.SPARKLINE_POINTS,
     })
 
 
+@readable
 def compare(request: HttpRequest) -> HttpResponse:
-    """Any two runs compared series by series (Welch and Fieller, computed now, not stored)."""
-    if not readable(request):
-        return redirect_to_login(request.get_full_path())
+    """Any two runs compared series by series (Welch and Fieller, computed now by the comparison service)."""
     form = CompareForm(request.GET)
     ids = form.cleaned_data if form.is_valid() else {}
     baseline, candidate = ids.get("baseline"), ids.get("candidate")
-    status, error = 200, ""
-    try:
-        page = selectors.compare_page(baseline_id=baseline, candidate_id=candidate,
-                                      limit=None if ids.get("all") else selectors.ROW_LIMIT)
-    except Run.DoesNotExist as missing:
-        page, status, error = selectors.compare_page(), 404, str(missing)
+    status, error, comparison = 200, "", None
+    if baseline is not None and candidate is not None:
+        try:
+            comparison = comparisons.compare_stored_runs(
+                baseline_id=baseline, candidate_id=candidate, limit=None if ids.get("all") else selectors.ROW_LIMIT)
+        except Run.DoesNotExist as missing:
+            status, error = 404, str(missing)
     return render(request, "results/compare.html", {
-        "form": form, "page": page, "comparison": page.comparison, "error": error,
-        "baseline_id": baseline, "candidate_id": candidate, "alpha": ALPHA,
-        "run_choices": _run_choices(page.recent_runs),
+        "form": form, "comparison": comparison, "error": error, "baseline_id": baseline, "candidate_id": candidate,
+        "alpha": ALPHA, "run_choices": _run_choices(selectors.recent_runs()),
     }, status=status)
 
 
@@ -90,19 +83,18 @@ def _run_choices(runs: list[dict]) -> list[tuple[str, list[tuple[int, str]]]]:
     return list(groups.items())
 
 
+@readable
 def pr_review(request: HttpRequest, run_id: int) -> HttpResponse:
     """A pull-request run against its base: verdict counts, the comparisons, a Markdown summary to paste."""
-    if not readable(request):
-        return redirect_to_login(request.get_full_path())
     try:
         review = selectors.pr_review(run_id=run_id)
     except Run.DoesNotExist:
         raise Http404(f"No pull-request run {run_id}.") from None
     return render(request, "results/pr.html", {
         "review": review, "run": review.run, "alpha": ALPHA,
-        "summary_counts": [(verdict, selectors.VERDICT_ICONS[verdict], review.counts.get(verdict, 0))
+        "summary_counts": [(verdict, VERDICT_ICONS[verdict], review.counts.get(verdict, 0))
                            for verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE,
                                            Verdict.NO_CHANGE)],
-        "show_bootstrap": any(row.bootstrap_change for row in review.rows),
-        "markdown": pr.pr_markdown(review, url=request.build_absolute_uri()),
+        "show_bootstrap": any(row.bootstrap is not None for row in review.rows),
+        "markdown": presentation.pr_markdown(review, url=request.build_absolute_uri()),
     })

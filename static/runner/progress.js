@@ -1,61 +1,13 @@
 // Live progress of benchmark sessions: every [data-session-progress] block that is queued or running
 // polls its JSON (GET /api/v1/sessions/{id}) every 2 s and redraws its bar, figures and per-metric
-// CI widths. The server renders the same block, so the page is complete without JavaScript; when a
-// session finishes the page reloads once to show its outcome, rounds and runs.
-// Formatting mirrors runner.views.progress_view and runner.views.duration.
+// CI widths from the `display` the server worded (runner/progress.py renders the same block, so the
+// page is complete without JavaScript and nothing is formatted twice); when a session finishes the
+// page reloads once to show its outcome, rounds and runs.
 (function () {
   "use strict";
 
   const INTERVAL_MS = 2000;
   const ACTIVE = new Set(["queued", "running"]);
-  const STATUS_LABELS = {
-    queued: "Queued", running: "Running", converged: "converged (CI within target)",
-    budget_exhausted: "budget exhausted", resolved: "difference resolved",
-    unresolved: "no difference resolved within budget", cancelled: "Cancelled", failed: "Failed",
-  };
-
-  function duration(seconds) {
-    if (seconds === null || seconds === undefined) return "—";
-    const s = Math.max(0, Math.round(seconds));
-    const pad = (n) => String(n).padStart(2, "0");
-    if (s < 60) return s + " s";
-    if (s < 3600) return Math.floor(s / 60) + " min " + pad(s % 60) + " s";
-    return Math.floor(s / 3600) + " h " + pad(Math.floor(s / 60) % 60) + " min";
-  }
-
-  function view(session) {
-    const progress = session.progress || {};
-    const rounds = progress.rounds_done || 0;
-    const elapsed = progress.elapsed;
-    const remaining = progress.estimated_remaining;
-    const active = ACTIVE.has(session.status);
-    let fraction = null;
-    if (!active) fraction = 1;
-    else if (session.status === "running" && elapsed != null && remaining != null) {
-      fraction = elapsed + remaining > 0 ? elapsed / (elapsed + remaining) : 0;
-    }
-    const figures = [rounds + " round" + (rounds === 1 ? "" : "s")];
-    if (session.status === "queued") figures.push("waiting for a worker");
-    else {
-      figures.push(duration(elapsed || 0) + " elapsed");
-      if (active) figures.push(remaining != null ? "~" + duration(remaining) + " left" : "time left unknown");
-    }
-    const metrics = (progress.metrics || []).map((item) => {
-      const width = item.relative_width;
-      const target = item.target_width;
-      let percent = 0;
-      if (item.converged) percent = 100;
-      else if (width && target) percent = Math.min(100, Math.round((100 * target) / width));
-      return {
-        cells: [item.workload || "", item.metric || "",
-          width == null ? "—" : (100 * width).toFixed(1) + "%",
-          target == null ? "—" : (100 * target).toFixed(1) + "%"],
-        percent: percent,
-        state: item.converged ? "✓ within target" : "… narrowing",
-      };
-    });
-    return { fraction: fraction, figures: figures.join(" · "), metrics: metrics };
-  }
 
   function cell(text, className) {
     const td = document.createElement("td");
@@ -65,10 +17,10 @@
   }
 
   function render(block, session) {
-    const v = view(session);
+    const v = session.display;
     const field = (name) => block.querySelector('[data-field="' + name + '"]');
     const status = field("status");
-    status.textContent = STATUS_LABELS[session.status] || session.status;
+    status.textContent = v.status_label;
     status.className = "badge status-" + session.status;
     const bar = field("bar");
     const fill = bar.querySelector(".fill");
@@ -77,7 +29,7 @@
       bar.removeAttribute("aria-valuenow");
       fill.style.width = "100%";
     } else {
-      const percent = Math.round(100 * v.fraction);
+      const percent = v.percent;
       bar.classList.remove("indeterminate");
       bar.setAttribute("aria-valuenow", String(percent));
       fill.style.width = percent + "%";
@@ -86,7 +38,7 @@
     const body = field("metrics");
     const rows = v.metrics.map((item) => {
       const tr = document.createElement("tr");
-      tr.append(cell(item.cells[0]), cell(item.cells[1]), cell(item.cells[2], "num"), cell(item.cells[3], "num"));
+      tr.append(cell(item.workload), cell(item.metric), cell(item.width, "num"), cell(item.target, "num"));
       const meterCell = document.createElement("td");
       const meter = document.createElement("meter");
       Object.assign(meter, { min: 0, max: 100, low: 99.9, optimum: 100, value: item.percent });

@@ -7,7 +7,7 @@ rounds would), and the page's poller must pick that up.
 import pytest
 from playwright.sync_api import expect
 
-from results import comparisons
+from results import alerts, comparisons
 from results.models import Alert
 from runner import services as runner_services
 from runner.models import Job, Session, SessionStatus
@@ -130,7 +130,7 @@ def test_a_user_triages_an_alert(page, login, screenshot, staff):
         "comparisons": [{"metric": "time", "better": "baseline", "worse": "candidate", "better_mean": 1.0,
                          "worse_mean": 1.2, "pvalue": 0.00002, "overlap": False, "resolved": True}]})
     user = UserFactory()
-    comparisons.set_alert_status(alert=sort_alert, status="acknowledged", note="bisecting", user=user)
+    alerts.set_alert_status(alert=sort_alert, status="acknowledged", note="bisecting", user=user)
     login(user)
 
     page.goto("/alerts/")

@@ -6,7 +6,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from results import comparisons
+from results import alerts, comparisons
 from results.models import Alert, AlertEvent, Run
 from runner import services as runner_services
 from runner.models import Session, SessionStatus
@@ -55,7 +55,7 @@ def test_alerts_are_listed_per_run_with_change_p_q_status_and_links():
 def test_filters_are_get_parameters_so_every_view_is_a_permalink(user):
     regressed_run()
     alert = Alert.objects.get()
-    comparisons.set_alert_status(alert=alert, status="fixed", user=user)
+    alerts.set_alert_status(alert=alert, status="fixed", user=user)
     ProjectFactory(name="Other", slug="other")
 
     assert 'class="alert-row"' in Client().get("/alerts/?status=fixed").content.decode()
@@ -144,7 +144,7 @@ def test_the_alerts_page_issues_a_fixed_number_of_queries(user, staff):
         Run.objects.all().delete()
         regressed_run(benchmarks)
         for alert in Alert.objects.all():
-            comparisons.set_alert_status(alert=alert, status="acknowledged", note="looking", user=user)
+            alerts.set_alert_status(alert=alert, status="acknowledged", note="looking", user=user)
         with CaptureQueriesContext(connection) as queries:
             html = logged_in(staff).get("/alerts/").content.decode()
         assert html.count('class="alert-row"') == len(benchmarks)
@@ -155,7 +155,7 @@ def test_the_alerts_page_issues_a_fixed_number_of_queries(user, staff):
 
 def test_benchmark_names_and_notes_are_escaped(user):
     regressed_run(("<img src=x onerror=alert(1)>",))
-    comparisons.set_alert_status(alert=Alert.objects.get(), status="invalid", note="<script>bad()</script>",
+    alerts.set_alert_status(alert=Alert.objects.get(), status="invalid", note="<script>bad()</script>",
                                  user=user)
 
     html = Client().get("/alerts/").content.decode()

@@ -3,7 +3,8 @@
 Reference values are computed here independently of the numerical core: Welch's p by
 ``scipy.stats.ttest_ind_from_stats(..., equal_var=False)``, Fieller's limits by the formula of
 spec §6 (``(ȳ_N ȳ_O ∓ √((ȳ_N ȳ_O)² − a(ȳ_N² − h² s_N²))) / a`` with ``h = t_{0.975, n_N+n_O−2}``),
-mean half-widths by ``t_{0.975, n−1} · s/√n`` (spec §3).
+mean half-widths by ``t_{0.975, n−1} · s/√n`` (spec §3), q-values by
+``scipy.stats.false_discovery_control`` over those p-values.
 """
 
 import json
@@ -17,9 +18,11 @@ import pytest
 from django.core.management import CommandError, call_command
 from scipy import stats as scipy_stats
 
-from results import report, services, stats
+from results import comparisons, services, stats
 from results.models import Metric, Run
+from results.rows import ComparisonRow, Side
 from results.schemas import RunIn
+from results.series import PLAIN, Series, detect_format
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 # Means, subsession variances and counts stated exactly, so the references need no samples.
@@ -74,6 +77,13 @@ def fieller(candidate: tuple, baseline: tuple, confidence: float = 0.95) -> tupl
     return (mean_n * mean_o - root) / a, (mean_n * mean_o + root) / a
 
 
+def welch_q(name: str) -> float:
+    """The BH q-value of a series among the five the two runs share with at least 2 subsessions."""
+    names = sorted(EXPECTED_VERDICTS)
+    qvalues = scipy_stats.false_discovery_control([welch_p(CANDIDATE[n], BASELINE[n]) for n in names], method="bh")
+    return float(qvalues[names.index(name)])
+
+
 def percent(ratio: float, low: float, high: float) -> str:
     return f"{(ratio - 1) * 100:+.1f}% [{(low - 1) * 100:+.1f}%, {(high - 1) * 100:+.1f}%]"
 
@@ -103,10 +113,10 @@ def test_stored_runs_table_shows_each_verdict_with_scipy_p_values_and_fieller_in
         assert percent(CANDIDATE[name][0] / BASELINE[name][0], low, high) in line
         assert (f"{p:.3f}" if p >= 0.001 else "<0.001") in line
         assert f"{BASELINE[name][2]}+{CANDIDATE[name][2]}" in line
-    # The flags of benchstat: "~" for p ≥ α, and the unit scaled.
+    # The flags of benchstat: "~" for not significant (q ≥ α: two runs have q-values), and the unit scaled.
     assert "~" in table_line(table, "noisy") and "~" not in table_line(table, "slower")
-    assert "1 ± 0.0094 s" in table_line(table, "slower")
-    assert "100 ± 0.47 MB/s" in table_line(table, "throughput")
+    assert "1.000 ± 0.0094 s" in table_line(table, "slower")
+    assert "100.0 ± 0.47 MB/s" in table_line(table, "throughput")
 
 
 def test_stored_runs_json_has_every_number(runs):
@@ -133,7 +143,8 @@ def test_stored_runs_json_has_every_number(runs):
     assert slower["statistic"] == pytest.approx(0.1 / np.sqrt(2 * 0.0004 / 20), rel=1e-9)
     assert slower["df"] == pytest.approx(38, rel=1e-9)
     assert (slower["threshold"], slower["confidence_level"], slower["alpha"]) == (0.02, 0.95, 0.05)
-    assert (slower["high_pvalue"], rows["noisy"]["high_pvalue"]) == (False, True)
+    assert rows["noisy"]["qvalue"] == pytest.approx(welch_q("noisy"), rel=1e-9)
+    assert (slower["high_p"], rows["noisy"]["high_p"]) == (False, True)
     assert (slower["unit"], slower["direction"]) == ("s", "lower_is_better")
 
 
@@ -160,13 +171,16 @@ def test_each_metric_threshold_decides_and_threshold_overrides_all(runs):
     assert compare_json(baseline.pk, candidate.pk, "--threshold", "0.002")["same"]["verdict"] == "inconclusive"
 
 
-def test_alpha_moves_the_high_p_value_flag(runs):
+def test_alpha_moves_the_high_p_value_flag_which_follows_q(runs):
     baseline, candidate = runs
-    p = welch_p(CANDIDATE["noisy"], BASELINE["noisy"])
+    p, q = welch_p(CANDIDATE["noisy"], BASELINE["noisy"]), welch_q("noisy")
+    assert p < q
 
-    rows = compare_json(baseline.pk, candidate.pk, "--alpha", str(min(p * 1.5, 0.99)))
+    between = compare_json(baseline.pk, candidate.pk, "--alpha", str((p + q) / 2))["noisy"]
+    above = compare_json(baseline.pk, candidate.pk, "--alpha", str(min(q * 1.5, 0.99)))["noisy"]
 
-    assert rows["noisy"]["high_pvalue"] is False and rows["noisy"]["alpha"] == min(p * 1.5, 0.99)
+    assert between["high_p"] is True and between["significant"] is False
+    assert above["high_p"] is False and above["alpha"] == min(q * 1.5, 0.99)
 
 
 def test_markdown_lists_decided_series_worst_first_and_inconclusive_ones_apart(runs):
@@ -176,28 +190,30 @@ def test_markdown_lists_decided_series_worst_first_and_inconclusive_ones_apart(r
 
     decided, inconclusive = markdown.split("**Inconclusive**")
     lines = [line for line in decided.splitlines() if line.startswith("|")]
-    assert lines[0] == "| Benchmark | Change [95% CI] | p-value | Verdict |"
-    assert lines[1] == "| --- | ---: | ---: | --- |"
-    assert [line.split(" | ")[-1] for line in lines[2:]] == ["regression |", "regression |", "improvement |",
-                                                            "no change |"]
-    assert all(line.count("|") == 5 for line in lines)
+    assert lines[0] == "| Benchmark | Change [95% CI] | p | q | Verdict |"
+    assert lines[1] == "| --- | ---: | ---: | ---: | --- |"
+    assert [line.split(" | ")[-1] for line in lines[2:]] == ["▲ regression |", "▲ regression |", "▼ improvement |",
+                                                            "≈ no change |"]
+    assert all(line.count("|") == 6 for line in lines)
     low, high = fieller(CANDIDATE["slower"], BASELINE["slower"])
-    assert f"| slower (time) | {percent(1.1, low, high)} | <0.001 | regression |" in lines
+    assert f"| slower (time) | {percent(1.1, low, high)} | <0.001 | <0.001 | ▲ regression |" in lines
     noisy = [line for line in inconclusive.splitlines() if line.startswith("| noisy")]
-    assert len(noisy) == 1 and noisy[0].endswith("~ | inconclusive |")
+    assert len(noisy) == 1 and noisy[0].endswith(f"{welch_q('noisy'):.3f} ~ | ? inconclusive |")
+    assert "~ q ≥ α = 0.05: not statistically significant." in markdown
     assert "Only in the baseline: gone (time)" in markdown
 
 
 def test_markdown_escapes_pipes_in_names():
-    side = report.Side(mean=1.0, variance=0.01, n=10, subsession_size=1, half_width=0.07, independent=True)
-    interval = stats.RatioResult(ratio=1.0, low=0.99, high=1.01, bounded=True, confidence_level=0.95)
-    row = report.Row(benchmark="a|b", metric="time", unit="s", direction="lower_is_better", threshold=0.02,
-                     confidence_level=0.95, alpha=0.05, baseline=side, candidate=side, fieller=interval,
-                     bootstrap=None, statistic=0.0, df=18.0, pvalue=1.0, verdict=stats.Verdict.NO_CHANGE)
+    from results import presentation
 
-    markdown = report.markdown_table([row])
+    side = Side(mean=1.0, variance=0.01, n=10, subsession_size=1, half_width=0.07)
+    row = ComparisonRow(benchmark="a|b", metric="time", unit="s", direction="lower_is_better", method="files",
+                        baseline=side, candidate=side, ratio=1.0, low=0.99, high=1.01, bounded=True, statistic=0.0,
+                        df=18.0, pvalue=1.0, qvalue=None, verdict="no change", threshold=0.02, confidence_level=0.95)
 
-    assert "| a\\|b (time) | +0.0% [-1.0%, +1.0%] | 1.000 ~ | no change |" in markdown
+    markdown = presentation.markdown_table([row])
+
+    assert "| a\\|b (time) | +0.0% [-1.0%, +1.0%] | 1.000 ~ | ≈ no change |" in markdown
     assert "Inconclusive" not in markdown
 
 
@@ -255,10 +271,10 @@ def test_bootstrap_resamples_one_level_samples_by_subsession():
         values[i] = 0.9 * values[i - 1] + rng.normal(0, 0.01)
     samples = 1.0 + values
     summary = services.summarize_samples(samples)
-    series = report.Series(benchmark="ar", metric="time", unit="s", direction="lower_is_better", threshold=0.02,
-                           confidence_level=0.95, summary=summary, samples=samples)
+    series = Series(benchmark="ar", metric="time", unit="s", direction="lower_is_better", threshold=0.02,
+                    confidence_level=0.95, summary=summary, samples=samples)
 
-    result = report.compare([series], [series], bootstrap=report.Bootstrap(resamples=2000, seed=1))
+    result = comparisons.compare_series([series], [series], bootstrap=comparisons.Bootstrap(resamples=2000, seed=1))
 
     assert summary.subsession_size > 1
     (row,) = result.rows
@@ -268,10 +284,11 @@ def test_bootstrap_resamples_one_level_samples_by_subsession():
 
 def test_bootstrap_takes_runs_of_one_value_as_the_top_level():
     samples = np.array([[1.00], [1.02], [0.98], [1.01], [0.99]])
-    series = report.Series(benchmark="one", metric="time", unit="s", direction="lower_is_better", threshold=0.02,
-                           confidence_level=0.95, summary=services.summarize_samples(samples), samples=samples)
+    series = Series(benchmark="one", metric="time", unit="s", direction="lower_is_better", threshold=0.02,
+                    confidence_level=0.95, summary=services.summarize_samples(samples), samples=samples)
 
-    (row,) = report.compare([series], [series], bootstrap=report.Bootstrap(resamples=500, seed=1)).rows
+    (row,) = comparisons.compare_series([series], [series],
+                                        bootstrap=comparisons.Bootstrap(resamples=500, seed=1)).rows
 
     assert row.bootstrap.ratio == 1.0 and row.bootstrap.low < 1.0 < row.bootstrap.high
 
@@ -307,7 +324,8 @@ def test_two_copies_of_a_real_file_show_no_change(tmp_path):
 
     identical = rows["bench_sample.py::test_sum_range"]
     assert (identical["ratio"], identical["statistic"], identical["pvalue"]) == (1.0, 0.0, 1.0)
-    assert identical["verdict"] == "no change" and identical["high_pvalue"] is True
+    # Two files stand alone: no q-value, the p-value decides.
+    assert identical["verdict"] == "no change" and identical["high_p"] is True and identical["qvalue"] is None
     assert identical["baseline"] == identical["candidate"]
 
 
@@ -316,7 +334,7 @@ def test_files_of_different_formats_match_by_benchmark_and_metric():
                               DATA / "google_benchmark_aggregates_only.json", "--format", "json"))
 
     names = ("BM_SortVector/10000", "BM_StringCopy/4096")
-    assert [(row["benchmark"], row["metric"]) for row in rows] == [
+    assert sorted((row["benchmark"], row["metric"]) for row in rows) == [
         (name, metric) for name in names for metric in ("cpu_time", "real_time")]
     # The aggregates-only file holds summaries (n = 3 repetitions): used as given.
     assert {row["candidate"]["n"] for row in rows} == {3}
@@ -328,15 +346,15 @@ def test_files_of_different_formats_match_by_benchmark_and_metric():
     ("google_benchmark_single.json", "google-benchmark"),
 ])
 def test_the_format_is_told_by_the_keys(name, expected):
-    assert report.detect_format((DATA / name).read_bytes()) == expected
+    assert detect_format((DATA / name).read_bytes()) == expected
 
 
 def test_native_documents_and_single_numbers_are_detected():
     native = json.dumps({"project": {"name": "x"}, "results": [{"benchmark": "b", "samples": [1.0, 2.0]}]})
 
-    assert report.detect_format(native.encode()) == "native"
-    assert report.detect_format(b"1.5\n") == report.PLAIN
-    assert report.detect_format(b"1.5\n1.6\n") == report.PLAIN
+    assert detect_format(native.encode()) == "native"
+    assert detect_format(b"1.5\n") == PLAIN
+    assert detect_format(b"1.5\n1.6\n") == PLAIN
 
 
 def test_native_summaries_are_used_as_given(tmp_path):

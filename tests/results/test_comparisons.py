@@ -11,7 +11,7 @@ from django.core import mail
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from results import comparisons, notifications, services
+from results import alerts, comparisons, notifications, services
 from results.models import Alert, AlertGroup, Comparison, Project, Run
 from results.schemas import RunIn
 
@@ -208,8 +208,8 @@ def test_triaging_an_alert_records_who_when_and_why(user):
     comparisons.compare_run(run_id=post_run(10, {"sort": 1.2}, sd=0.002).pk)
     alert = Alert.objects.get()
 
-    comparisons.set_alert_status(alert=alert, status="acknowledged", note="bisecting", user=user)
-    comparisons.set_alert_status(alert=alert, status="fixed", note="reverted in #42", user=user)
+    alerts.set_alert_status(alert=alert, status="acknowledged", note="bisecting", user=user)
+    alerts.set_alert_status(alert=alert, status="fixed", note="reverted in #42", user=user)
 
     alert.refresh_from_db()
     assert (alert.status, alert.updated_by) == ("fixed", user)
@@ -227,9 +227,9 @@ def test_an_unknown_status_or_an_anonymous_user_changes_nothing(user):
     alert = Alert.objects.get()
 
     with pytest.raises(ValidationError, match="Choose one of"):
-        comparisons.set_alert_status(alert=alert, status="gone", user=user)
+        alerts.set_alert_status(alert=alert, status="gone", user=user)
     with pytest.raises(PermissionDenied):
-        comparisons.set_alert_status(alert=alert, status="fixed", user=AnonymousUser())
+        alerts.set_alert_status(alert=alert, status="fixed", user=AnonymousUser())
     assert Alert.objects.get().status == "new" and not alert.events.exists()
 
 
@@ -282,7 +282,7 @@ def test_a_pull_request_with_raw_samples_also_gets_a_seeded_hierarchical_bootstr
 
 
 @pytest.mark.parametrize(("candidate_shape", "baseline_shape"), [((1, 10), (6, 10)), ((6, 10), (1, 10)),
-                                                                 ((1, 10), (1, 10)), ((6, 1), (6, 1))])
+                                                                 ((1, 10), (1, 10)), ((6, 10), (6, 1))])
 def test_a_pull_request_with_one_unit_at_a_level_is_compared_and_the_bootstrap_skip_is_stated(
         candidate_shape, baseline_shape):
     def run_with_samples(night, scale, shape, kind="nightly", branch="main", base_commit=""):

@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import include, path
 from ninja import NinjaAPI
 
-from results import comparisons, pr, pr_api, selectors, services, stats
+from results import comparisons, pr_api, presentation, selectors, services, stats
 from results.models import Comparison, Metric, Run
 from results.schemas import RunIn
 
@@ -277,7 +277,7 @@ def test_two_runs_are_compared_on_the_fly_with_welch_and_fieller():
 
     assert response.status_code == 200 and Comparison.objects.count() == before
     html = response.content.decode()
-    result = selectors.compare_runs(baseline_id=baseline.pk, candidate_id=candidate.pk)
+    result = comparisons.compare_stored_runs(baseline_id=baseline.pk, candidate_id=candidate.pk)
     sort = next(row for row in result.rows if row.benchmark == "sort")
     old, new = baseline.results.get(metric__benchmark__name="sort"), candidate.results.get(metric__benchmark__name="sort")
     expected = stats.compare_summaries(new.mean, new.variance, new.n, old.mean, old.variance, old.n)
@@ -307,7 +307,7 @@ def test_compare_q_values_are_benjamini_hochberg_across_the_series():
     baseline = run(0, {f"b{i}": 1.0 for i in range(6)}, sd=0.02)
     candidate = run(1, {f"b{i}": 1.0 + i / 100 for i in range(6)}, sd=0.02)
 
-    rows = selectors.compare_runs(baseline_id=baseline.pk, candidate_id=candidate.pk).rows
+    rows = comparisons.compare_stored_runs(baseline_id=baseline.pk, candidate_id=candidate.pk).rows
 
     from scipy.stats import false_discovery_control
     expected = false_discovery_control([row.pvalue for row in rows], method="bh")
@@ -373,13 +373,13 @@ def test_the_pr_review_puts_the_verdict_first_then_the_comparisons_then_the_mark
 def test_the_pr_markdown_lists_the_changed_and_the_inconclusive_benchmarks():
     head = pull_request_against_base()
 
-    markdown = pr.pr_markdown(selectors.pr_review(run_id=head.pk), url="https://example.org/runs/1/pr/")
+    markdown = presentation.pr_markdown(selectors.pr_review(run_id=head.pk), url="https://example.org/runs/1/pr/")
 
     assert markdown.startswith("### Performance: `cccccccccccc` against base `bbbbbbbbbbbb`")
     assert "**1 regression**, 1 improvement, 1 inconclusive, 1 no change" in markdown
     table = [line for line in markdown.splitlines() if line.startswith("| ")]
-    assert table[0] == "| Benchmark | Change [95% CI] | p-value | Verdict |"
-    assert any(line.startswith("| sort (time) | +8.") and line.endswith("| regression |") for line in table)
+    assert table[0] == "| Benchmark | Change [95% CI] | p | q | Verdict |"
+    assert any(line.startswith("| sort (time) | +8.") and line.endswith("| ▲ regression |") for line in table)
     assert any(line.startswith("| hash (time) | -10.") for line in table)
     assert not any("parse" in line for line in table)
     assert "**Inconclusive**" in markdown and "`json (time)`" in markdown and "20 + 20 subsessions" in markdown
@@ -393,8 +393,8 @@ def test_a_pr_without_changes_or_base_says_so():
     lonely = compared(run(0, {"sort": 1.0}, project="Lonely", kind="pr", branch="feature", base_commit="d" * 40))
     pending = run(5, {"sort": 1.0}, kind="pr", branch="other", base_commit=f"{2:040x}")
 
-    assert "No benchmark changed beyond its threshold." in pr.pr_markdown(selectors.pr_review(run_id=same.pk))
-    assert "Nothing to compare: no run of the base commit `dddddddddddd`" in pr.pr_markdown(
+    assert "No benchmark changed beyond its threshold." in presentation.pr_markdown(selectors.pr_review(run_id=same.pk))
+    assert "Nothing to compare: no run of the base commit `dddddddddddd`" in presentation.pr_markdown(
         selectors.pr_review(run_id=lonely.pk))
     assert "No base run to compare with" in Client().get(f"/runs/{lonely.pk}/pr/").content.decode()
     assert "Not compared yet" in Client().get(f"/runs/{pending.pk}/pr/").content.decode()
@@ -430,7 +430,7 @@ def test_the_markdown_escapes_table_cells():
     run(0, {"a|b": 1.0})
     head = compared(run(1, {"a|b": 1.5}, kind="pr", branch="feature", base_commit=f"{0:040x}"))
 
-    markdown = pr.pr_markdown(selectors.pr_review(run_id=head.pk))
+    markdown = presentation.pr_markdown(selectors.pr_review(run_id=head.pk))
 
     assert "| a\\|b (time) |" in markdown
 
@@ -445,7 +445,7 @@ def test_the_pr_summary_api_returns_markdown_counts_and_comparisons():
 
     assert response.status_code == 200
     body = response.json()
-    assert body["markdown"] == pr.pr_markdown(selectors.pr_review(run_id=head.pk),
+    assert body["markdown"] == presentation.pr_markdown(selectors.pr_review(run_id=head.pk),
                                               url=f"http://testserver/runs/{head.pk}/pr/")
     assert body["summary"]["counts"] == {"regression": 1, "inconclusive": 1, "improvement": 1, "no change": 1}
     assert body["summary"]["base_commit"] == "b" * 40 and body["summary"]["pull_request"] == 42

@@ -146,3 +146,41 @@ def test_the_prediction_band_matches_the_textbook_interval_on_worked_numbers():
 
     half = 2.7764451051977987 * np.sqrt(2.5) * np.sqrt(1.2)
     assert result.prediction_low == pytest.approx(3.0 - half) and result.prediction_high == pytest.approx(3.0 + half)
+
+
+def test_series_of_different_lengths_and_levels_in_one_call_equal_their_own_calls():
+    # NaN pads the shorter histories; each series its own level, threshold and direction.
+    rng = np.random.default_rng(21)
+    lengths, levels = [10, 4, 7, 2], [0.95, 0.9, 0.99, 0.95]
+    thresholds, directions = [0.02, 0.0, 0.05, 0.02], ["lower_is_better", "higher_is_better"] * 2
+    padded = np.full((4, 3, 10), np.nan)
+    candidates = rng.normal(1.0, 0.02, (4, 3))
+    candidates[:, 1] = np.abs(candidates[:, 1]) * 1e-3
+    candidates[:, 2] = 20
+    for i, k in enumerate(lengths):
+        padded[i, 0, :k] = rng.normal(1.0, 0.02, k)
+        padded[i, 1, :k] = 1e-3
+        padded[i, 2, :k] = 20
+
+    together = compare_with_history(*candidates.T, *padded.transpose(1, 0, 2), threshold=thresholds,
+                                    direction=directions, confidence=levels)
+
+    for i, k in enumerate(lengths):
+        alone = compare_with_history(*candidates[i], *padded[i, :, :k], threshold=thresholds[i],
+                                     direction=directions[i], confidence=levels[i])
+        for name in ("ratio", "low", "high", "statistic", "pvalue", "df", "baseline", "prediction_low"):
+            assert getattr(together, name)[i] == pytest.approx(getattr(alone, name), rel=1e-12), name
+        assert together.verdict[i] == alone.verdict == verdict(alone.low, alone.high, threshold=thresholds[i],
+                                                               direction=directions[i])
+        assert together.history_size[i] == k and alone.df == k - 1
+
+
+@pytest.mark.parametrize(("history", "message"), [
+    ([[1.0, np.nan], [0.1, 0.1], [10, 10]], "NaN .missing. at the same places"),
+    ([[1.0, np.nan], [0.1, np.nan], [10, np.nan]], "at least 2 results per series"),
+    ([[1.0, 1.1], [0.1, 0.1], [10, 10.5]], "whole numbers"),
+    ([[1.0, np.inf], [0.1, 0.1], [10, 10]], "must not hold infinite values"),
+])
+def test_history_arrays_are_checked_naming_the_parameter(history, message):
+    with pytest.raises(ValueError, match=message):
+        compare_with_history(1.0, 0.1, 10, *history)

@@ -4,9 +4,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from results import report
+from results import comparisons, presentation, series
 from results.ingest import ImportFormatError
-from results.models import Result, Run
+from results.models import Run
 
 OUTPUTS = ("text", "json", "markdown")
 
@@ -23,16 +23,17 @@ class Command(BaseCommand):
         parser.add_argument("runs", nargs="*", type=int, metavar="RUN", help="Baseline run id, candidate run id.")
         parser.add_argument("--files", nargs=2, type=Path, metavar=("BASELINE", "CANDIDATE"),
                             help="Compare two result files instead of stored runs; nothing is written.")
-        parser.add_argument("--format-a", choices=report.INPUT_FORMATS, help="Format of the baseline file "
+        parser.add_argument("--format-a", choices=series.INPUT_FORMATS, help="Format of the baseline file "
                             "(default: told by its keys).")
-        parser.add_argument("--format-b", choices=report.INPUT_FORMATS, help="Format of the candidate file.")
+        parser.add_argument("--format-b", choices=series.INPUT_FORMATS, help="Format of the candidate file.")
         parser.add_argument("--format", choices=OUTPUTS, default="text", dest="output", help="Output format.")
-        parser.add_argument("--alpha", type=float, default=0.05, help="Significance level for flagging p-values.")
+        parser.add_argument("--alpha", type=float, default=presentation.ALPHA,
+                            help="Significance level: q (two runs) or p (two files) at or above it is flagged.")
         parser.add_argument("--threshold", type=float,
                             help="Practical-significance threshold θ for every series (default: each metric's).")
         parser.add_argument("--bootstrap", action="store_true",
                             help="Also the hierarchical bootstrap ratio interval where both sides kept samples.")
-        parser.add_argument("--resamples", type=int, help=f"Bootstrap replicates (default {report.DEFAULT_RESAMPLES}).")
+        parser.add_argument("--resamples", type=int, help=f"Bootstrap replicates (default {comparisons.DEFAULT_RESAMPLES}).")
         parser.add_argument("--seed", type=int, help="Seed of the bootstrap, for reproducible intervals.")
 
     def handle(self, *args, runs: list[int], files: list[Path] | None, format_a: str | None, format_b: str | None,
@@ -40,23 +41,26 @@ class Command(BaseCommand):
                seed: int | None, **options) -> None:
         _check_options(runs=runs, files=files, formats=(format_a, format_b), alpha=alpha, threshold=threshold,
                        bootstrap=bootstrap, resamples=resamples, seed=seed)
-        if files:
-            baseline, candidate = _file_series(files, formats=(format_a or report.AUTO, format_b or report.AUTO))
-        else:
-            baseline, candidate = _run_series(runs, with_samples=bootstrap)
-        options = report.Bootstrap(resamples=resamples or report.DEFAULT_RESAMPLES, seed=seed) if bootstrap else None
+        options = comparisons.Bootstrap(resamples=resamples or comparisons.DEFAULT_RESAMPLES, seed=seed) \
+            if bootstrap else None
         try:
-            result = report.compare(baseline, candidate, alpha=alpha, threshold=threshold, bootstrap=options)
-        except report.NothingToCompare as error:
+            if files:
+                baseline, candidate = _file_series(files, formats=(format_a or series.AUTO, format_b or series.AUTO))
+                # Two files stand alone: no run, so no q-value; the p-value decides (spec §7).
+                result = comparisons.compare_series(baseline, candidate, alpha=alpha, threshold=threshold,
+                                                    bootstrap=options, qvalues=False, method=comparisons.METHOD_FILES)
+            else:
+                result = _run_comparison(runs, alpha=alpha, threshold=threshold, bootstrap=options)
+        except comparisons.NothingToCompare as error:
             raise CommandError(str(error)) from None
         unmatched = {"only_baseline": result.only_baseline, "only_candidate": result.only_candidate,
                      "not_compared": result.not_compared}
         if output == "json":
-            self.stdout.write(json.dumps(report.json_rows(result.rows), indent=2))
+            self.stdout.write(json.dumps(presentation.json_rows(result.rows), indent=2))
         elif output == "markdown":
-            self.stdout.write(report.markdown_table(result.rows, **unmatched), ending="")
+            self.stdout.write(presentation.markdown_table(result.rows, **unmatched), ending="")
         else:
-            self.stdout.write(report.text_table(result.rows, **unmatched), ending="")
+            self.stdout.write(presentation.text_table(result.rows, **unmatched), ending="")
 
 
 def _check_options(*, runs: list[int], files: list[Path] | None, formats: tuple[str | None, str | None],
@@ -79,36 +83,32 @@ def _check_options(*, runs: list[int], files: list[Path] | None, formats: tuple[
         raise CommandError(f"--resamples must be at least 100; got {resamples}.")
 
 
-def _run_series(run_ids: list[int], *, with_samples: bool) -> tuple[list[report.Series], list[report.Series]]:
+def _run_comparison(run_ids: list[int], *, alpha: float, threshold: float | None,
+                    bootstrap: comparisons.Bootstrap | None) -> comparisons.SeriesComparison:
+    """Two stored runs, as the compare page compares them (q-values across the series)."""
     found = set(Run.objects.filter(pk__in=run_ids).values_list("pk", flat=True))
     missing = [f"#{run_id}" for run_id in dict.fromkeys(run_ids) if run_id not in found]
     if missing:
         raise CommandError(f"unknown run id{'s' if len(missing) > 1 else ''}: {', '.join(missing)}.")
-    results = Result.objects.filter(run_id__in=run_ids).select_related("metric__benchmark")
-    if not with_samples:
-        results = results.defer("samples")
-    by_run: dict[int, list[Result]] = {run_id: [] for run_id in run_ids}
-    for result in results:
-        by_run[result.run_id].append(result)
-    baseline, candidate = (report.series_from_results(by_run[run_id], with_samples=with_samples)
+    baseline, candidate = (series.stored_series(run_id=run_id, with_samples=bootstrap is not None)
                            for run_id in run_ids)
-    return baseline, candidate
+    return comparisons.compare_series(baseline, candidate, alpha=alpha, threshold=threshold, bootstrap=bootstrap)
 
 
-def _file_series(files: list[Path], *, formats: tuple[str, str]) -> tuple[list[report.Series], list[report.Series]]:
+def _file_series(files: list[Path], *, formats: tuple[str, str]) -> tuple[list[series.Series], list[series.Series]]:
     read = [_read_file(path, format_name=format_name) for path, format_name in zip(files, formats)]
     (baseline_format, baseline), (candidate_format, candidate) = read
-    if baseline_format == candidate_format == report.PLAIN:
-        return report.pair_plain_files(baseline, candidate)
+    if baseline_format == candidate_format == series.PLAIN:
+        return series.pair_plain_files(baseline, candidate)
     return baseline, candidate
 
 
-def _read_file(path: Path, *, format_name: str) -> tuple[str, list[report.Series]]:
+def _read_file(path: Path, *, format_name: str) -> tuple[str, list[series.Series]]:
     try:
         content = path.read_bytes()
     except OSError as error:
         raise CommandError(f"cannot read {path}: {error.strerror}.") from None
     try:
-        return report.read_series(content, format_name=format_name, name=path.stem)
+        return series.read_series(content, format_name=format_name, name=path.stem)
     except ImportFormatError as error:
         raise CommandError(f"cannot parse {path}: {error}") from None

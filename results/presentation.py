@@ -1,0 +1,328 @@
+"""How results and comparisons are shown, in one place: verdict labels and icons, the significance rule,
+probabilities, changes, quantities with their unit scaled once per series, and durations.
+
+Pages, the API, the ``compare`` command, the pull-request Markdown, charts and the runner's progress all
+format through here, so a number reads the same wherever it is shown. Pure functions of values: no
+models, no queries.
+"""
+
+import math
+
+from .stats import Verdict, format_change
+
+__all__ = [
+    "ALPHA",
+    "NOT_COMPARED",
+    "VERDICT_ICONS",
+    "VERDICT_ORDER",
+    "format_change",
+    "format_duration",
+    "format_probability",
+    "format_quantity",
+    "is_high_p",
+    "is_significant",
+    "unit_scale",
+    "verdict_label",
+    "verdict_slug",
+]
+
+ALPHA = 0.05
+"""Significance level of every claim the dashboard makes (spec §7)."""
+
+NOT_COMPARED = "not compared"
+"""A series shown without a comparison (its run is not compared yet)."""
+
+VERDICT_ORDER = {Verdict.REGRESSION: 0, Verdict.INCONCLUSIVE: 1, Verdict.IMPROVEMENT: 2,
+                 "insufficient history": 3, Verdict.NO_CHANGE: 4, NOT_COMPARED: 5}
+"""Worst first: the order of rows in every table."""
+
+VERDICT_ICONS = {Verdict.REGRESSION: "▲", Verdict.IMPROVEMENT: "▼", Verdict.INCONCLUSIVE: "?",
+                 Verdict.NO_CHANGE: "≈", "insufficient history": "·", NOT_COMPARED: "–"}
+"""An icon beside every verdict, so colour is never the only signal."""
+
+TIME_SCALES = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+
+
+def verdict_label(verdict: str | None) -> str:
+    """``"▲ regression"``: the verdict with its icon; empty for none."""
+    if not verdict:
+        return ""
+    icon = VERDICT_ICONS.get(verdict)
+    return f"{icon} {verdict}" if icon else str(verdict)
+
+
+def verdict_slug(verdict: str | None) -> str:
+    """The verdict as a CSS class suffix: ``"no change"`` → ``"no-change"``."""
+    return (verdict or "none").replace(" ", "-")
+
+
+def is_significant(pvalue: float | None, qvalue: float | None, alpha: float = ALPHA) -> bool:
+    """The one rule for "statistically significant", everywhere: the q-value where the comparison belongs to a
+    run (Benjamini–Hochberg across its series controls false discoveries), the p-value where it stands alone
+    (two files on the command line); below ``alpha``."""
+    value = qvalue if qvalue is not None else pvalue
+    return value is not None and value < alpha
+
+
+def is_high_p(pvalue: float | None, qvalue: float | None, alpha: float = ALPHA) -> bool:
+    """The *high p-value* flag: there is a test, and by :func:`is_significant` it is not significant."""
+    return (pvalue is not None or qvalue is not None) and not is_significant(pvalue, qvalue, alpha)
+
+
+def format_probability(value: float | None) -> str:
+    """A p- or q-value: three decimals, ``<0.001`` below that, ``—`` for none."""
+    if value is None or not math.isfinite(value):
+        return "—"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def unit_scale(unit: str, reference: float | None) -> tuple[float, str]:
+    """The factor and unit one series is shown in: seconds get the prefix that suits ``reference`` (the
+    baseline's mean, else the candidate's), as benchstat does; other units are shown as they are."""
+    if unit != "s" or reference is None or not math.isfinite(reference) or reference == 0:
+        return 1.0, unit
+    magnitude = abs(reference)
+    return next(((factor, prefix) for factor, prefix in TIME_SCALES if magnitude >= factor), TIME_SCALES[-1])
+
+
+def format_quantity(mean: float | None, half_width: float | None, scale: tuple[float, str]) -> str:
+    """``"1.234 ± 0.05 ms"``: four significant digits (trailing zeros kept, so a column lines up), the
+    half-width of its interval with two, in the series' scale; ``—`` for no mean."""
+    if mean is None or not math.isfinite(mean):
+        return "—"
+    factor, unit = scale
+    text = f"{mean / factor:#.4g}".rstrip(".")
+    if half_width is not None and math.isfinite(half_width):
+        text += f" ± {half_width / factor:.2g}"
+    return f"{text} {unit}".rstrip()
+
+
+def format_duration(seconds: float | None) -> str:
+    """Seconds as ``"42 s"``, ``"3 min 05 s"`` or ``"1 h 02 min"``; ``—`` for none."""
+    if seconds is None:
+        return "—"
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds // 60 % 60:02d} min"
+
+
+# --- Tables of comparison rows: the compare command (text, JSON, Markdown) and pull-request comments --------
+#
+# Rows are results.rows.ComparisonRow; only their attributes are used here, so this module needs no model.
+
+_SEVERITY = {Verdict.REGRESSION: 0, Verdict.IMPROVEMENT: 1, Verdict.NO_CHANGE: 2, Verdict.INCONCLUSIVE: 3}
+HIGH_P_MARK = "~"
+
+
+def level_text(rows) -> str:
+    """The confidence level shared by the rows, as a percentage (``per-series`` when they differ)."""
+    levels = {row.confidence_level for row in rows}
+    return f"{levels.pop() * 100:g}%" if len(levels) == 1 else "per-series"
+
+
+def probability_cell(value: float | None, high_p: bool) -> str:
+    """A p- or q-value in a table, marked when the comparison is not significant."""
+    text = format_probability(value)
+    return f"{text} {HIGH_P_MARK}" if high_p and value is not None else text
+
+
+def _change_cell(interval) -> str:
+    if interval.ratio is None:
+        return "undefined (baseline mean 0)"
+    return interval.change
+
+
+def text_table(rows, *, only_baseline=(), only_candidate=(), not_compared=()) -> str:
+    """A benchstat-like aligned table of comparison rows, the unmatched series and a legend."""
+    bootstrapped = any(row.bootstrap is not None for row in rows)
+    with_q = any(row.qvalue is not None for row in rows)
+    level = level_text(rows)
+    header = ["benchmark", "metric", "baseline", "candidate", f"change [{level} CI]"]
+    header += [f"bootstrap [{level} CI]"] if bootstrapped else []
+    header += ["p"] + (["q"] if with_q else []) + ["n", "verdict"]
+    lines = [header]
+    for row in rows:
+        cells = [row.benchmark, row.metric, row.baseline_text, row.candidate_text, _change_cell(row.interval)]
+        cells += [_change_cell(row.bootstrap) if row.bootstrap is not None else "-"] if bootstrapped else []
+        cells += [probability_cell(row.pvalue, row.high_p and not with_q)]
+        cells += [probability_cell(row.qvalue, row.high_p)] if with_q else []
+        cells += [_counts(row), row.verdict]
+        lines.append(cells)
+    p_column = 5 + bootstrapped
+    numeric = {2, 3, p_column, len(header) - 2} | ({p_column + 1} if with_q else set())
+    text = _aligned(lines, right=numeric)
+    extras = [f"{title}: {', '.join(labels)}" for title, labels in (
+        ("only in baseline", only_baseline), ("only in candidate", only_candidate),
+        ("not compared (fewer than 2 subsessions)", not_compared)) if labels]
+    return "\n".join([text, "", *extras, *([""] if extras else []), _legend(rows, bootstrapped, with_q)]) + "\n"
+
+
+def json_rows(rows) -> list[dict]:
+    """Every number of every row, None for what is missing (strict JSON)."""
+    def interval(value):
+        return None if value is None else {"ratio": value.ratio, "low": value.low, "high": value.high,
+                                           "bounded": value.bounded}
+
+    def side(value):
+        return {"mean": value.mean, "variance": value.variance, "n": value.n,
+                "subsession_size": value.subsession_size, "half_width": value.half_width,
+                "independent": value.independent}
+
+    return [{
+        "benchmark": row.benchmark, "metric": row.metric, "unit": row.unit, "direction": row.direction,
+        "method": row.method, "threshold": row.threshold, "confidence_level": row.confidence_level,
+        "alpha": row.alpha, "ratio": row.ratio, "low": row.low, "high": row.high, "bounded": row.bounded,
+        "change": row.change or None, "bootstrap": interval(row.bootstrap), "statistic": row.statistic,
+        "df": row.df, "pvalue": row.pvalue, "qvalue": row.qvalue, "significant": row.significant,
+        "high_p": row.high_p, "verdict": row.verdict, "verdict_from": row.verdict_from,
+        "baseline": side(row.baseline), "candidate": side(row.candidate),
+    } for row in rows]
+
+
+def markdown_table(rows, *, only_baseline=(), only_candidate=(), not_compared=(),
+                   nothing_decided: str = "No series was decided.") -> str:
+    """GitHub-flavoured Markdown: the decided series worst first, then the inconclusive ones apart."""
+    decided = sorted((row for row in rows if row.verdict != Verdict.INCONCLUSIVE),
+                     key=lambda row: _SEVERITY.get(row.verdict, len(_SEVERITY)))
+    inconclusive = [row for row in rows if row.verdict == Verdict.INCONCLUSIVE]
+    with_q = any(row.qvalue is not None for row in rows)
+    parts = [_markdown_rows(decided, with_q) if decided else nothing_decided]
+    if inconclusive:
+        parts += ["**Inconclusive** (the interval straddles the threshold; more data would decide):",
+                  _markdown_rows(inconclusive, with_q)]
+    parts += [f"{title}: {', '.join(_markdown_cell(label) for label in labels)}" for title, labels in (
+        ("Only in the baseline", only_baseline), ("Only in the candidate", only_candidate),
+        ("Not compared (fewer than 2 subsessions)", not_compared)) if labels]
+    if any(row.high_p for row in rows):
+        decider = "q" if with_q else "p"
+        parts.append(f"{HIGH_P_MARK} {decider} ≥ α = {rows[0].alpha:g}: not statistically significant.")
+    return "\n\n".join(parts) + "\n"
+
+
+def _markdown_rows(rows, with_q: bool) -> str:
+    level = level_text(rows)
+    head = f"| Benchmark | Change [{level} CI] | p |" + (" q |" if with_q else "") + " Verdict |"
+    rule = "| --- | ---: | ---: |" + (" ---: |" if with_q else "") + " --- |"
+    lines = [head, rule]
+    for row in rows:
+        cells = [_markdown_cell(row.label), _change_cell(row.decisive),
+                 probability_cell(row.pvalue, row.high_p and not with_q)]
+        cells += [probability_cell(row.qvalue, row.high_p)] if with_q else []
+        cells += [row.verdict_label]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _markdown_cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|")
+
+
+def _counts(row) -> str:
+    flag = "" if row.baseline.independent and row.candidate.independent else " !"
+    return f"{row.baseline.n}+{row.candidate.n}{flag}"
+
+
+def _aligned(lines: list[list[str]], *, right: set[int]) -> str:
+    widths = [max(len(line[column]) for line in lines) for column in range(len(lines[0]))]
+    return "\n".join(
+        "  ".join(cell.rjust(width) if column in right else cell.ljust(width)
+                  for column, (cell, width) in enumerate(zip(line, widths))).rstrip()
+        for line in lines
+    )
+
+
+def _legend(rows, bootstrapped: bool, with_q: bool) -> str:
+    parts = [(f"change: candidate/baseline − 1 with Fieller's interval; baseline, candidate: mean ± "
+              f"half-width of its {level_text(rows)} interval; p: Welch's t-test; n: subsessions")]
+    if with_q:
+        parts.append("q: Benjamini–Hochberg across the compared series, which decides significance")
+    if bootstrapped:
+        parts.append("the verdict follows the bootstrap interval where there is one")
+    if any(row.high_p for row in rows):
+        parts.append(f"{HIGH_P_MARK} {'q' if with_q else 'p'} ≥ {rows[0].alpha:g}: not significant")
+    if any(not (row.baseline.independent and row.candidate.independent) for row in rows):
+        parts.append("! independence not established (too few samples, or autocorrelated at every subsession "
+                     "size): the interval may be too narrow")
+    return "; ".join(parts) + "."
+
+
+# --- A pull request's review: the PR comment and its summary ---------------------------------------------
+
+_CHANGED = (Verdict.REGRESSION, Verdict.IMPROVEMENT)
+
+
+def pr_summary(review) -> dict:
+    """The verdict counts and what was compared with what (a ``results.selectors.PullRequestReview``)."""
+    run, base = review.run, review.base_run
+    revision = run.revision
+    return {
+        "run_id": run.pk, "project": run.project.slug, "machine": run.machine.name,
+        "pull_request": revision.pull_request if revision else None,
+        "commit": revision.commit if revision else None, "branch": revision.branch if revision else None,
+        "base_commit_requested": revision.base_commit if revision else None,
+        "base_run_id": base.pk if base else None,
+        "base_commit": base.revision.commit if base and base.revision else None,
+        "compared": review.compared, "counts": dict(review.counts),
+        "regressions": review.counts.get(Verdict.REGRESSION.value, 0),
+    }
+
+
+def pr_markdown(review, *, url: str = "") -> str:
+    """A PR comment: the verdict counts, the changed benchmarks, the inconclusive ones and what would decide them.
+    The same rows, the same significance rule and the same marks as every page."""
+    run, base = review.run, review.base_run
+    revision = run.revision
+    head = f"`{revision.commit[:12]}`" if revision else f"run #{run.pk}"
+    title = f"### Performance: {head}"
+    if base is not None:
+        title += f" against base `{base.revision.commit[:12] if base.revision else f'run #{base.pk}'}`"
+    lines = [title, ""]
+    if not review.compared:
+        return "\n".join([*lines, "Not compared yet: the comparison runs shortly after the results arrive.", ""])
+    if base is None or not review.rows:
+        requested = revision.base_commit if revision else ""
+        missing = f"no run of the base commit `{requested[:12]}`" if requested else "no base run"
+        return "\n".join([*lines, f"Nothing to compare: {missing} on machine `{run.machine.name}`.", ""])
+    lines += [_counts_line(review.counts) + f" (machine `{run.machine.name}`, {len(review.rows)} series).", ""]
+    changed = [row for row in review.rows if row.verdict in _CHANGED]
+    inconclusive = [row for row in review.rows if row.verdict == Verdict.INCONCLUSIVE]
+    if changed or inconclusive:
+        lines.append(markdown_table(changed + inconclusive,
+                                    nothing_decided="No benchmark changed beyond its threshold.").rstrip("\n"))
+    else:
+        lines.append("No benchmark changed beyond its threshold.")
+    if inconclusive:
+        lines += ["", "<details><summary>What would decide the inconclusive ones</summary>", ""]
+        lines += [_inconclusive_line(row) for row in inconclusive]
+        lines += ["", "</details>"]
+    footer = ("Welch's t-test and Fieller's interval on the subsession statistics of the base and head runs; "
+              "q: Benjamini–Hochberg across the run, which decides significance.")
+    if url:
+        footer += f" [Full review]({url})"
+    lines += ["", f"<sub>{footer}</sub>", ""]
+    return "\n".join(lines)
+
+
+def _counts_line(counts: dict[str, int]) -> str:
+    parts = []
+    for verdict, singular, plural in (("regression", "regression", "regressions"),
+                                      ("improvement", "improvement", "improvements"),
+                                      ("inconclusive", "inconclusive", "inconclusive"),
+                                      ("no change", "no change", "no change")):
+        count = counts.get(verdict, 0)
+        text = f"{count} {singular if count == 1 else plural}"
+        parts.append(f"**{text}**" if verdict == "regression" and count else text)
+    return ", ".join(parts)
+
+
+def _inconclusive_line(row) -> str:
+    """The interval, the band it straddles, the sample sizes and q: what more data has to settle."""
+    name = row.label.replace("|", "\\|").replace("`", "'")
+    interval = row.change or "no ratio"
+    sizes = f"{row.baseline.n or '?'} + {row.candidate.n or '?'} subsessions"
+    why = "the interval is unbounded" if not row.bounded else f"the interval straddles the ±{row.threshold:.0%} band"
+    return (f"- `{name}`: {interval}; {why}; {sizes}; p = {format_probability(row.pvalue)}, "
+            f"q = {format_probability(row.qvalue)}. More subsessions on both sides would narrow it.")

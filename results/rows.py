@@ -1,0 +1,180 @@
+"""The one row type of every comparison shown anywhere: a series' candidate against its baseline.
+
+Computed by :mod:`results.comparisons` (stored or on the fly, from runs or from files) and read by the
+pages, the API, the ``compare`` command and the pull-request Markdown. Missing numbers are None, never
+NaN; an unbounded interval has ``bounded=False`` and no limits. What a row shows is formatted by
+:mod:`results.presentation`; the properties below only delegate to it.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from . import presentation
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a row: a mean, the statistics it came from and the half-width of its interval at the
+    comparison's confidence level (None where there is none)."""
+
+    mean: float | None
+    variance: float | None = None
+    n: int | None = None
+    subsession_size: int | None = None
+    half_width: float | None = None
+    independent: bool = True
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A ratio of means with its interval: no limits when unbounded."""
+
+    ratio: float | None
+    low: float | None
+    high: float | None
+    bounded: bool
+
+    @property
+    def change(self) -> str:
+        """``+5.5% [+3.0%, +8.0%]``; empty without a ratio."""
+        if self.ratio is None:
+            return ""
+        return presentation.format_change(self.ratio, self.low if self.bounded else None,
+                                          self.high if self.bounded else None)
+
+
+@dataclass(frozen=True)
+class Sparkline:
+    """Recent run means as an SVG polyline in a WIDTH × HEIGHT box, the newest point marked."""
+
+    WIDTH = 100
+    HEIGHT = 24
+    points: str
+    last_x: str
+    last_y: str
+    count: int
+    low: float
+    high: float
+
+    @property
+    def label(self) -> str:
+        return f"{self.count} recent nightly means, {self.low:.4g} to {self.high:.4g}"
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """A series' candidate against its baseline, with every number the tables show.
+
+    ``method`` says what the baseline is (history of K runs, one pairwise run, files). ``ratio``,
+    ``low``, ``high`` and ``bounded`` are Fieller's interval (spec §6); ``bootstrap`` the resampled one
+    where it was computed, and ``verdict_from`` which of the two the verdict was drawn from. The
+    confidence level was decided when the row was computed and is the one of both sides' half-widths.
+    """
+
+    benchmark: str
+    metric: str
+    unit: str
+    direction: str
+    method: str
+    baseline: Side
+    candidate: Side
+    ratio: float | None
+    low: float | None
+    high: float | None
+    bounded: bool
+    statistic: float | None
+    df: float | None
+    pvalue: float | None
+    qvalue: float | None
+    verdict: str
+    threshold: float
+    confidence_level: float
+    alpha: float = presentation.ALPHA
+    bootstrap: Interval | None = None
+    verdict_from: str = "fieller"
+    note: str = ""
+    metric_id: int | None = None
+    machine: str = ""
+    run_id: int | None = None
+    comparison_id: int | None = None
+    alert_id: int | None = None
+    alert_status: str | None = None
+    inputs: Mapping = field(default_factory=dict)
+    sparkline: Sparkline | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.benchmark} ({self.metric})"
+
+    @property
+    def interval(self) -> Interval:
+        """Fieller's interval, as an :class:`Interval`."""
+        return Interval(self.ratio, self.low, self.high, self.bounded)
+
+    @property
+    def decisive(self) -> Interval:
+        """The interval the verdict was drawn from."""
+        return self.bootstrap if self.verdict_from == "bootstrap" and self.bootstrap is not None else self.interval
+
+    @cached_property
+    def change(self) -> str:
+        return self.interval.change
+
+    @property
+    def bootstrap_change(self) -> str:
+        return "" if self.bootstrap is None else self.bootstrap.change
+
+    @property
+    def change_size(self) -> float:
+        return 0.0 if self.ratio is None else abs(self.ratio - 1.0)
+
+    @property
+    def significant(self) -> bool:
+        return presentation.is_significant(self.pvalue, self.qvalue, self.alpha)
+
+    @property
+    def high_p(self) -> bool:
+        return presentation.is_high_p(self.pvalue, self.qvalue, self.alpha)
+
+    @property
+    def verdict_label(self) -> str:
+        return presentation.verdict_label(self.verdict)
+
+    @property
+    def verdict_slug(self) -> str:
+        return presentation.verdict_slug(self.verdict)
+
+    @property
+    def verdict_icon(self) -> str:
+        return presentation.VERDICT_ICONS.get(self.verdict, "")
+
+    @property
+    def sort_key(self) -> tuple:
+        order = presentation.VERDICT_ORDER
+        return order.get(self.verdict, len(order)), -self.change_size, self.benchmark, self.metric
+
+    @cached_property
+    def scale(self) -> tuple[float, str]:
+        reference = self.baseline.mean if self.baseline.mean is not None else self.candidate.mean
+        return presentation.unit_scale(self.unit, reference)
+
+    @property
+    def baseline_text(self) -> str:
+        return presentation.format_quantity(self.baseline.mean, self.baseline.half_width, self.scale)
+
+    @property
+    def candidate_text(self) -> str:
+        return presentation.format_quantity(self.candidate.mean, self.candidate.half_width, self.scale)
+
+    @property
+    def pvalue_text(self) -> str:
+        return presentation.format_probability(self.pvalue)
+
+    @property
+    def qvalue_text(self) -> str:
+        return presentation.format_probability(self.qvalue)
+
+    @property
+    def level_text(self) -> str:
+        return f"{self.confidence_level * 100:g}%"
