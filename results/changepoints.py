@@ -6,6 +6,8 @@ the runs: each run contributes its mean, and run-to-run variation is the noise a
 from (spec §8; Kalibera & Jones §8.4.2). The change points are placed by E-Divisive with Medians (spec
 §4; James, Kejariwal & Matteson 2014), each one is then sized by comparing the segment after it with
 the segment before it (Welch's test and Fieller's ratio, spec §5–§6, the runs of a segment as its units).
+Both are :mod:`results.stats` (:func:`~results.stats.locate_shifts`, :func:`~results.stats.compare_summaries`);
+this module reads the histories and stores what they find.
 
 Cost: EDM over a 500-night series takes about 50 ms. The per-run trigger therefore re-examines only the
 series whose history comparison was not "no change" (:func:`series_to_check`); a daily scan
@@ -34,26 +36,6 @@ from .models import (
     Verdict,
 )
 
-# Fewest runs in a segment. EDM's default of 30 suits thousands of unit readings of one session; a
-# nightly history gains one point a day, and 30 would hide a shift for a month. Five nights (a working
-# week) keep the median of a segment robust to one odd night, give the segment comparison at least
-# 5 + 5 − 2 = 8 degrees of freedom, and report a shift five nights after it began. The history
-# comparison of every single night (spec §8) covers the days before that.
-MIN_SEGMENT = 5
-
-# EDM's penalty β per change point, in units of the night-to-night noise variance: the means are divided
-# by a robust noise scale first (see `_noise_scale`), so β means the same for every metric and unit. Under
-# no change, splitting a segment of L runs in the middle scores about (π/2)/L·χ²₁ noise variances, largest
-# for the shortest splittable segment (L = 2·MIN_SEGMENT: 0.16·χ²₁), while a real shift of δ noise
-# standard deviations scores up to δ²/4. β = 1.5 sits above the largest null score of those short
-# segments. Seeded simulation (200–400 series per cell, normal and Student-t(3) noise) of this module:
-# series without a shift got a change point in 1–3.5% of 12–20-night series, 0.5% of 40-night ones and
-# none of 80–500 nights; a 5σ step in the middle was placed within one night in 98–100% of 80–500-night
-# series, a 3σ step in 85–98%. β = 2 halves the false alarms of short series but finds a 3σ step at 80
-# nights only 61% of the time instead of 85%. Whatever β, about 6% of 30-night series with one step get a
-# second change point inside the short segment after it (EDM scores a new change point against its left
-# neighbour only), under 1% at 80 nights; its interval and p-value show it for what it is.
-PENALTY = 1.5
 # Newest runs per series: a year and a half of nightlies, about 50 ms of EDM per series.
 HISTORY_LIMIT = 500
 # Metrics per machine analysed in one transaction of the daily scan.
@@ -61,31 +43,8 @@ CHUNK_SIZE = 200
 # History verdicts after which a run's series are re-examined: everything but "no change" (and
 # "insufficient history", too short for a change point anyway).
 FLAGGED = (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE)
-# 1 / Φ⁻¹(3/4): turns a median absolute deviation into a normal standard deviation.
-MAD_TO_SD = 1.482602218505602
 
-LIMIT_TOO_SMALL = "limit must be at least {minimum} runs (two segments of MIN_SEGMENT); got {limit}."
-
-
-def locate_shifts(means: np.ndarray) -> tuple[int, ...]:
-    """Indices into `means` (in time order) where a new segment begins.
-
-    EDM (``results.stats.edm``, BreakoutDetection's ``method="multi"``, degree 1) on the means divided by
-    their noise scale, with `MIN_SEGMENT` and `PENALTY`; then every change point is moved to the best
-    split of the two segments around it by least absolute deviations from their medians. EDM decides how
-    many shifts there are and roughly where; its statistic, a squared difference of medians weighted by
-    (t−p)(s−t)/(s−p)², is flat near the middle of a long segment, and in simulation it placed a 5σ step
-    more than a night away in 20–30% of 80–500-night series. The refinement, robust to a stray night like
-    EDM, placed it within one night in 98–100% (see `PENALTY`). A ramp is placed inside it, most often at
-    its middle, where a step fits it best. A constant series has no change point.
-    """
-    if means.size < 2 * MIN_SEGMENT:
-        return ()
-    scale = _noise_scale(means)
-    if scale == 0.0:
-        return ()
-    found = stats.edm(means / scale, min_size=MIN_SEGMENT, beta=PENALTY, degree=1, rescale=False)
-    return _refine(means, found.change_points)
+LIMIT_TOO_SMALL = "limit must be at least {minimum} runs (two segments of the shortest); got {limit}."
 
 
 @transaction.atomic
@@ -95,7 +54,7 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
 
     The history of a metric is its completed, non-pull-request runs on `branch` (each project's default
     branch when None), the newest `limit` of them, in time order. Every change point found by
-    :func:`locate_shifts` is stored at the first run of its new segment with the ratio of the mean of the
+    :func:`results.stats.locate_shifts` is stored at the first run of its new segment with the ratio of the mean of the
     run means after it to the mean before it (up to the neighbouring change points), the Fieller interval
     at the metric's confidence level and Welch's p-value (:func:`results.stats.compare_summaries`: a
     segment's mean, variance (ddof=1) and number of runs). A shift away from a zero mean has no ratio and
@@ -105,8 +64,8 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
     replaced in the same transaction; older ones, beyond `limit`, are kept as history. Three queries (read,
     delete, insert), whatever the number of series.
     """
-    if limit < 2 * MIN_SEGMENT:
-        raise ValueError(LIMIT_TOO_SMALL.format(minimum=2 * MIN_SEGMENT, limit=limit))
+    if limit < 2 * stats.SHIFT_MIN_SEGMENT:
+        raise ValueError(LIMIT_TOO_SMALL.format(minimum=2 * stats.SHIFT_MIN_SEGMENT, limit=limit))
     on_branch = Q(run__revision__branch=F("run__project__default_branch") if branch is None else branch)
     rows = (
         Result.objects.filter(on_branch, metric_id__in=metric_ids, run__machine_id=machine_id,
@@ -130,7 +89,7 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
         history.sort(key=lambda row: (row["run__started_at"], row["run_id"]))
         window_start[history[0]["run__started_at"]].append(metric_id)
         means = np.array([row["mean"] for row in history])
-        bounds = (0, *locate_shifts(means), means.size)
+        bounds = (0, *stats.locate_shifts(means), means.size)
         for start, split, stop in zip(bounds, bounds[1:-1], bounds[2:]):
             found.append((metric_id, history[split]["run_id"], history[split]["metric__confidence_level"]))
             before.append(means[start:split])
@@ -214,34 +173,3 @@ def _sized(found: list[tuple[int, int, float]], before: list[np.ndarray], after:
                     pvalue=float(pvalue[i]))
         for i, (metric_id, run_id, _) in enumerate(found) if np.isfinite(ratio[i])
     ]
-
-
-def _noise_scale(means: np.ndarray) -> float:
-    """Standard deviation of the night-to-night noise, from the differences of consecutive run means.
-
-    A shift adds one large difference, which the median ignores; a slow drift barely moves the differences.
-    Readings so repeatable (or quantised) that most consecutive runs are equal have a zero median
-    difference: their spread of differences is used instead. Zero only for a constant series.
-    """
-    steps = np.diff(means)
-    scale = MAD_TO_SD * np.median(np.abs(steps)) / np.sqrt(2.0)
-    if scale > 0.0:
-        return float(scale)
-    return float(np.sqrt(np.mean(steps**2) / 2.0))
-
-
-def _refine(means: np.ndarray, change_points: tuple[int, ...]) -> tuple[int, ...]:
-    """Move each change point, in turn, to the split between its neighbours that minimises the sum of absolute
-    deviations of both segments from their medians; segments keep at least `MIN_SEGMENT` runs."""
-    bounds = [0, *change_points, means.size]
-    for i in range(1, len(bounds) - 1):
-        start, stop = bounds[i - 1], bounds[i + 1]
-        candidates = range(start + MIN_SEGMENT, stop - MIN_SEGMENT + 1)
-        cost = [_absolute_deviation(means[start:split]) + _absolute_deviation(means[split:stop])
-                for split in candidates]
-        bounds[i] = candidates[int(np.argmin(cost))]  # the earliest on ties, as EDM
-    return tuple(bounds[1:-1])
-
-
-def _absolute_deviation(values: np.ndarray) -> float:
-    return float(np.abs(values - np.median(values)).sum())

@@ -1,10 +1,8 @@
 """Plotly figures as plain dicts, built from plain data: no Django, no database, testable alone.
 
 Every ``*_figure`` function returns ``{"data": [...], "layout": {...}}`` for ``Plotly.newPlot``
-(``static/results/charts.js`` draws them from a ``json_script`` block). The analysis helpers
-beside them (:func:`session_samples`, :func:`autocorrelation_by_size`, :func:`ci_narrowing`)
-recompute what a run page shows from stored rounds with the session's own code
-(:mod:`runner.session`, :mod:`results.stats`), which is framework-free too.
+(``static/results/charts.js`` draws them from a JSON script element). What they draw is computed
+elsewhere: the statistics by :mod:`results.stats`, a session's replay by :mod:`runner.replay`.
 
 Text that comes from users (benchmark, machine and branch names, commits, warnings) is
 HTML-escaped here: Plotly renders a subset of HTML in hover labels and legends, and decodes the
@@ -16,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, TypedDict
 
@@ -24,18 +22,12 @@ import numpy as np
 
 from results import presentation
 from results.presentation import format_change
-from results.stats import autocorrelation
-from runner import session as session_loop
 
 Figure = dict[str, Any]
 
 PALETTE = ["#2354a8", "#c2571a", "#2a8c82", "#7b3fa0", "#8a6d00", "#b0306a", "#4d6b2a", "#5b6575"]
 REGRESSION, IMPROVEMENT, INCONCLUSIVE, QUIET = "#b3261e", "#1b7f3b", "#8a5a00", "#7d8694"
 MAX_DISPLAYED_SAMPLES = 20_000
-MAX_PREFIXES = 200
-MIN_PREFIXES = 12
-SAMPLE_BUDGET = 500_000
-MAX_SIZES = 60
 FONT = {"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 12, "color": "#1d2430"}
 BELOW = {"orientation": "h", "x": 0, "xanchor": "left", "y": -0.18, "yanchor": "top"}
 """Legend under the plot (the run page's charts are narrow; a legend on top eats the plot)."""
@@ -286,142 +278,6 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
 # Run detail: samples, warm-up, autocorrelation, CI narrowing, utilisation, overhead
 
 
-@dataclasses.dataclass(frozen=True)
-class SessionSamples:
-    """One metric's readings over a session, split as the session's analysis split them.
-
-    Attributes
-    ----------
-    values : ndarray
-        Every reading in time order: a round's unit readings, or its one reading when it has none.
-    rounds : ndarray of int
-        The round index of each value.
-    kept : ndarray of bool
-        True for the values subsession analysis used (the stable phase of each round).
-    spans : list of tuple
-        ``(start, stop, round index, why removed)`` of every stretch of removed values; why is
-        ``"warm-up"`` (before the stable phase), ``"cool-down"`` (after it), ``"no stable phase"`` or
-        ``"short round"`` (not analysed).
-    records : list of RoundRecord
-        The rounds with their unit readings cut to the stable phase (and rounds without one left
-        out): with ``warmup="none"`` :func:`runner.session.analyse` sees exactly the samples the EDM
-        analysis saw, without running EDM again for every prefix.
-    """
-
-    values: np.ndarray
-    rounds: np.ndarray
-    kept: np.ndarray
-    spans: list
-    records: list
-
-
-def session_samples(records: Sequence[session_loop.RoundRecord], metric: str,
-                    targets: session_loop.SessionTargets, *, stored: np.ndarray | None = None) -> SessionSamples:
-    """Split one metric's readings into the stable phases and what the session removed.
-
-    The same rules as :func:`runner.session.analyse` (and ``analysed_samples``): rounds shorter than
-    ``min_round_duration`` are not analysed; with ``warmup="edm"``, each round's unit readings
-    (when there are at least ``edm_min_size``) keep only their dominant stable phase
-    (:func:`results.stats.stable_phase`), and a round without one is left out; with ``"none"`` and
-    ``"wps"`` every reading is kept (WPS removes rounds, not readings).
-
-    EDM costs a third of a second on a round of 1,000 readings, so when the session's result kept
-    its samples (`stored`: exactly these stable phases, concatenated), each round's phase is read
-    back from them instead (:func:`stored_phases`); EDM runs only when they do not fit.
-    """
-    edm = targets.warmup is session_loop.WarmupMethod.EDM
-    phases = stored_phases(records, metric, targets, stored) if edm and stored is not None else None
-    chunks, owners, masks, spans, trimmed = [], [], [], [], []
-    offset = 0
-    for record in records:
-        units = record.outcome.unit_readings.get(metric)
-        if units is None or len(units) == 0:
-            values = np.array([record.outcome.readings[metric]], dtype=float)
-        else:
-            values = np.asarray(units, dtype=float)
-        kept = np.ones(values.size, dtype=bool)
-        cut = record
-        if not record.analysed:
-            kept[:] = False
-            spans.append((offset, offset + values.size, record.index, "short round"))
-            cut = None
-        elif edm and units is not None and len(units) >= targets.edm_min_size:
-            if phases is not None:
-                bounds = phases[record.index]
-            else:
-                phase = session_loop.round_stable_phase(values, targets)
-                bounds = (phase.start, phase.stop) if phase.dominant else None
-            kept[:] = False
-            if bounds is not None:
-                first, stop = bounds
-                kept[first:stop] = True
-                if first > 0:
-                    spans.append((offset, offset + first, record.index, "warm-up"))
-                if stop < values.size:
-                    spans.append((offset + stop, offset + values.size, record.index, "cool-down"))
-                cut = dataclasses.replace(record, outcome=dataclasses.replace(
-                    record.outcome, unit_readings={**record.outcome.unit_readings, metric: values[first:stop]}))
-            else:
-                spans.append((offset, offset + values.size, record.index, "no stable phase"))
-                cut = None
-        if cut is not None:
-            trimmed.append(cut)
-        chunks.append(values)
-        owners.append(np.full(values.size, record.index))
-        masks.append(kept)
-        offset += values.size
-    if not chunks:
-        return SessionSamples(np.empty(0), np.empty(0, dtype=int), np.empty(0, dtype=bool), [], [])
-    return SessionSamples(np.concatenate(chunks), np.concatenate(owners), np.concatenate(masks), spans, trimmed)
-
-
-def stored_phases(records: Sequence[session_loop.RoundRecord], metric: str, targets: session_loop.SessionTargets,
-                  stored: np.ndarray) -> dict[int, tuple[int, int] | None] | None:
-    """Each EDM round's stable phase ``(start, stop)`` (None: no dominant phase), read back from the
-    samples the session stored, or None when they do not fit the rounds.
-
-    The stored samples are the rounds' stable phases in order (``runner.session.analysed_samples``).
-    A round's phase is where its readings continue the stored samples, found by exact equality, and
-    must look like one :func:`runner.session.round_stable_phase` can give: more than a quarter of the
-    round (EDM's segment holds more than half, and MSER keeps more than half of that), a warm-up of
-    at least ``edm_min_size`` readings or a whole number of MSER batches, a cool-down of at least
-    ``edm_min_size``. A round with repeated values cannot be read back unambiguously, and any
-    misfit (or samples left over) gives None, so that the caller runs EDM instead.
-    """
-    stored = np.asarray(stored, dtype=float).ravel()
-    size = targets.edm_min_size
-    position = 0
-    phases: dict[int, tuple[int, int] | None] = {}
-    for record in records:
-        if not record.analysed:
-            continue
-        units = record.outcome.unit_readings.get(metric)
-        if units is None or len(units) == 0:
-            units = [record.outcome.readings[metric]]
-        units = np.asarray(units, dtype=float)
-        if units.size < size:
-            if not np.array_equal(stored[position:position + units.size], units):
-                return None
-            position += units.size
-            continue
-        if np.unique(units).size < units.size:
-            return None
-        hits = np.flatnonzero(units == stored[position]) if position < stored.size else ()
-        if len(hits) == 0:
-            phases[record.index] = None
-            continue
-        start = int(hits[0])
-        length = min(units.size - start, stored.size - position)
-        same = units[start:start + length] == stored[position:position + length]
-        stop = start + (length if same.all() else int(np.argmin(same)))
-        if (stop - start <= units.size // 4 or (0 < start < size and start % session_loop.MSER_BATCH_SIZE)
-                or 0 < units.size - stop < size):
-            return None
-        phases[record.index] = (start, stop)
-        position += stop - start
-    return phases if position == stored.size else None
-
-
 def _stride(size: int, limit: int = MAX_DISPLAYED_SAMPLES) -> int:
     return max(1, math.ceil(size / limit))
 
@@ -479,37 +335,12 @@ def samples_figure(values: np.ndarray, *, unit: str, kept: np.ndarray | None = N
                      "line": {"color": "#1d2430", "width": 1.5, "dash": "dash"}, "hoverinfo": "skip"})
     title = "Readings in time order"
     if step > 1:
-        title += f" (every {step}th of {values.size} shown)"
+        title += f" ({values.size // step + bool(values.size % step)} of {values.size} shown, 1 in {step})"
     return {"data": data, "layout": _layout(title={"text": title, "font": {"size": 13}, "x": 0.01},
                                             margin=RUN_MARGIN, height=RUN_HEIGHT,
                                             legend=BELOW,
                                             xaxis={"title": {"text": "reading"}},
                                             yaxis={"title": {"text": escape(unit)}}), "config": CONFIG}
-
-
-def autocorrelation_by_size(samples: np.ndarray, *, min_subsessions: int = 10,
-                            max_points: int = MAX_SIZES, include: Iterable[int] = ()) -> tuple[list[int], list[float]]:
-    """Lag-1 autocorrelation r1 of the block means for subsession sizes q = 1 … n // min_subsessions.
-
-    Blocks are cut as :func:`results.stats.subsessions` cuts them (the oldest remainder dropped).
-    At most `max_points` sizes are evaluated, spread evenly on a log scale, plus every q in `include`.
-    """
-    samples = np.asarray(samples, dtype=float).ravel()
-    largest = samples.size // min_subsessions
-    if largest < 1:
-        return [], []
-    if largest <= max_points:
-        sizes = np.arange(1, largest + 1)
-    else:
-        sizes = np.unique(np.round(np.geomspace(1, largest, max_points)).astype(int))
-    sizes = sorted(set(sizes.tolist()) | {q for q in include if 1 <= q <= largest})
-    count = samples.size
-    values = []
-    for q in sizes:
-        m = count // q
-        means = samples[count - m * q:].reshape(m, q).mean(axis=1)
-        values.append(autocorrelation(means))
-    return sizes, values
 
 
 def autocorrelation_figure(sizes: Sequence[int], values: Sequence[float], *, chosen: int | None,
@@ -547,40 +378,6 @@ class NarrowingPoint:
     rounds: int
     relative_width: float | None
     converged: bool
-
-
-def ci_narrowing(records: Sequence[session_loop.RoundRecord], spec: session_loop.MetricSpec,
-                 targets: session_loop.SessionTargets, *, trimmed: Sequence[session_loop.RoundRecord] | None = None,
-                 max_prefixes: int = MAX_PREFIXES) -> list[NarrowingPoint]:
-    """The relative CI width after each round (at most `max_prefixes` prefixes, evenly spread, fewer
-    for long sessions: about ``SAMPLE_BUDGET`` samples analysed in all, never fewer than ``MIN_PREFIXES``).
-
-    Each point is :func:`runner.session.analyse` on the rounds so far. With EDM warm-up removal,
-    pass the rounds already cut to their stable phases (`trimmed`, from :func:`session_samples`):
-    they are analysed with ``warmup="none"``, which sees the same samples without re-running EDM on
-    every prefix.
-    """
-    total = len(records)
-    if total == 0:
-        return []
-    readings = sum(max(1, len(record.outcome.unit_readings.get(spec.name, ()))) for record in records)
-    # Each prefix re-runs subsession analysis on its samples: spend about SAMPLE_BUDGET samples in all.
-    count = int(min(total, max_prefixes, max(MIN_PREFIXES, 2 * SAMPLE_BUDGET // readings)))
-    prefixes = np.unique(np.round(np.linspace(1, total, count)).astype(int)).tolist()
-    source, used = records, targets
-    if trimmed is not None and targets.warmup is session_loop.WarmupMethod.EDM:
-        source, used = trimmed, dataclasses.replace(targets, warmup=session_loop.WarmupMethod.NONE)
-    position = {record.index: order for order, record in enumerate(records)}
-    points = []
-    for prefix in prefixes:
-        last = records[prefix - 1].index
-        rounds = [record for record in source if position.get(record.index, total) <= position[last]]
-        if not rounds:
-            points.append(NarrowingPoint(prefix, None, False))
-            continue
-        estimate = session_loop.analyse(rounds, [spec], used)[rounds[0].workload][spec.name]
-        points.append(NarrowingPoint(prefix, estimate.relative_width, estimate.converged))
-    return points
 
 
 def ci_narrowing_figure(points: Sequence[NarrowingPoint], *, target: float) -> Figure:

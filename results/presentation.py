@@ -7,6 +7,7 @@ models, no queries.
 """
 
 import math
+from collections import Counter
 
 from .stats import Verdict, format_change
 
@@ -18,6 +19,8 @@ __all__ = [
     "format_change",
     "format_duration",
     "format_probability",
+    "in_verdict_order",
+    "verdict_counts",
     "format_quantity",
     "is_high_p",
     "is_significant",
@@ -49,6 +52,16 @@ def verdict_label(verdict: str | None) -> str:
         return ""
     icon = VERDICT_ICONS.get(verdict)
     return f"{icon} {verdict}" if icon else str(verdict)
+
+
+def in_verdict_order(counts: dict[str, int]) -> dict[str, int]:
+    """Counts by verdict in display order, verdicts counted zero times left out."""
+    return {str(verdict): counts[verdict] for verdict in VERDICT_ORDER if counts.get(verdict)}
+
+
+def verdict_counts(rows) -> dict[str, int]:
+    """Rows per verdict, in display order, verdicts without rows left out."""
+    return in_verdict_order(Counter(row.verdict for row in rows))
 
 
 def verdict_slug(verdict: str | None) -> str:

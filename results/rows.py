@@ -57,6 +57,21 @@ class Sparkline:
     low: float
     high: float
 
+    @classmethod
+    def of(cls, means: list[float]) -> "Sparkline":
+        """Oldest to newest means scaled into the box, 2 px of padding; a flat series is drawn mid-height."""
+        pad = 2.0
+        low, high = min(means), max(means)
+        span = high - low
+        step = (cls.WIDTH - 2 * pad) / max(len(means) - 1, 1)
+        coordinates = [
+            (pad + i * step, cls.HEIGHT / 2 if span == 0 else pad + (high - mean) / span * (cls.HEIGHT - 2 * pad))
+            for i, mean in enumerate(means)
+        ]
+        # Coordinates as text: the template shows them as they are, without number localization.
+        return cls(points=" ".join(f"{x:.1f},{y:.1f}" for x, y in coordinates), last_x=f"{coordinates[-1][0]:.1f}",
+                   last_y=f"{coordinates[-1][1]:.1f}", count=len(means), low=low, high=high)
+
     @property
     def label(self) -> str:
         return f"{self.count} recent nightly means, {self.low:.4g} to {self.high:.4g}"

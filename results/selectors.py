@@ -1,9 +1,10 @@
 """Reads. Each selector issues a fixed number of queries, whatever the number of rows."""
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from django.core.paginator import Page, Paginator
 from django.db.models import (
     Case,
     Count,
@@ -21,7 +22,9 @@ from django.db.models import (
 )
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Abs, Coalesce, RowNumber
+
 from .comparisons import stored_rows
+from .extensions import alert_additions
 from .models import (
     Alert,
     Comparison,
@@ -33,6 +36,7 @@ from .models import (
     Run,
     Verdict,
 )
+from . import presentation
 from .presentation import NOT_COMPARED, VERDICT_ORDER
 from .rows import ComparisonRow, Sparkline
 
@@ -93,12 +97,34 @@ def run_comparisons(*, run_id: int, method: str | None = None) -> list[Compariso
 def alerts(*, status: str | None = None, project: str | None = None) -> QuerySet[Alert]:
     queryset = Alert.objects.select_related(
         "group__run__project", "group__run__machine", "group__run__revision", "comparison__candidate__metric__benchmark",
-        "updated_by").prefetch_related("events__user", "confirmations")
+        "updated_by").prefetch_related("events__user")
     if status:
         queryset = queryset.filter(status=status)
     if project:
         queryset = queryset.filter(group__run__project__slug=project)
     return queryset.order_by("-group__created_at", "id")
+
+
+@dataclass(frozen=True)
+class AlertEntry:
+    """An alert as its list shows it: the regression's comparison row and what other apps add (HTML)."""
+
+    alert: Alert
+    row: ComparisonRow
+    additions: list
+
+
+ALERTS_PER_PAGE = 100
+
+
+def alert_page(*, status: str | None = None, project: str | None = None, page: str | int | None = None) -> Page:
+    """One page of :func:`alerts`, each entry with its comparison row; a fixed number of queries."""
+    page = Paginator(alerts(status=status, project=project), ALERTS_PER_PAGE).get_page(page)
+    listed = list(page.object_list)
+    rows = stored_rows([(alert.comparison.candidate, alert.comparison) for alert in listed])
+    additions = alert_additions(listed)
+    page.object_list = [AlertEntry(alert, row, additions.get(alert.pk, [])) for alert, row in zip(listed, rows)]
+    return page
 
 
 # The results pages: nightly overview, any two runs compared, pull-request review.
@@ -108,12 +134,6 @@ def alerts(*, status: str | None = None, project: str | None = None) -> QuerySet
 # sparklines of every row come from one windowed query).
 
 SPARKLINE_POINTS = 20
-
-
-def verdict_counts(rows: list[ComparisonRow]) -> dict[str, int]:
-    """Rows per verdict, in display order, verdicts without rows left out."""
-    counted = Counter(row.verdict for row in rows)
-    return {str(verdict): counted[verdict] for verdict in VERDICT_ORDER if counted[verdict]}
 
 
 def _sparklines(series: set[tuple[int, int]], *, projects: set[int],
@@ -139,22 +159,7 @@ def _sparklines(series: set[tuple[int, int]], *, projects: set[int],
     for metric, machine, mean in rows:
         if (metric, machine) in series:
             means[metric, machine].append(mean)
-    return {key: _sparkline(values) for key, values in means.items()}
-
-
-def _sparkline(means: list[float]) -> Sparkline:
-    """Oldest to newest means scaled into the box, 2 px of padding; a flat series is drawn mid-height."""
-    width, height, pad = Sparkline.WIDTH, Sparkline.HEIGHT, 2.0
-    low, high = min(means), max(means)
-    span = high - low
-    step = (width - 2 * pad) / max(len(means) - 1, 1)
-    coordinates = [
-        (pad + i * step, height / 2 if span == 0 else pad + (high - mean) / span * (height - 2 * pad))
-        for i, mean in enumerate(means)
-    ]
-    # Coordinates as text: the template shows them as they are, without number localization.
-    return Sparkline(points=" ".join(f"{x:.1f},{y:.1f}" for x, y in coordinates), last_x=f"{coordinates[-1][0]:.1f}",
-                     last_y=f"{coordinates[-1][1]:.1f}", count=len(means), low=low, high=high)
+    return {key: Sparkline.of(values) for key, values in means.items()}
 
 
 ROW_LIMIT = 200
@@ -271,7 +276,7 @@ def nightly_overview(*, project: str | None = None, machine: str | None = None, 
         run_counts = counts.get(run.pk, {})
         run_rows = rows_by_run.get(run.pk, [])
         groups_by_project[run.project_id].append(OverviewGroup(
-            run=run, rows=run_rows, counts={str(v): run_counts[v] for v in VERDICT_ORDER if run_counts.get(v)},
+            run=run, rows=run_rows, counts=presentation.in_verdict_order(run_counts),
             insufficient=[row for row in run_rows if row.verdict == Verdict.INSUFFICIENT_HISTORY],
             total=totals.get(run.pk, 0)))
     shown = [p for p in all_projects if not project or p.slug == project]
@@ -322,7 +327,7 @@ def pr_review(*, run_id: int) -> PullRequestReview:
     rows = [replace(row, bootstrap=bootstrapped.get(row.metric_id))
             for row in stored_rows([(c.candidate, c) for c in stored], machines={run.pk: run.machine.name})]
     rows = _with_sparklines(rows, sparklines, machine_ids={run.pk: run.machine_id})
-    return PullRequestReview(run=run, base_run=base_run, rows=rows, counts=verdict_counts(rows))
+    return PullRequestReview(run=run, base_run=base_run, rows=rows, counts=presentation.verdict_counts(rows))
 
 
 # Charts pages: a metric's history, one run in detail, the machines (results/views/history.py).
@@ -331,7 +336,6 @@ def pr_review(*, run_id: int) -> PullRequestReview:
 # comparisons, one for the change points and one for the pickers): 500 points are a few ms.
 
 HISTORY_LIMIT = 1000
-ACTIVE_SESSION_STATUSES = ("queued", "running")
 
 
 @dataclass(frozen=True)
@@ -418,13 +422,11 @@ def metric_history(*, metric_id: int, machines: list[str] | None = None, branch:
 
 @dataclass(frozen=True)
 class RunDetail:
-    """One run with everything its page shows; `rounds` are the session's rounds of this run's workload."""
+    """One run with what its page shows of it: its results (with samples) and its stored comparisons."""
 
     run: Run
     results: list[Result]
     comparisons: list[Comparison]
-    session: object | None  # runner.models.Session
-    rounds: list  # runner.models.Round rows
 
 
 def run_page_version(*, run_id: int) -> str:
@@ -441,11 +443,7 @@ def run_page_version(*, run_id: int) -> str:
 
 
 def run_detail(*, run_id: int) -> RunDetail:
-    """A run, its results (with samples), its stored comparisons, and the session that measured it
-    with that workload's rounds; five queries. Raises Run.DoesNotExist."""
-    # The runner app builds on this one; only these pages read its rows.
-    from runner.models import Round, Session
-
+    """A run, its results (with samples) and its stored comparisons; three queries. Raises Run.DoesNotExist."""
     run = Run.objects.select_related("project", "machine", "revision").get(pk=run_id)
     results = list(Result.objects.filter(run=run).select_related(*RESULT_FIELDS_FOR_TABLES)
                    .order_by("metric__benchmark__name", "metric__name"))
@@ -454,32 +452,6 @@ def run_detail(*, run_id: int) -> RunDetail:
         .select_related("candidate__metric__benchmark", "baseline__run__revision", "alert")
         .defer("candidate__samples", "baseline__samples")
         .order_by("candidate__metric__benchmark__name", "candidate__metric__name", "method"))
-    session = Session.objects.filter(runs=run).select_related("job").order_by("-queued_at", "-id").first()
-    rounds = []
-    if session is not None:
-        workload = (run.environment or {}).get("workload")
-        rows = Round.objects.filter(session=session).order_by("index")
-        rounds = [row for row in rows if workload is None or row.workload == workload]
-    return RunDetail(run=run, results=results, comparisons=comparisons, session=session, rounds=rounds)
+    return RunDetail(run=run, results=results, comparisons=comparisons)
 
 
-@dataclass(frozen=True)
-class MachineOverview:
-    machine: Machine
-    active_sessions: list
-
-
-def machines_overview() -> list[MachineOverview]:
-    """Every machine with its run and job counts, newest run, and queued or running sessions; two queries."""
-    from django.db.models import Max
-
-    from runner.models import Session
-
-    machines = list(Machine.objects.annotate(
-        run_count=Count("runs", distinct=True), job_count=Count("jobs", distinct=True),
-        last_run_at=Max("runs__started_at")).order_by("name"))
-    active = defaultdict(list)
-    for session in (Session.objects.filter(status__in=ACTIVE_SESSION_STATUSES)
-                    .select_related("job").order_by("queued_at", "id")):
-        active[session.job.machine_id].append(session)
-    return [MachineOverview(machine=machine, active_sessions=active[machine.pk]) for machine in machines]

@@ -6,6 +6,7 @@ database or writes.
 """
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -18,7 +19,7 @@ from .ingest import FORMATS
 from .ingest.base import ImportFormatError
 from .models import Metric, Result
 from .schemas import ResultIn, describe_errors, samples_array
-from .services import Summary, summarize_samples
+from .services import summarize_result
 
 PLAIN = "numbers"
 """The format name of a plain-number file: one value per line, no unit, lower is better."""
@@ -38,7 +39,7 @@ class Series:
     direction: str
     threshold: float
     confidence_level: float
-    summary: Summary
+    summary: stats.SampleSummary
     samples: np.ndarray | None
     metric_id: int | None = None
     result_id: int | None = None
@@ -63,10 +64,11 @@ def series_from_results(results: Iterable[Result], *, with_samples: bool) -> lis
             benchmark=result.metric.benchmark.name, metric=result.metric.name, unit=result.metric.unit,
             direction=result.metric.direction, threshold=result.metric.threshold,
             confidence_level=result.metric.confidence_level,
-            summary=Summary(mean=result.mean, subsession_size=result.subsession_size, variance=result.variance,
-                            n=result.n, sample_count=result.sample_count, ci_low=result.ci_low,
-                            ci_high=result.ci_high, autocorrelation=result.autocorrelation,
-                            independent=result.independent),
+            summary=stats.SampleSummary(
+                mean=result.mean, subsession_size=result.subsession_size, variance=result.variance, n=result.n,
+                sample_count=result.sample_count,
+                autocorrelation=math.nan if result.autocorrelation is None else result.autocorrelation,
+                independent=result.independent),
             samples=result.samples_array() if with_samples else None,
             metric_id=result.metric_id, result_id=result.pk, run_id=result.run_id,
         )
@@ -80,9 +82,10 @@ def series_from_values(values: dict, samples: np.ndarray | None = None) -> Serie
         benchmark=values["metric__benchmark__name"], metric=values["metric__name"], unit=values["metric__unit"],
         direction=values["metric__direction"], threshold=values["metric__threshold"],
         confidence_level=values["metric__confidence_level"],
-        summary=Summary(mean=values["mean"], subsession_size=values["subsession_size"], variance=values["variance"],
-                        n=values["n"], sample_count=values["n"] * values["subsession_size"], ci_low=None,
-                        ci_high=None, autocorrelation=None, independent=values["independent"]),
+        summary=stats.SampleSummary(
+            mean=values["mean"], subsession_size=values["subsession_size"], variance=values["variance"],
+            n=values["n"], sample_count=values["n"] * values["subsession_size"], autocorrelation=math.nan,
+            independent=values["independent"]),
         samples=samples, metric_id=values["metric_id"], result_id=values["id"], run_id=values["run_id"])
 
 
@@ -186,7 +189,7 @@ def _plain_series(content: bytes, *, name: str) -> Series:
     except ValueError as error:
         raise ImportFormatError(f"{PLAIN}: the values {error}.") from None
     return Series(benchmark=name, metric="value", unit="", direction=stats.Direction.LOWER_IS_BETTER.value,
-                  threshold=DEFAULT_THRESHOLD, confidence_level=0.95, summary=summarize_samples(samples),
+                  threshold=DEFAULT_THRESHOLD, confidence_level=0.95, summary=stats.summarize_samples(samples),
                   samples=samples)
 
 
@@ -201,7 +204,7 @@ def _document_series(document: dict[str, Any], *, format_name: str) -> list[Seri
         raise ImportFormatError(f"{format_name}: {describe_errors(errors)['detail']}") from None
     series = [
         Series(benchmark=result.benchmark, metric=result.metric, unit=result.unit, direction=result.direction.value,
-               threshold=DEFAULT_THRESHOLD, confidence_level=result.confidence_level, summary=_summary(result),
+               threshold=DEFAULT_THRESHOLD, confidence_level=result.confidence_level, summary=summarize_result(result),
                samples=result.samples)
         for result in results
     ]
@@ -212,11 +215,3 @@ def _document_series(document: dict[str, Any], *, format_name: str) -> list[Seri
                                 "appears more than once.")
     return series
 
-
-def _summary(result: ResultIn) -> Summary:
-    if result.summary is None:
-        return summarize_samples(result.samples)
-    given = result.summary
-    return Summary(mean=given.mean, subsession_size=given.subsession_size, variance=given.variance, n=given.n,
-                   sample_count=given.n * given.subsession_size, ci_low=None, ci_high=None, autocorrelation=None,
-                   independent=True)

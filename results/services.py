@@ -6,14 +6,14 @@ anywhere in a batch writes nothing.
 """
 
 import hashlib
+import math
 import secrets
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, connection, transaction
-from django.db import models
+from django.db import IntegrityError, connection, models, transaction
 from django.db.models import JSONField
 from django.utils import timezone
 from django.utils.text import slugify
@@ -24,8 +24,6 @@ from .models import ApiToken, Benchmark, Machine, Metric, Project, Result, Revis
 from .schemas import ResultIn, RunIn
 
 TOKEN_USE_RESOLUTION = timedelta(minutes=1)
-MAX_AUTOCORRELATION = 0.1
-MIN_SUBSESSIONS = 10
 
 
 class IngestError(ValueError):
@@ -46,88 +44,35 @@ class IngestConflict(IngestError):
 
 
 @dataclass(frozen=True)
-class Summary:
-    """A result's statistics as stored (see :class:`results.models.Result`)."""
-
-    mean: float
-    subsession_size: int
-    variance: float
-    n: int
-    sample_count: int
-    ci_low: float | None
-    ci_high: float | None
-    autocorrelation: float | None
-    independent: bool
-
-
-@dataclass(frozen=True)
 class IngestOutcome:
     run: Run
     created: bool
     results: int
 
 
-def summarize_samples(samples: np.ndarray) -> Summary:
-    """Summarise raw samples the Pilot way; the one place ingestion turns samples into statistics.
-
-    One-level samples go through subsession analysis (spec §2). When no subsession size
-    qualifies, the per-sample statistics are kept but marked not independent, so the
-    interval is never presented as trustworthy. Samples with levels take the top-level
-    units (e.g. process runs) as the subsessions (spec §6). The interval is added by
-    :func:`with_intervals`, for all results of a run at once.
-    """
-    if samples.ndim == 1:
-        try:
-            analysis = stats.subsessions(
-                samples, max_autocorrelation=MAX_AUTOCORRELATION, min_subsessions=MIN_SUBSESSIONS
-            )
-        except stats.NotEnoughSamples:
-            means, subsession_size, independent = samples, 1, False
-        else:
-            means, subsession_size, independent = analysis.means, analysis.subsession_size, True
-    else:
-        means = samples.reshape(samples.shape[0], -1).mean(axis=1)
-        subsession_size, independent = int(np.prod(samples.shape[1:])), True
-    n = len(means)
-    return Summary(
-        mean=float(np.mean(means)), subsession_size=subsession_size,
-        variance=float(np.var(means, ddof=1)) if n > 1 else 0.0, n=n, sample_count=samples.size,
-        ci_low=None, ci_high=None,
-        autocorrelation=float(stats.autocorrelation(means)) if n > 2 else None, independent=independent,
-    )
-
-
-def with_intervals(summaries: list[Summary], *, confidence_levels: list[float]) -> list[Summary]:
-    """The summaries with their confidence intervals (spec §3), computed in one call per level."""
-    completed = list(summaries)
-    for confidence in set(confidence_levels):
-        chosen = [i for i, (summary, level) in enumerate(zip(summaries, confidence_levels))
-                  if level == confidence and summary.n > 1]
-        if not chosen:
-            continue
-        interval = stats.mean_interval(
-            np.array([summaries[i].mean for i in chosen]), np.array([summaries[i].variance for i in chosen]),
-            np.array([summaries[i].n for i in chosen]), confidence=confidence,
-        )
-        for i, low, high in zip(chosen, np.atleast_1d(interval.low), np.atleast_1d(interval.high)):
-            mean = summaries[i].mean
-            # min/max guard the stored invariant low <= mean <= high against rounding.
-            completed[i] = replace(summaries[i], ci_low=min(float(low), mean), ci_high=max(float(high), mean))
-    return completed
-
-
-def _summarize_result(result: ResultIn) -> Summary:
-    """A given summary is stored as given (a runner computes it after warm-up removal, or by WPS);
-    otherwise it is computed from the samples."""
+def summarize_result(result: ResultIn) -> stats.SampleSummary:
+    """A given summary is taken as given (a runner computed it after warm-up removal, or by WPS);
+    otherwise it is computed from the samples (spec §2, §6)."""
     if result.summary is None:
-        return summarize_samples(result.samples)
+        return stats.summarize_samples(result.samples)
     given = result.summary
-    return Summary(
+    return stats.SampleSummary(
         mean=given.mean, subsession_size=given.subsession_size, variance=given.variance, n=given.n,
         sample_count=max(given.n * given.subsession_size, 0 if result.samples is None else result.samples.size),
-        ci_low=None, ci_high=None, autocorrelation=None,
-        independent=True,
-    )
+        autocorrelation=math.nan, independent=True)
+
+
+def _intervals(summaries: list[stats.SampleSummary], levels: list[float]) -> list[tuple[float | None, float | None]]:
+    """Each result's confidence interval at its own level (spec §3), in one call; none for a single unit."""
+    bounds: list[tuple[float | None, float | None]] = [(None, None)] * len(summaries)
+    chosen = [i for i, summary in enumerate(summaries) if summary.n > 1]
+    if chosen:
+        interval = stats.mean_interval([summaries[i].mean for i in chosen], [summaries[i].variance for i in chosen],
+                                       [summaries[i].n for i in chosen], confidence=[levels[i] for i in chosen])
+        for i, low, high in zip(chosen, np.atleast_1d(interval.low), np.atleast_1d(interval.high)):
+            # min/max guard the stored invariant low <= mean <= high against rounding.
+            bounds[i] = (min(float(low), summaries[i].mean), max(float(high), summaries[i].mean))
+    return bounds
 
 
 def document_digest(document: RunIn) -> str:
@@ -158,13 +103,13 @@ def ingest_run(*, document: RunIn, user: AbstractBaseUser | None) -> IngestOutco
             raise IngestError(f"results[{index}]", f"benchmark {result.benchmark!r} metric {result.metric!r} "
                                                    "appears twice")
         seen.add(key)
-    summaries = with_intervals([_summarize_result(result) for result in document.results],
-                               confidence_levels=[result.confidence_level for result in document.results])
+    summaries = [summarize_result(result) for result in document.results]
+    intervals = _intervals(summaries, [result.confidence_level for result in document.results])
 
     try:
         with transaction.atomic():
             run = _write_run(document=document, project_slug=project_slug, digest=digest, user=user,
-                             summaries=summaries)
+                             summaries=summaries, intervals=intervals)
             transaction.on_commit(lambda: _enqueue_comparison(run.pk))
             return IngestOutcome(run=run, created=True, results=len(document.results))
     except IntegrityError:
@@ -190,7 +135,7 @@ def _existing_run(*, project_slug: str, run_key: str, digest: str) -> Run | None
 
 
 def _write_run(*, document: RunIn, project_slug: str, digest: str, user: AbstractBaseUser | None,
-               summaries: list[Summary]) -> Run:
+               summaries: list[stats.SampleSummary], intervals: list[tuple[float | None, float | None]]) -> Run:
     project = get_or_insert(Project, {"slug": project_slug}, {
         "name": document.project.name, "repository_url": document.project.repository_url,
         "default_branch": document.project.default_branch})
@@ -208,19 +153,18 @@ def _write_run(*, document: RunIn, project_slug: str, digest: str, user: Abstrac
         created_by=user if user is not None and user.is_authenticated else None,
     )
     rows = []
-    for result, summary in zip(document.results, summaries):
+    for result, summary, (ci_low, ci_high) in zip(document.results, summaries, intervals):
         samples = result.samples
         metric = metrics[(result.benchmark, result.metric)]
         converged = result.converged
         if converged is None:
-            converged = summary.ci_low is not None and (
-                summary.ci_high - summary.ci_low <= metric.target_width * abs(summary.mean)
-            )
+            converged = ci_low is not None and ci_high - ci_low <= metric.target_width * abs(summary.mean)
         rows.append(Result(
             run=run, metric=metric, mean=summary.mean, subsession_size=summary.subsession_size,
             variance=summary.variance, n=summary.n, sample_count=summary.sample_count,
-            confidence_level=result.confidence_level, ci_low=summary.ci_low, ci_high=summary.ci_high,
-            warmup_removed=result.warmup_removed, autocorrelation=summary.autocorrelation,
+            confidence_level=result.confidence_level, ci_low=ci_low, ci_high=ci_high,
+            warmup_removed=result.warmup_removed,
+            autocorrelation=None if math.isnan(summary.autocorrelation) else summary.autocorrelation,
             independent=summary.independent, converged=converged,
             samples=None if samples is None else samples.tobytes(),
             samples_shape=None if samples is None else list(samples.shape),

@@ -14,5 +14,4 @@ urlpatterns = [
     path("runs/<id:run_id>/pr/", nightly.pr_review, name="pr_review"),
     path("history/<id:metric_id>/", history.history, name="history"),
     path("runs/<id:run_id>/", history.run, name="run"),
-    path("machines/", history.machines, name="machines"),
 ]

@@ -1,8 +1,13 @@
 """Reads of the runner, each a fixed number of queries."""
 
-from django.db.models import OuterRef, Subquery
+from collections import defaultdict
+from dataclasses import dataclass
 
-from .models import Job, Session
+from django.db.models import Count, Max, OuterRef, Subquery
+
+from results.models import Machine
+
+from .models import Job, Session, SessionStatus
 
 
 def session(*, session_id: int) -> Session:
@@ -23,3 +28,24 @@ def jobs_with_last_session() -> list[Job]:
         job.last_session = sessions.get(job.last_session_id)
     return jobs
 
+
+
+ACTIVE_STATUSES = (SessionStatus.QUEUED, SessionStatus.RUNNING)
+
+
+@dataclass(frozen=True)
+class MachineOverview:
+    machine: Machine
+    active_sessions: list
+
+
+def machines_overview() -> list[MachineOverview]:
+    """Every machine with its run and job counts, newest run, and queued or running sessions; two queries."""
+    machines = list(Machine.objects.annotate(
+        run_count=Count("runs", distinct=True), job_count=Count("jobs", distinct=True),
+        last_run_at=Max("runs__started_at")).order_by("name"))
+    active = defaultdict(list)
+    for session in (Session.objects.filter(status__in=ACTIVE_STATUSES)
+                    .select_related("job").order_by("queued_at", "id")):
+        active[session.job.machine_id].append(session)
+    return [MachineOverview(machine=machine, active_sessions=active[machine.pk]) for machine in machines]

@@ -4,6 +4,8 @@ Reading follows ``PILOTWEB_PUBLIC_READ``; defining, scheduling, running and canc
 (the services refuse anyone else too). Each view parses input, calls one selector or service, renders.
 """
 
+import json
+
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -101,3 +103,18 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
     return render(request, "runner/session.html", {
         "session": session, "view": progress_view(session), "rounds": session.rounds.all(),
     })
+
+
+@readable
+def machines(request: HttpRequest) -> HttpResponse:
+    """Every machine: hardware, queue, last seen, runs, and the sessions queued or running on it."""
+    entries = [(entry, _hardware(entry.machine.hardware)) for entry in selectors.machines_overview()]
+    return render(request, "runner/machines.html", {"machines": entries})
+
+
+def _hardware(details: object) -> list[tuple[str, str]]:
+    """The machine's free-form hardware JSON as (key, text) pairs; nested values as compact JSON."""
+    if not isinstance(details, dict):
+        return [("details", json.dumps(details))] if details else []
+    return [(str(key), value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+            for key, value in details.items()]

@@ -1,33 +1,51 @@
+"""Fixtures of the apps' tests: a real Redis as Celery's broker, an empty cache, users and API clients.
+
+The numerical core's tests (tests/stats) use none of them: they run without Django and without Redis
+(``./pilot test`` runs them first with ``-p no:django``), so nothing here imports Django at module level.
+"""
+
 import os
+from pathlib import Path
 
 import pytest
-from django.test import Client
 
-from results import services
-from tests.factories import UserFactory
 from tests.processes import real_redis, worker_process
+
+STATS_TESTS = Path(__file__).resolve().parent / "stats"
 
 
 @pytest.fixture(autouse=True)
-def empty_cache():
-    """Every test starts with an empty cache: ids are reused once a test's rows are rolled back."""
+def app_environment(request):
+    """Every test of the apps sends its tasks to the session's real Redis and starts with an empty cache (ids
+    are reused once a test's rows are rolled back); the numerical core's tests get neither."""
+    if request.path.is_relative_to(STATS_TESTS):
+        yield
+        return
+    request.getfixturevalue("redis_url")
     from django.core.cache import cache
 
     cache.clear()
+    yield
 
 
 @pytest.fixture
 def user(db):
+    from tests.factories import UserFactory
+
     return UserFactory()
 
 
 @pytest.fixture
 def staff(db):
+    from tests.factories import UserFactory
+
     return UserFactory(is_staff=True)
 
 
 @pytest.fixture
 def token(user):
+    from results import services
+
     _, token = services.create_api_token(user=user, name="tests")
     return token
 
@@ -35,40 +53,30 @@ def token(user):
 @pytest.fixture
 def api(token):
     """A client that sends a valid API token."""
+    from django.test import Client
+
     return Client(headers={"Authorization": f"Bearer {token}"})
-
-
-_REDIS = {}
-
-
-def pytest_configure(config):
-    """One real Redis for the whole session, set as the broker before Celery first reads its
-    configuration (it does so lazily), so every task any test sends goes there, never elsewhere."""
-    from django.conf import settings
-
-    context = real_redis()
-    server = context.__enter__()
-    url = server.url
-    _REDIS.update(context=context, url=url, server=server)
-    os.environ["REDIS_URL"] = url
-    settings.CELERY_BROKER_URL = settings.CELERY_RESULT_BACKEND = settings.REDIS_URL = url
-
-
-def pytest_unconfigure(config):
-    if "context" in _REDIS:
-        _REDIS.pop("context").__exit__(None, None, None)
 
 
 @pytest.fixture(scope="session")
 def redis_server():
-    """The session's real Redis server, to stop and start in a test (it comes back empty)."""
-    return _REDIS["server"]
+    """One real Redis for the whole session, started by the first test that needs it and set as Celery's broker
+    before any task is sent, so every task a test sends goes there, never elsewhere. A test may stop and start it
+    (it comes back empty)."""
+    from django.conf import settings
+
+    from pilotweb.celery import app
+
+    with real_redis() as server:
+        os.environ["REDIS_URL"] = server.url
+        settings.CELERY_BROKER_URL = settings.CELERY_RESULT_BACKEND = settings.REDIS_URL = server.url
+        app.conf.update(broker_url=server.url, result_backend=server.url)
+        yield server
 
 
 @pytest.fixture(scope="session")
-def redis_url():
-    """The session's real Redis server (see pytest_configure)."""
-    return _REDIS["url"]
+def redis_url(redis_server):
+    return redis_server.url
 
 
 @pytest.fixture

@@ -1,10 +1,18 @@
-"""Factories for model rows and native run documents used across the tests."""
+"""Factories for model rows, native run documents and runs posted through ingestion, shared by the tests."""
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta, timezone
 
 import factory
 import numpy as np
 from django.contrib.auth import get_user_model
 
-from results.models import Benchmark, Machine, Metric, Project, Revision
+from results import services
+from results.models import Benchmark, Comparison, Machine, Metric, Project, Result, Revision, Run
+from results.schemas import RunIn
+
+NIGHT_ZERO = datetime(2026, 10, 1, 2, 0, tzinfo=timezone.utc)
+"""When night 0 of the tests' nightly histories started."""
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -56,6 +64,92 @@ class RevisionFactory(factory.django.DjangoModelFactory):
     project = factory.SubFactory(ProjectFactory)
     commit = factory.Sequence(lambda i: f"{i:040x}")
     branch = "main"
+
+
+class RunFactory(factory.django.DjangoModelFactory):
+    """A completed nightly run, one hour after the previous one made here."""
+
+    class Meta:
+        model = Run
+
+    project = factory.SubFactory(ProjectFactory)
+    machine = factory.SubFactory(MachineFactory)
+    revision = factory.SubFactory(RevisionFactory, project=factory.SelfAttribute("..project"))
+    kind = Run.Kind.NIGHTLY
+    started_at = factory.Sequence(lambda i: NIGHT_ZERO + timedelta(hours=i))
+
+
+class ResultFactory(factory.django.DjangoModelFactory):
+    """A stored summary: 20 subsessions of one reading around 1.0 s, its 95% interval written out."""
+
+    class Meta:
+        model = Result
+
+    run = factory.SubFactory(RunFactory)
+    metric = factory.SubFactory(MetricFactory, benchmark__project=factory.SelfAttribute("...run.project"))
+    mean = 1.0
+    subsession_size = 1
+    variance = 1e-4
+    n = 20
+    sample_count = factory.LazyAttribute(lambda result: result.n * result.subsession_size)
+    # t_{0.975, 19} = 2.093: the half-width of a 95% interval of 20 units, written out rather than computed.
+    ci_low = factory.LazyAttribute(lambda result: result.mean - 2.093 * (result.variance / result.n) ** 0.5)
+    ci_high = factory.LazyAttribute(lambda result: result.mean + 2.093 * (result.variance / result.n) ** 0.5)
+
+
+class ComparisonFactory(factory.django.DjangoModelFactory):
+    """A stored history comparison that found no change."""
+
+    class Meta:
+        model = Comparison
+
+    candidate = factory.SubFactory(ResultFactory)
+    method = "history"
+    ratio = 1.0
+    ci_low = 0.98
+    ci_high = 1.02
+    pvalue = 0.5
+    qvalue = 0.6
+    verdict = "no change"
+    threshold = 0.02
+    confidence_level = 0.95
+    inputs = factory.Dict({})
+
+
+def post_results(results: list[dict], *, night: int = 0, kind: str = "nightly", branch: str = "main",
+                 commit: str | None = None, base_commit: str = "", pull_request: int | None = None,
+                 project: str = "Demo", machine: str = "bench-1", machine_details: Mapping | None = None) -> Run:
+    """Post a run of the given native results through ingestion, started `night` days after NIGHT_ZERO; its
+    commit (unless given) is the night's number, so runs of one night on several machines share it."""
+    document = RunIn.model_validate({
+        "project": {"name": project}, "machine": {"name": machine, **(machine_details or {})}, "kind": kind,
+        "revision": {"commit": commit or f"{night:040x}", "branch": branch, "base_commit": base_commit,
+                     "pull_request": pull_request},
+        "started_at": NIGHT_ZERO + timedelta(days=night), "source": "tests", "results": results,
+    })
+    return services.ingest_run(document=document, user=None).run
+
+
+def posted_run(night: int, means: Mapping[str, float | tuple[float, float]], *, sd: float = 0.01, n: int = 20,
+               seed: int | None = None, samples: bool = False, direction: str = "lower_is_better",
+               **run_fields) -> Run:
+    """Post the run of `night` with one ``time`` metric per benchmark: `n` readings drawn around its mean with relative
+    sd `sd` (a ``(mean, sd)`` pair gives a benchmark its own), seeded by `seed` (the night's number unless
+    given), stored as a summary of subsessions of one reading, or as the raw samples with ``samples=True``.
+    `run_fields` are :func:`post_results`'s."""
+    rng = np.random.default_rng(night if seed is None else seed)
+    results = []
+    for name, given in means.items():
+        mean, spread = given if isinstance(given, tuple) else (given, sd)
+        values = mean + rng.normal(0, spread * mean, n)
+        entry = {"benchmark": name, "metric": "time", "unit": "s", "direction": direction}
+        if samples:
+            entry["samples"] = values.tolist()
+        else:
+            entry["summary"] = {"mean": float(values.mean()), "subsession_size": 1,
+                                "variance": float(values.var(ddof=1)), "n": n}
+        results.append(entry)
+    return post_results(results, night=night, **run_fields)
 
 
 def run_document(*, results: list[dict] | None = None, run_key: str | None = None, project: str = "Demo",

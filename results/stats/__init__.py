@@ -17,21 +17,28 @@ from ._hierarchical import (
 )
 from ._ratio import RatioResult, ratio_bootstrap, ratio_fieller, ratio_fieller_from_stats
 from ._subsessions import (
+    MAX_AUTOCORRELATION,
+    MIN_SUBSESSIONS,
     MeanInterval,
     SubsessionResult,
     autocorrelation,
+    autocorrelation_by_size,
     mean_interval,
     required_subsessions,
     subsessions,
 )
+from ._summary import SampleSummary, summarize_samples
 from ._verdict import Direction, Verdict, format_change, verdict
 
 # Warm-up / cool-down removal (spec §4): change points, stable phase, WPS model.
 from ._changepoint import EDMResult, StablePhaseResult, edm, stable_phase
+from ._shifts import SHIFT_MIN_SEGMENT, SHIFT_PENALTY, locate_shifts
 from ._transient import TruncationResult, mser_truncation
 from ._wps import WPSResult, round_increment, work_amounts, wps_fit
 
 __all__ = [
+    "MAX_AUTOCORRELATION",
+    "MIN_SUBSESSIONS",
     "PairwiseComparison",
     "compare_summaries",
     "HistoryComparison",
@@ -43,11 +50,13 @@ __all__ = [
     "RatioResult",
     "RepetitionPlan",
     "StatisticsError",
+    "SampleSummary",
     "SubsessionResult",
     "VarianceComponents",
     "Verdict",
     "WelchResult",
     "autocorrelation",
+    "autocorrelation_by_size",
     "format_change",
     "mean_interval",
     "plan_repetitions",
@@ -57,6 +66,7 @@ __all__ = [
     "ratio_fieller_from_stats",
     "required_subsessions",
     "subsessions",
+    "summarize_samples",
     "variance_components",
     "verdict",
     "welch_required_subsessions",
@@ -67,6 +77,9 @@ __all__ = [
     "TruncationResult",
     "WPSResult",
     "edm",
+    "locate_shifts",
+    "SHIFT_MIN_SEGMENT",
+    "SHIFT_PENALTY",
     "mser_truncation",
     "round_increment",
     "stable_phase",

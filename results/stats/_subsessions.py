@@ -24,13 +24,22 @@ from ._base import (
 )
 
 __all__ = [
+    "MAX_AUTOCORRELATION",
+    "MIN_SUBSESSIONS",
     "MeanInterval",
     "SubsessionResult",
     "autocorrelation",
+    "autocorrelation_by_size",
     "mean_interval",
     "required_subsessions",
     "subsessions",
 ]
+
+MAX_AUTOCORRELATION = 0.1
+"""Largest lag-1 autocorrelation of subsession means taken as independent (spec §2's default)."""
+
+MIN_SUBSESSIONS = 10
+"""Fewest subsessions a subsession size may leave (spec §2's default)."""
 
 
 def autocorrelation(x, lag=1):
@@ -59,6 +68,50 @@ def autocorrelation(x, lag=1):
     if denominator == 0.0:
         return 0.0
     return float(np.dot(deviations[:-lag], deviations[lag:]) / denominator)
+
+
+def autocorrelation_by_size(x, *, min_subsessions=MIN_SUBSESSIONS, max_points=60, include=()):
+    """Lag-1 autocorrelation r_1 of the block means for subsession sizes q = 1 … n // `min_subsessions`:
+    how subsession analysis (spec §2) sees the series at every size it could choose.
+
+    Blocks are cut as :func:`subsessions` cuts them (the oldest remainder dropped).
+
+    Parameters
+    ----------
+    x : array_like
+        The series, in time order (flattened; finite).
+    min_subsessions : int, optional
+        The fewest blocks a size may leave.
+    max_points : int, optional
+        At most this many sizes, spread evenly on a log scale.
+    include : iterable of int, optional
+        Sizes always evaluated (e.g. the one chosen), when possible.
+
+    Returns
+    -------
+    sizes : list of int
+    values : list of float
+        Empty when the series is shorter than `min_subsessions`.
+    """
+    min_subsessions = check_positive_int(min_subsessions, "min_subsessions")
+    max_points = check_positive_int(max_points, "max_points")
+    x = np.asarray(x, dtype=float).ravel()
+    if not np.isfinite(x).all():
+        raise ValueError("`x` must not contain NaN or infinite values.")
+    largest = x.size // min_subsessions
+    if largest < 1:
+        return [], []
+    if largest <= max_points:
+        sizes = np.arange(1, largest + 1)
+    else:
+        sizes = np.unique(np.round(np.geomspace(1, largest, max_points)).astype(int))
+    sizes = sorted(set(sizes.tolist()) | {int(q) for q in include if 1 <= q <= largest})
+    values = []
+    for q in sizes:
+        m = x.size // q
+        means = x[x.size - m * q:].reshape(m, q).mean(axis=1)
+        values.append(autocorrelation(means) if m > 1 else 0.0)
+    return sizes, values
 
 
 @dataclass(frozen=True)
@@ -169,7 +222,7 @@ class SubsessionResult:
         return mean_interval(self.mean, self.variance, self.n, confidence=confidence)
 
 
-def subsessions(x, *, max_autocorrelation=0.1, min_subsessions=10):
+def subsessions(x, *, max_autocorrelation=MAX_AUTOCORRELATION, min_subsessions=MIN_SUBSESSIONS):
     """Merge adjacent samples into subsessions until they are uncorrelated (spec §2).
 
     For q = 1, 2, 3, ... the series is cut into m = ⌊n/q⌋ consecutive,

@@ -20,7 +20,7 @@ from ._base import (
     check_confidence,
     check_positive_int,
 )
-from ._subsessions import autocorrelation
+from ._subsessions import MAX_AUTOCORRELATION, MIN_SUBSESSIONS, autocorrelation
 
 __all__ = ["WPSResult", "round_increment", "work_amounts", "wps_fit"]
 
@@ -93,7 +93,8 @@ class WPSResult:
         return ConfidenceInterval(self.low, self.high)
 
 
-def wps_fit(work, duration, *, confidence=0.95, max_autocorrelation=0.1, min_subsessions=10):
+def wps_fit(work, duration, *, confidence=0.95, max_autocorrelation=MAX_AUTOCORRELATION,
+            min_subsessions=MIN_SUBSESSIONS):
     """Fit the WPS model ``t = α + w / v`` by OLS over rounds (spec §4; Pilot eq. 4).
 
     Adjacent rounds are first merged into subsessions of q rounds (work and

@@ -6,16 +6,13 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
-from .. import comparisons, selectors
+from .. import selectors
+from ..access import readable
 from ..alerts import set_alert_status
 from ..models import Alert, AlertStatus, Project
-from ..access import readable
-
-PAGE_SIZE = 100
 
 
 class AlertFilterForm(forms.Form):
@@ -43,10 +40,7 @@ def _alert_list(request: HttpRequest) -> HttpResponse:
     if filters.is_valid():
         status = filters.cleaned_data["status"] or None
         project = filters.cleaned_data["project"].slug if filters.cleaned_data["project"] else None
-    page = Paginator(selectors.alerts(status=status, project=project), PAGE_SIZE).get_page(request.GET.get("page"))
-    for alert, row in zip(page, comparisons.stored_rows([(alert.comparison.candidate, alert.comparison)
-                                                          for alert in page])):
-        alert.row = row
+    page = selectors.alert_page(status=status, project=project, page=request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
     return render(request, "results/alerts.html", {

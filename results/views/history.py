@@ -1,16 +1,15 @@
-"""Pages with charts: a metric's history, one run in detail, the machines.
+"""Pages with charts: a metric's history and one run in detail.
 
 Each view parses its input, calls one selector, turns the rows into Plotly figure dicts with the
 pure :mod:`results.charts`, and renders; the figures reach the page as JSON in a script element.
 """
 
-import json
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from datetime import timezone as dt_timezone
 
-from django.http import Http404, HttpRequest, HttpResponse
 from django.core.cache import cache
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -18,16 +17,14 @@ from django.utils.dateparse import parse_date
 from django.utils.safestring import mark_safe
 from django.utils.text import slugify
 
-from runner import session as session_loop
-from runner.monitor import BOTTLENECK_THRESHOLD
 
-from .. import charts, presentation, selectors
-from ..comparisons import stored_rows
-from ..templatetags.figures import json_data
-from ..models import Metric, Result, Run
+from .. import charts, presentation, selectors, stats
 from ..access import readable
+from ..comparisons import stored_rows
+from ..extensions import run_page_additions
+from ..models import Metric, Result, Run
+from ..templatetags.figures import json_data
 
-MAX_WARNINGS_LISTED = 50
 TABLE_ROWS = 100
 # A cached run page is keyed by the run's version; the lifetime only bounds how long an edit made
 # elsewhere (a metric renamed in the admin) can take to show.
@@ -106,15 +103,14 @@ def _history_row(point: dict, run_url: str) -> dict:
 
 @dataclass
 class MetricSection:
-    """What the run page shows of one result."""
+    """What the run page shows of one result: its figures (key → figure, in order) and notes."""
 
     result: Result
     anchor: str
-    figures: list[str] = field(default_factory=list)
+    figures: dict[str, dict] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    from_session: bool = False
-    removed: int = 0
-    total: int = 0
+    removed: int | None = None
+    total: int | None = None
 
 
 @readable
@@ -137,22 +133,22 @@ def run(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 def _run_page(run_id: int) -> dict:
-    """The run page's title, body and figures, rendered."""
+    """The run page's title, body and figures, rendered; what the apps built on results add (the runner: the
+    session's analysis) comes through :mod:`results.extensions`."""
     detail = selectors.run_detail(run_id=run_id)
+    run = detail.run
+    additions = run_page_additions(run, detail.results)
     figures: dict[str, dict] = {}
-    session = detail.session
-    records = [row.record() for row in detail.rounds] if detail.rounds else []
-    targets = session.job.session_targets() if session is not None else None
-    sections = [_section(result, records, targets, figures) for result in detail.results]
-    warnings = [(row.index, warning) for row in detail.rounds for warning in (row.monitor or {}).get("warnings", [])]
-    if detail.rounds:
-        utilisation = charts.utilisation_figure([(row.index, row.monitor) for row in detail.rounds],
-                                                threshold=BOTTLENECK_THRESHOLD)
-        if utilisation is not None:
-            figures["utilisation"] = utilisation
-    overhead = (session.outcome or {}).get("overhead") if session is not None else None
-    if overhead and overhead.get("ratio") is not None:
-        figures["overhead"] = charts.overhead_figure(overhead)
+    sections = []
+    for result in detail.results:
+        added = next((addition.sections[result.pk] for addition in additions if result.pk in addition.sections), None)
+        section = _stored_section(result) if added is None else MetricSection(
+            result=result, anchor=f"metric-{result.metric_id}", figures=added.figures, notes=list(added.notes),
+            removed=added.removed, total=added.total)
+        figures.update(section.figures)
+        sections.append(section)
+    for addition in additions:
+        figures.update(addition.figures)
     comparison_rows = stored_rows(
         [(comparison.candidate, comparison) for comparison in detail.comparisons],
         alerts_by_comparison={c.pk: (c.alert.pk, c.alert.get_status_display())
@@ -160,83 +156,34 @@ def _run_page(run_id: int) -> dict:
     comparisons = [{"comparison": comparison, "row": row,
                     "history_size": len((comparison.inputs or {}).get("history_runs") or [])}
                    for comparison, row in zip(detail.comparisons, comparison_rows)]
-    run = detail.run
     body = render_to_string("results/_run_body.html", {
-        "run": run, "session": session, "sections": sections, "comparisons": comparisons, "figures": figures,
-        "warnings": warnings[:MAX_WARNINGS_LISTED], "more_warnings": max(0, len(warnings) - MAX_WARNINGS_LISTED),
-        "rounds": len(detail.rounds), "threshold": BOTTLENECK_THRESHOLD,
-    })
+        "run": run, "sections": sections, "comparisons": comparisons, "additions": additions})
     return {"title": f"Run #{run.pk} · {run.project.name} · Pilot Web", "body": mark_safe(body),
             "figures": json_data(figures, "pilotweb-figures")}
 
 
-def _section(result: Result, records: list, targets, figures: dict) -> MetricSection:
+def _stored_section(result: Result) -> MetricSection:
+    """A result's stored samples (a posted or imported run): no session, so no warm-up and no narrowing."""
     metric = result.metric
     section = MetricSection(result=result, anchor=f"metric-{metric.pk}")
-    key = f"m{metric.pk}"
-    in_rounds = bool(records) and all(metric.name in record.outcome.readings for record in records)
-    if in_rounds:
-        section.from_session = True
-        split = charts.session_samples(records, metric.name, targets, stored=result.samples_array())
-        section.removed, section.total = int((~split.kept).sum()), int(split.values.size)
-        figures[f"{key}-samples"] = charts.samples_figure(
-            split.values, unit=metric.unit, kept=split.kept, spans=split.spans, mean=result.mean,
-            ci_low=result.ci_low, ci_high=result.ci_high)
-        section.figures.append(f"{key}-samples")
-        if targets.warmup is session_loop.WarmupMethod.WPS:
-            section.notes.append("WPS: the estimate is a regression of round durations on work amounts, so the "
-                                 "subsession autocorrelation does not apply.")
-        else:
-            _autocorrelation(split.values[split.kept], result, targets.min_subsessions,
-                             targets.max_autocorrelation, figures, section, key)
-        spec = session_loop.MetricSpec(metric.name, metric.unit, metric.direction)
-        points = charts.ci_narrowing(records, spec, targets, trimmed=split.records)
-        figures[f"{key}-narrowing"] = charts.ci_narrowing_figure(points, target=targets.target_width)
-        section.figures.append(f"{key}-narrowing")
-        if len(points) < len(records):
-            section.notes.append(f"CI narrowing: after {len(points)} of the {len(records)} rounds, evenly spread "
-                                 "(each point re-analyses every sample so far).")
-        return section
     samples = result.samples_array()
     if samples is None:
         section.notes.append("Only the summary was stored (mean, variance of the subsession means, their "
                              "number): there are no samples to plot.")
         return section
+    key = f"m{metric.pk}"
     values = samples.ravel()
-    section.total = int(values.size)
-    figures[f"{key}-samples"] = charts.samples_figure(values, unit=metric.unit, mean=result.mean,
-                                                      ci_low=result.ci_low, ci_high=result.ci_high)
-    section.figures.append(f"{key}-samples")
-    _autocorrelation(values, result, 10, 0.1, figures, section, key)
+    section.figures[f"{key}-samples"] = charts.samples_figure(values, unit=metric.unit, mean=result.mean,
+                                                              ci_low=result.ci_low, ci_high=result.ci_high)
+    sizes, autocorrelations = stats.autocorrelation_by_size(
+        values, min_subsessions=stats.MIN_SUBSESSIONS, include=[result.subsession_size])
+    if sizes:
+        section.figures[f"{key}-autocorrelation"] = charts.autocorrelation_figure(
+            sizes, autocorrelations, chosen=result.subsession_size, bound=stats.MAX_AUTOCORRELATION)
+    else:
+        section.notes.append(f"Fewer than {stats.MIN_SUBSESSIONS} samples: no autocorrelation to show.")
     if samples.ndim > 1:
         section.notes.append(f"Samples stored with the shape {list(samples.shape)}, plotted flattened in time order.")
     section.notes.append("No session rounds: this run was posted or imported, so warm-up removal and the CI "
                          "narrowing are not known here.")
     return section
-
-
-def _autocorrelation(samples, result: Result, min_subsessions: int, bound: float, figures: dict,
-                     section: MetricSection, key: str) -> None:
-    sizes, values = charts.autocorrelation_by_size(samples, min_subsessions=min_subsessions,
-                                                   include=[result.subsession_size])
-    if not sizes:
-        section.notes.append(f"Fewer than {min_subsessions} samples: no autocorrelation to show.")
-        return
-    figures[f"{key}-autocorrelation"] = charts.autocorrelation_figure(sizes, values, chosen=result.subsession_size,
-                                                                      bound=bound)
-    section.figures.append(f"{key}-autocorrelation")
-
-
-@readable
-def machines(request: HttpRequest) -> HttpResponse:
-    """Every machine: hardware, queue, last seen, runs, and the sessions queued or running on it."""
-    entries = [(entry, _hardware(entry.machine.hardware)) for entry in selectors.machines_overview()]
-    return render(request, "results/machines.html", {"machines": entries})
-
-
-def _hardware(details: object) -> list[tuple[str, str]]:
-    """The machine's free-form hardware JSON as (key, text) pairs; nested values as compact JSON."""
-    if not isinstance(details, dict):
-        return [("details", json.dumps(details))] if details else []
-    return [(str(key), value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
-            for key, value in details.items()]

@@ -12,7 +12,7 @@ from results.models import Alert
 from runner import services as runner_services
 from runner.models import Job, Session, SessionStatus
 from tests.factories import MachineFactory, ProjectFactory, UserFactory
-from tests.results.test_comparisons import post_run
+from tests.factories import posted_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -118,8 +118,8 @@ def test_a_user_sees_no_write_buttons_and_gets_403_on_the_form(page, login):
 
 def test_a_user_triages_an_alert(page, login, screenshot, staff):
     for night in range(10):
-        post_run(night, {"sort": 1.0, "hash": 1.0, "json": 1.0}, sd=0.002)
-    run = post_run(10, {"sort": 1.2, "hash": 1.15, "json": 1.0}, sd=0.002)
+        posted_run(night, {"sort": 1.0, "hash": 1.0, "json": 1.0}, sd=0.002)
+    run = posted_run(10, {"sort": 1.2, "hash": 1.15, "json": 1.0}, sd=0.002)
     comparisons.compare_run(run_id=run.pk)
     runner_services.create_job(user=staff, project=run.project, name="sort", benchmark="sort", machine=run.machine,
                                workload_kind="builtin", builtin="sort")

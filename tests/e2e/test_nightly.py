@@ -6,10 +6,10 @@ import pytest
 from playwright.sync_api import expect
 
 from results import services, tasks
+from tests.factories import posted_run
 from tests.results.test_overview_pages import (
     compared,
     pull_request_against_base,
-    run,
     tonight_with_every_verdict,
 )
 
@@ -27,8 +27,8 @@ def test_the_nightly_overview_marks_regressions_and_inconclusive_rows(page, scre
     tonight_with_every_verdict()
     # A second machine with a single regression, so the page shows groups.
     for night in range(5):
-        run(night, {"regressed": 1.0, "steady": 2.0}, machine="bench-2")
-    compared(run(5, {"regressed": 1.06, "steady": 2.0}, machine="bench-2"))
+        posted_run(night, {"regressed": 1.0, "steady": 2.0}, machine="bench-2", sd=0.002)
+    compared(posted_run(5, {"regressed": 1.06, "steady": 2.0}, machine="bench-2", sd=0.002))
 
     page.goto("/")
 
@@ -58,8 +58,8 @@ def test_the_nightly_overview_marks_regressions_and_inconclusive_rows(page, scre
 
 def test_two_runs_are_compared_from_the_form(page, screenshot):
     for night in range(4):
-        run(night, {"sort": 1.0, "hash": 1.0, "parse": 1.0}, sd=0.01)
-    candidate = run(4, {"sort": 1.1, "hash": 0.95, "parse": 1.0, "json": 1.0}, sd=0.01)
+        posted_run(night, {"sort": 1.0, "hash": 1.0, "parse": 1.0}, sd=0.01)
+    candidate = posted_run(4, {"sort": 1.1, "hash": 0.95, "parse": 1.0, "json": 1.0}, sd=0.01)
     baseline_id = candidate.pk - 1
 
     page.goto("/compare/")

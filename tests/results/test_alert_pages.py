@@ -11,7 +11,7 @@ from results.models import Alert, AlertEvent, Run
 from runner import services as runner_services
 from runner.models import Session, SessionStatus
 from tests.factories import ProjectFactory
-from tests.results.test_comparisons import post_run
+from tests.factories import posted_run
 
 pytestmark = pytest.mark.django_db
 
@@ -24,8 +24,8 @@ class Undelivered:
 def regressed_run(benchmarks=("sort",), factor: float = 1.2) -> Run:
     """Ten steady nights, then one where every benchmark is `factor` slower: one alert each."""
     for night in range(10):
-        post_run(night, dict.fromkeys(benchmarks, 1.0), sd=0.002)
-    run = post_run(10, dict.fromkeys(benchmarks, factor), sd=0.002)
+        posted_run(night, dict.fromkeys(benchmarks, 1.0), sd=0.002)
+    run = posted_run(10, dict.fromkeys(benchmarks, factor), sd=0.002)
     comparisons.compare_run(run_id=run.pk)
     return run
 

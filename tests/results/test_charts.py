@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from results import charts
-from results.stats import autocorrelation, format_change
+from results.stats import autocorrelation, autocorrelation_by_size, format_change
+from runner import replay
 from runner import session as session_loop
 
 START = datetime(2026, 10, 1, 2, 0, tzinfo=timezone.utc)
@@ -127,7 +128,7 @@ def synthetic_rounds(count: int = 10, *, seed: int = 3, warmup: int = 40) -> lis
 def test_session_samples_split_the_warmup_as_the_session_analysis_does():
     records = synthetic_rounds()
 
-    split = charts.session_samples(records, "time", TARGETS)
+    split = replay.session_samples(records, "time", TARGETS)
 
     analysed = session_loop.analysed_samples(records, "time", "A", TARGETS)
     assert np.array_equal(split.values[split.kept], analysed)
@@ -147,22 +148,22 @@ def test_the_stable_phases_are_read_back_from_the_stored_samples_instead_of_reru
     records = synthetic_rounds()
     stored = session_loop.analysed_samples(records, "time", "A", TARGETS)
 
-    phases = charts.stored_phases(records, "time", TARGETS, stored)
-    fast = charts.session_samples(records, "time", TARGETS, stored=stored)
-    slow = charts.session_samples(records, "time", TARGETS)
+    phases = replay.stored_phases(records, "time", TARGETS, stored)
+    fast = replay.session_samples(records, "time", TARGETS, stored=stored)
+    slow = replay.session_samples(records, "time", TARGETS)
 
     assert phases is not None and set(phases) == set(range(1, 10))
     assert np.array_equal(fast.kept, slow.kept) and fast.spans == slow.spans
-    assert charts.stored_phases(records, "time", TARGETS, stored[:-1]) is None  # a misfit: EDM decides
+    assert replay.stored_phases(records, "time", TARGETS, stored[:-1]) is None  # a misfit: EDM decides
 
 
 def test_ci_narrowing_ends_at_the_sessions_own_estimate_and_caps_its_work():
     records = synthetic_rounds(30)
     spec = session_loop.MetricSpec("time", "s")
-    split = charts.session_samples(records, "time", TARGETS)
+    split = replay.session_samples(records, "time", TARGETS)
 
-    points = charts.ci_narrowing(records, spec, TARGETS, trimmed=split.records)
-    few = charts.ci_narrowing(records, spec, TARGETS, trimmed=split.records, max_prefixes=5)
+    points = replay.ci_narrowing(records, spec, TARGETS, trimmed=split.records)
+    few = replay.ci_narrowing(records, spec, TARGETS, trimmed=split.records, max_prefixes=5)
 
     final = session_loop.analyse(records, [spec], TARGETS)["A"]["time"]
     assert [p.rounds for p in points] == list(range(1, 31))
@@ -180,15 +181,15 @@ def test_autocorrelation_by_size_marks_the_chosen_size():
     for i in range(1, ar.size):
         ar[i] = 0.8 * ar[i - 1] + rng.normal()
 
-    sizes, values = charts.autocorrelation_by_size(ar, include=[37])
+    sizes, values = autocorrelation_by_size(ar, include=[37])
 
     assert sizes[0] == 1 and values[0] == pytest.approx(autocorrelation(ar))
-    assert 37 in sizes and max(sizes) == 200 and len(sizes) <= charts.MAX_SIZES + 1
+    assert 37 in sizes and max(sizes) == 200 and len(sizes) <= 60 + 1
     assert values[0] > 0.7 and abs(values[sizes.index(37)]) < 0.3
     figure = charts.autocorrelation_figure(sizes, values, chosen=37)
     assert trace(figure, "chosen q = 37")["x"] == [37]
     assert trace(figure, "±0.1 (independent enough)")["y"] == [0.1, 0.1]
-    assert charts.autocorrelation_by_size(np.ones(5)) == ([], [])
+    assert autocorrelation_by_size(np.ones(5)) == ([], [])
 
 
 def test_samples_are_thinned_for_display_and_the_title_says_so():
@@ -196,7 +197,7 @@ def test_samples_are_thinned_for_display_and_the_title_says_so():
 
     samples = trace(figure, "samples")
     assert samples["type"] == "scattergl" and len(samples["x"]) == 16_667
-    assert "every 3th of 50000" in figure["layout"]["title"]["text"]
+    assert "16667 of 50000 shown, 1 in 3" in figure["layout"]["title"]["text"]
 
 
 def test_utilisation_keeps_percentages_and_draws_the_threshold():

@@ -18,11 +18,12 @@ import pytest
 from django.core.management import CommandError, call_command
 from scipy import stats as scipy_stats
 
-from results import comparisons, services, stats
+from results import comparisons, stats
 from results.models import Metric, Run
 from results.rows import ComparisonRow, Side
-from results.schemas import RunIn
 from results.series import PLAIN, Series, detect_format
+from tests.expected import bh_qvalues, fieller, percent, welch_p
+from tests.factories import post_results
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 # Means, subsession variances and counts stated exactly, so the references need no samples.
@@ -38,19 +39,16 @@ EXPECTED_VERDICTS = {"slower": "regression", "faster": "improvement", "same": "n
                      "throughput": "regression"}
 
 
-def post_run(series: dict[str, tuple[float, float, int]], *, commit: str, samples: dict | None = None) -> Run:
-    """A stored run whose results are the given summaries (``throughput`` higher-is-better) or samples."""
+def summaries(series: dict[str, tuple[float, float, int]], samples: dict | None = None) -> list[dict]:
+    """Native results with the given summaries (``throughput`` higher-is-better), or samples."""
     results = [
         {"benchmark": name, "metric": "time", "unit": "MB/s" if name == "throughput" else "s",
          "direction": "higher_is_better" if name == "throughput" else "lower_is_better",
          "summary": {"mean": mean, "subsession_size": 1, "variance": variance, "n": n}}
         for name, (mean, variance, n) in series.items()
     ]
-    results += [{"benchmark": name, "metric": "time", "unit": "s", "samples": values}
-                for name, values in (samples or {}).items()]
-    document = RunIn.model_validate({"project": {"name": "Demo"}, "machine": {"name": "bench-1"},
-                                     "revision": {"commit": commit, "branch": "main"}, "results": results})
-    return services.ingest_run(document=document, user=None).run
+    return results + [{"benchmark": name, "metric": "time", "unit": "s", "samples": values}
+                      for name, values in (samples or {}).items()]
 
 
 def compare(*arguments: object) -> str:
@@ -63,29 +61,10 @@ def compare_json(*arguments: object) -> dict[str, dict]:
     return {row["benchmark"]: row for row in json.loads(compare(*arguments, "--format", "json"))}
 
 
-def welch_p(candidate: tuple, baseline: tuple) -> float:
-    (mean_n, var_n, n_n), (mean_o, var_o, n_o) = candidate, baseline
-    return scipy_stats.ttest_ind_from_stats(mean_n, np.sqrt(var_n), n_n, mean_o, np.sqrt(var_o), n_o,
-                                            equal_var=False).pvalue
-
-
-def fieller(candidate: tuple, baseline: tuple, confidence: float = 0.95) -> tuple[float, float]:
-    (mean_n, var_n, n_n), (mean_o, var_o, n_o) = candidate, baseline
-    h2 = scipy_stats.t.ppf((1 + confidence) / 2, n_n + n_o - 2) ** 2
-    a = mean_o**2 - h2 * var_o / n_o
-    root = np.sqrt((mean_n * mean_o) ** 2 - a * (mean_n**2 - h2 * var_n / n_n))
-    return (mean_n * mean_o - root) / a, (mean_n * mean_o + root) / a
-
-
 def welch_q(name: str) -> float:
     """The BH q-value of a series among the five the two runs share with at least 2 subsessions."""
     names = sorted(EXPECTED_VERDICTS)
-    qvalues = scipy_stats.false_discovery_control([welch_p(CANDIDATE[n], BASELINE[n]) for n in names], method="bh")
-    return float(qvalues[names.index(name)])
-
-
-def percent(ratio: float, low: float, high: float) -> str:
-    return f"{(ratio - 1) * 100:+.1f}% [{(low - 1) * 100:+.1f}%, {(high - 1) * 100:+.1f}%]"
+    return bh_qvalues([welch_p(CANDIDATE[n], BASELINE[n]) for n in names])[names.index(name)]
 
 
 def table_line(table: str, benchmark: str) -> str:
@@ -95,7 +74,7 @@ def table_line(table: str, benchmark: str) -> str:
 
 @pytest.fixture
 def runs(db) -> tuple[Run, Run]:
-    return post_run(BASELINE, commit="a" * 40), post_run(CANDIDATE, commit="b" * 40)
+    return post_results(summaries(BASELINE), commit="a" * 40), post_results(summaries(CANDIDATE), commit="b" * 40)
 
 
 # Stored runs.
@@ -226,8 +205,8 @@ def sampled_runs(db) -> tuple[Run, Run]:
     old = 1.0 + rng.normal(0, 0.02, (6, 1)) + rng.normal(0, 0.01, (6, 8))
     new = 1.1 + rng.normal(0, 0.02, (6, 1)) + rng.normal(0, 0.01, (6, 8))
     summary = {"summarised": (1.0, 0.0004, 20)}
-    return (post_run(summary, commit="a" * 40, samples={"sampled": old.tolist()}),
-            post_run(summary, commit="b" * 40, samples={"sampled": new.tolist()}))
+    return (post_results(summaries(summary, {"sampled": old.tolist()}), commit="a" * 40),
+            post_results(summaries(summary, {"sampled": new.tolist()}), commit="b" * 40))
 
 
 def test_bootstrap_is_reproducible_with_a_seed(sampled_runs):
@@ -270,7 +249,7 @@ def test_bootstrap_resamples_one_level_samples_by_subsession():
     for i in range(1, values.size):
         values[i] = 0.9 * values[i - 1] + rng.normal(0, 0.01)
     samples = 1.0 + values
-    summary = services.summarize_samples(samples)
+    summary = stats.summarize_samples(samples)
     series = Series(benchmark="ar", metric="time", unit="s", direction="lower_is_better", threshold=0.02,
                     confidence_level=0.95, summary=summary, samples=samples)
 
@@ -285,7 +264,7 @@ def test_bootstrap_resamples_one_level_samples_by_subsession():
 def test_bootstrap_takes_runs_of_one_value_as_the_top_level():
     samples = np.array([[1.00], [1.02], [0.98], [1.01], [0.99]])
     series = Series(benchmark="one", metric="time", unit="s", direction="lower_is_better", threshold=0.02,
-                    confidence_level=0.95, summary=services.summarize_samples(samples), samples=samples)
+                    confidence_level=0.95, summary=stats.summarize_samples(samples), samples=samples)
 
     (row,) = comparisons.compare_series([series], [series],
                                         bootstrap=comparisons.Bootstrap(resamples=500, seed=1)).rows

@@ -5,7 +5,7 @@ from django.test import Client
 
 from results import comparisons
 from results.models import Alert
-from tests.results.test_comparisons import post_run
+from tests.factories import posted_run
 
 pytestmark = pytest.mark.django_db
 
@@ -13,8 +13,8 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def regressed_run():
     for night in range(10):
-        post_run(night, {"sort": 1.0, "hash": 1.0}, sd=0.002)
-    run = post_run(10, {"sort": 1.2, "hash": 1.0}, sd=0.002)
+        posted_run(night, {"sort": 1.0, "hash": 1.0}, sd=0.002)
+    run = posted_run(10, {"sort": 1.2, "hash": 1.0}, sd=0.002)
     comparisons.compare_run(run_id=run.pk)
     return run
 

@@ -2,7 +2,7 @@
 
 import json
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import numpy as np
@@ -14,29 +14,10 @@ from django.test.utils import CaptureQueriesContext
 from results import alerts, comparisons, notifications, services
 from results.models import Alert, AlertGroup, Comparison, Project, Run
 from results.schemas import RunIn
+from tests.factories import NIGHT_ZERO, posted_run
 
 pytestmark = pytest.mark.django_db
 
-START = datetime(2026, 11, 1, 2, 0, tzinfo=timezone.utc)
-
-
-def post_run(night: int, means: dict[str, float], *, sd: float = 0.01, n: int = 20, kind: str = "nightly",
-             branch: str = "main", commit: str | None = None, base_commit: str = "", seed: int | None = None,
-             direction: str = "lower_is_better") -> Run:
-    """A run whose results are summaries with the given means (subsession sd `sd`, `n` subsessions)."""
-    rng = np.random.default_rng(night if seed is None else seed)
-    results = []
-    for name, mean in means.items():
-        values = mean + rng.normal(0, sd * mean, n)
-        results.append({"benchmark": name, "metric": "time", "unit": "s", "direction": direction,
-                        "summary": {"mean": float(values.mean()), "subsession_size": 1,
-                                    "variance": float(values.var(ddof=1)), "n": n}})
-    document = RunIn.model_validate({
-        "project": {"name": "Demo"}, "machine": {"name": "bench-1"}, "kind": kind,
-        "revision": {"commit": commit or f"{night:040x}", "branch": branch, "base_commit": base_commit},
-        "started_at": START + timedelta(days=night), "results": results,
-    })
-    return services.ingest_run(document=document, user=None).run
 
 
 def verdicts(run: Run, method: str = "history") -> dict[str, str]:
@@ -46,8 +27,8 @@ def verdicts(run: Run, method: str = "history") -> dict[str, str]:
 
 
 def test_a_nightly_is_compared_with_the_last_k_nights_and_naively_with_the_previous_one():
-    history = [post_run(night, {"steady": 1.0}) for night in range(12)]
-    tonight = post_run(12, {"steady": 1.0})
+    history = [posted_run(night, {"steady": 1.0}) for night in range(12)]
+    tonight = posted_run(12, {"steady": 1.0})
 
     comparisons.compare_run(run_id=tonight.pk)
 
@@ -61,9 +42,9 @@ def test_a_nightly_is_compared_with_the_last_k_nights_and_naively_with_the_previ
 
 def test_every_verdict_path_of_a_nightly():
     for night in range(10):
-        post_run(night, {"regressed": 1.0, "improved": 1.0, "same": 1.0, "noisy": 1.0}, sd=0.002)
-    post_run(9, {"noisy": 1.0}, sd=0.3, seed=99, commit="f" * 40)
-    tonight = post_run(10, {"regressed": 1.10, "improved": 0.90, "same": 1.0, "noisy": 1.02, "new": 1.0}, sd=0.002)
+        posted_run(night, {"regressed": 1.0, "improved": 1.0, "same": 1.0, "noisy": 1.0}, sd=0.002)
+    posted_run(9, {"noisy": 1.0}, sd=0.3, seed=99, commit="f" * 40)
+    tonight = posted_run(10, {"regressed": 1.10, "improved": 0.90, "same": 1.0, "noisy": 1.02, "new": 1.0}, sd=0.002)
 
     comparisons.compare_run(run_id=tonight.pk)
 
@@ -73,8 +54,8 @@ def test_every_verdict_path_of_a_nightly():
 
 def test_a_higher_is_better_metric_mirrors_the_verdict():
     for night in range(10):
-        post_run(night, {"throughput": 100.0}, sd=0.002, direction="higher_is_better")
-    tonight = post_run(10, {"throughput": 90.0}, sd=0.002, direction="higher_is_better")
+        posted_run(night, {"throughput": 100.0}, sd=0.002, direction="higher_is_better")
+    tonight = posted_run(10, {"throughput": 90.0}, sd=0.002, direction="higher_is_better")
 
     comparisons.compare_run(run_id=tonight.pk)
 
@@ -82,8 +63,8 @@ def test_a_higher_is_better_metric_mirrors_the_verdict():
 
 
 def test_an_unbounded_ratio_is_inconclusive_and_stored_without_limits():
-    post_run(0, {"tiny": 0.001}, sd=50.0, n=3)
-    pull = post_run(1, {"tiny": 1.0}, kind="pr", branch="feature", base_commit=f"{0:040x}")
+    posted_run(0, {"tiny": 0.001}, sd=50.0, n=3)
+    pull = posted_run(1, {"tiny": 1.0}, kind="pr", branch="feature", base_commit=f"{0:040x}")
 
     comparisons.compare_run(run_id=pull.pk)
 
@@ -94,8 +75,8 @@ def test_an_unbounded_ratio_is_inconclusive_and_stored_without_limits():
 
 def test_a_pull_request_is_compared_with_its_base_commit_and_opens_alerts_on_regressions():
     for night in range(5):
-        post_run(night, {"sort": 1.0, "hash": 1.0}, sd=0.002)
-    pull = post_run(6, {"sort": 1.08, "hash": 1.0}, sd=0.002, kind="pr", branch="feature",
+        posted_run(night, {"sort": 1.0, "hash": 1.0}, sd=0.002)
+    pull = posted_run(6, {"sort": 1.08, "hash": 1.0}, sd=0.002, kind="pr", branch="feature",
                     base_commit=f"{2:040x}")
 
     comparisons.compare_run(run_id=pull.pk)
@@ -109,8 +90,8 @@ def test_a_pull_request_is_compared_with_its_base_commit_and_opens_alerts_on_reg
 
 def test_comparing_again_replaces_the_earlier_comparisons():
     for night in range(4):
-        post_run(night, {"a": 1.0})
-    tonight = post_run(4, {"a": 1.0})
+        posted_run(night, {"a": 1.0})
+    tonight = posted_run(4, {"a": 1.0})
 
     comparisons.compare_run(run_id=tonight.pk)
     comparisons.compare_run(run_id=tonight.pk)
@@ -122,8 +103,8 @@ def test_the_number_of_queries_does_not_grow_with_the_number_of_series():
     def queries(series: int) -> int:
         names = {f"b{series}-{i}": 1.0 for i in range(series)}
         for night in range(4):
-            post_run(night, names)
-        tonight = post_run(4, names)
+            posted_run(night, names)
+        tonight = posted_run(4, names)
         with CaptureQueriesContext(connection) as captured:
             comparisons.compare_run(run_id=tonight.pk)
         Run.objects.all().delete()
@@ -137,8 +118,8 @@ def test_the_number_of_queries_does_not_grow_with_the_number_of_series():
 def test_q_values_control_the_false_discovery_rate_across_a_run():
     names = {f"b{i}": 1.0 for i in range(50)}
     for night in range(10):
-        post_run(night, names)
-    tonight = post_run(10, names)
+        posted_run(night, names)
+    tonight = posted_run(10, names)
 
     comparisons.compare_run(run_id=tonight.pk)
 
@@ -173,10 +154,10 @@ def test_a_group_of_alerts_is_notified_once_by_email_and_webhook(settings):
     thread.start()
     try:
         for night in range(10):
-            post_run(night, {"sort": 1.0, "hash": 1.0}, sd=0.002)
+            posted_run(night, {"sort": 1.0, "hash": 1.0}, sd=0.002)
         Project.objects.update(notify_emails="perf@example.com, lead@example.com",
                                webhook_url=f"http://127.0.0.1:{server.server_port}/hook")
-        tonight = post_run(10, {"sort": 1.2, "hash": 1.3}, sd=0.002)
+        tonight = posted_run(10, {"sort": 1.2, "hash": 1.3}, sd=0.002)
         comparisons.compare_run(run_id=tonight.pk)
         group = AlertGroup.objects.get()
 
@@ -194,8 +175,8 @@ def test_a_group_of_alerts_is_notified_once_by_email_and_webhook(settings):
 
 
 def test_runs_never_compared_are_found_by_the_catch_up_task():
-    run = post_run(0, {"a": 1.0})
-    Run.objects.filter(pk=run.pk).update(created_at=START)
+    run = posted_run(0, {"a": 1.0})
+    Run.objects.filter(pk=run.pk).update(created_at=NIGHT_ZERO)
 
     assert comparisons.pending_runs() == [run.pk]
     comparisons.compare_run(run_id=run.pk)
@@ -204,8 +185,8 @@ def test_runs_never_compared_are_found_by_the_catch_up_task():
 
 def test_triaging_an_alert_records_who_when_and_why(user):
     for night in range(10):
-        post_run(night, {"sort": 1.0}, sd=0.002)
-    comparisons.compare_run(run_id=post_run(10, {"sort": 1.2}, sd=0.002).pk)
+        posted_run(night, {"sort": 1.0}, sd=0.002)
+    comparisons.compare_run(run_id=posted_run(10, {"sort": 1.2}, sd=0.002).pk)
     alert = Alert.objects.get()
 
     alerts.set_alert_status(alert=alert, status="acknowledged", note="bisecting", user=user)
@@ -222,8 +203,8 @@ def test_an_unknown_status_or_an_anonymous_user_changes_nothing(user):
     from django.core.exceptions import PermissionDenied, ValidationError
 
     for night in range(10):
-        post_run(night, {"sort": 1.0}, sd=0.002)
-    comparisons.compare_run(run_id=post_run(10, {"sort": 1.2}, sd=0.002).pk)
+        posted_run(night, {"sort": 1.0}, sd=0.002)
+    comparisons.compare_run(run_id=posted_run(10, {"sort": 1.2}, sd=0.002).pk)
     alert = Alert.objects.get()
 
     with pytest.raises(ValidationError, match="Choose one of"):
@@ -238,8 +219,8 @@ def test_a_regression_schedules_a_confirmation_session_when_a_job_exists(staff, 
     from runner.models import Session
 
     for night in range(10):
-        post_run(night, {"sort": 1.0}, sd=0.002)
-    run = post_run(10, {"sort": 1.2}, sd=0.002)
+        posted_run(night, {"sort": 1.0}, sd=0.002)
+    run = posted_run(10, {"sort": 1.2}, sd=0.002)
     runner_services.create_job(user=staff, project=run.project, name="sort", benchmark="sort", machine=run.machine,
                                workload_kind="builtin", builtin="sort")
 
@@ -262,7 +243,7 @@ def test_a_pull_request_with_raw_samples_also_gets_a_seeded_hierarchical_bootstr
         document = RunIn.model_validate({
             "project": {"name": "Demo"}, "machine": {"name": "bench-1"}, "kind": kind,
             "revision": {"commit": f"{night:040x}", "branch": branch, "base_commit": base_commit},
-            "started_at": START + timedelta(days=night),
+            "started_at": NIGHT_ZERO + timedelta(days=night),
             "results": [{"benchmark": "sort", "samples": samples}]})
         return services.ingest_run(document=document, user=None).run
 
@@ -290,7 +271,7 @@ def test_a_pull_request_with_one_unit_at_a_level_is_compared_and_the_bootstrap_s
         document = RunIn.model_validate({
             "project": {"name": "Demo"}, "machine": {"name": "bench-1"}, "kind": kind,
             "revision": {"commit": f"{night:040x}", "branch": branch, "base_commit": base_commit},
-            "started_at": START + timedelta(days=night), "results": [{"benchmark": "sort", "samples": samples}]})
+            "started_at": NIGHT_ZERO + timedelta(days=night), "results": [{"benchmark": "sort", "samples": samples}]})
         return services.ingest_run(document=document, user=None).run
 
     run_with_samples(0, 1.0, baseline_shape)
@@ -308,13 +289,13 @@ def test_a_pull_request_with_one_unit_at_a_level_is_compared_and_the_bootstrap_s
 
 def test_groups_never_notified_are_found_by_the_catch_up_task(django_capture_on_commit_callbacks):
     for night in range(10):
-        post_run(night, {"sort": 1.0}, sd=0.002)
-    run = post_run(10, {"sort": 1.2}, sd=0.002)
+        posted_run(night, {"sort": 1.0}, sd=0.002)
+    run = posted_run(10, {"sort": 1.2}, sd=0.002)
     with django_capture_on_commit_callbacks(execute=False):
         comparisons.compare_run(run_id=run.pk)
 
     group = AlertGroup.objects.get()
-    AlertGroup.objects.filter(pk=group.pk).update(created_at=START)
+    AlertGroup.objects.filter(pk=group.pk).update(created_at=NIGHT_ZERO)
     assert notifications.pending_groups() == [group.pk]
 
 

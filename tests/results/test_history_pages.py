@@ -2,7 +2,6 @@
 
 import json
 import re
-from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
@@ -11,10 +10,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone as django_timezone
 
-from results import alerts, comparisons, services
+from results import alerts, comparisons
 from results.models import (
     Alert,
-    Benchmark,
     ChangePoint,
     Comparison,
     Machine,
@@ -24,39 +22,23 @@ from results.models import (
     Revision,
     Run,
 )
-from results.schemas import RunIn
 from runner import monitor
 from runner import services as runner_services
 from runner import session as session_loop
 from runner.models import Job, Session
-from tests.factories import MachineFactory, UserFactory
+from tests.factories import (
+    ComparisonFactory,
+    MachineFactory,
+    MetricFactory,
+    ResultFactory,
+    RevisionFactory,
+    RunFactory,
+    UserFactory,
+    posted_run,
+)
 
 pytestmark = pytest.mark.django_db
 
-START = datetime(2026, 10, 1, 2, 0, tzinfo=timezone.utc)
-
-
-def nightly(night: int, means: dict[str, float], *, machine: str = "bench-1", sd: float = 0.004, n: int = 20,
-            branch: str = "main", kind: str = "nightly", project: str = "Demo", samples: bool = False) -> Run:
-    """A run on `machine` whose results have the given means (seeded), started `night` days after START."""
-    rng = np.random.default_rng(night * 1000 + sum(map(ord, machine)))
-    results = []
-    for name, mean in means.items():
-        values = mean + rng.normal(0, sd * mean, n)
-        entry = {"benchmark": name, "metric": "time", "unit": "s"}
-        if samples:
-            entry["samples"] = values.tolist()
-        else:
-            entry["summary"] = {"mean": float(values.mean()), "subsession_size": 1,
-                                "variance": float(values.var(ddof=1)), "n": n}
-        results.append(entry)
-    document = RunIn.model_validate({
-        "project": {"name": project}, "machine": {"name": machine, "cpu_model": "Test CPU", "cores": 4},
-        "kind": kind, "revision": {"commit": f"{night:02d}{machine}".encode().hex()[:40].ljust(40, "0"),
-                                   "branch": branch},
-        "started_at": START + timedelta(days=night), "results": results,
-    })
-    return services.ingest_run(document=document, user=None).run
 
 
 def history_of(nights: int, *, machines=("bench-1",), regression_at: int | None = None,
@@ -65,7 +47,7 @@ def history_of(nights: int, *, machines=("bench-1",), regression_at: int | None 
     for night in range(nights):
         for machine in machines:
             mean = 1.10 if regression_at is not None and night >= regression_at else 1.0
-            comparisons.compare_run(run_id=nightly(night, {benchmark: mean}, machine=machine).pk)
+            comparisons.compare_run(run_id=posted_run(night, {benchmark: mean}, machine=machine, sd=0.004).pk)
     return Metric.objects.get(benchmark__name=benchmark)
 
 
@@ -168,7 +150,7 @@ def test_several_machines_are_overlaid_and_can_be_picked():
 
 def test_the_date_range_and_branch_are_permalinks():
     metric = history_of(10)
-    nightly(3, {"sort": 1.0}, branch="feature")
+    posted_run(3, {"sort": 1.0}, branch="feature", sd=0.004)
 
     page = Client().get(f"/history/{metric.pk}/?from=2026-10-03&to=2026-10-05")
     every_branch = Client().get(f"/history/{metric.pk}/?branch=")
@@ -215,7 +197,7 @@ def test_the_history_issues_a_fixed_number_of_queries():
         Client().get(f"/history/{metric.pk}/")
     for night in range(4, 12):
         for machine in ("bench-1", "bench-2", "bench-3"):
-            comparisons.compare_run(run_id=nightly(night, {"sort": 1.0}, machine=machine).pk)
+            comparisons.compare_run(run_id=posted_run(night, {"sort": 1.0}, machine=machine, sd=0.004).pk)
     first = Run.objects.order_by("started_at").first()
     ChangePoint.objects.create(metric=metric, machine=first.machine, run=first, ratio=1.0)
     with CaptureQueriesContext(connection) as many:
@@ -227,23 +209,17 @@ def test_the_history_issues_a_fixed_number_of_queries():
 
 def test_500_points_render_quickly():
     """500 nightly points with history comparisons, built in bulk: the page stays well under a second."""
-    project = Project.objects.create(name="Perf", slug="perf")
-    machine = MachineFactory(name="perf-1")
-    metric = Metric.objects.create(benchmark=Benchmark.objects.create(project=project, name="sort"), name="time",
-                                   unit="s")
-    revisions = Revision.objects.bulk_create(
-        [Revision(project=project, commit=f"{i:040x}", branch="main") for i in range(500)])
-    runs = Run.objects.bulk_create([Run(project=project, machine=machine, revision=revision, kind="nightly",
-                                        started_at=START + timedelta(hours=i)) for i, revision in enumerate(revisions)])
-    rng = np.random.default_rng(1)
-    means = 1.0 + rng.normal(0, 0.01, 500)
-    results = Result.objects.bulk_create([
-        Result(run=run, metric=metric, mean=mean, subsession_size=1, variance=1e-4, n=20, sample_count=20,
-               ci_low=mean - 0.005, ci_high=mean + 0.005) for run, mean in zip(runs, means)])
+    metric = MetricFactory(benchmark__name="sort")
+    project, machine = metric.benchmark.project, MachineFactory(name="perf-1")
+    revisions = Revision.objects.bulk_create(RevisionFactory.build_batch(500, project=project))
+    runs = Run.objects.bulk_create([RunFactory.build(project=project, machine=machine, revision=revision)
+                                    for revision in revisions])
+    means = 1.0 + np.random.default_rng(1).normal(0, 0.01, 500)
+    results = Result.objects.bulk_create([ResultFactory.build(run=run, metric=metric, mean=mean)
+                                          for run, mean in zip(runs, means)])
     Comparison.objects.bulk_create([
-        Comparison(candidate=result, method="history", ratio=1.0, ci_low=0.98, ci_high=1.02, pvalue=0.5, qvalue=0.6,
-                   verdict="no change", threshold=0.02, confidence_level=0.95,
-                   inputs={"history": [[m, 1e-4, 20] for m in means[max(0, i - 10):i]], "baseline": 1.0})
+        ComparisonFactory.build(candidate=result, inputs={"history": [[m, 1e-4, 20] for m in means[max(0, i - 10):i]],
+                                                          "baseline": 1.0})
         for i, result in enumerate(results) if i >= 3])
     client = Client()
     client.get(f"/history/{metric.pk}/")
@@ -294,8 +270,8 @@ def test_a_session_run_shows_warmup_autocorrelation_narrowing_utilisation_and_ov
 
 
 def test_an_imported_run_shows_its_samples_and_a_summary_only_run_says_so():
-    with_samples = nightly(0, {"sort": 1.0}, samples=True, n=200)
-    summary_only = nightly(1, {"sort": 1.0})
+    with_samples = posted_run(0, {"sort": 1.0}, samples=True, n=200, sd=0.004)
+    summary_only = posted_run(1, {"sort": 1.0}, sd=0.004)
 
     shown = Client().get(f"/runs/{with_samples.pk}/")
     bare = Client().get(f"/runs/{summary_only.pk}/")
@@ -327,7 +303,7 @@ def test_the_run_page_issues_a_fixed_number_of_queries():
         Client().get(f"/runs/{small.pk}/")
     large = session_run(rounds=15, benchmark="large", seed=8)
     for night in range(4):
-        comparisons.compare_run(run_id=nightly(night, {"large": 1.0, "other": 2.0, "third": 3.0}).pk)
+        comparisons.compare_run(run_id=posted_run(night, {"large": 1.0, "other": 2.0, "third": 3.0}, sd=0.004).pk)
     with CaptureQueriesContext(connection) as many:
         Client().get(f"/runs/{large.pk}/")
     imported = Run.objects.order_by("-started_at").first()
@@ -388,7 +364,7 @@ def test_the_machines_page_issues_a_fixed_number_of_queries():
         job = Job.objects.create(project=project, name=f"job {index}", benchmark="sort", machine=machine,
                                  builtin="sort")
         Session.objects.create(job=job, status="queued")
-        nightly(index, {"sort": 1.0}, machine=machine.name)
+        posted_run(index, {"sort": 1.0}, machine=machine.name, sd=0.004)
     with CaptureQueriesContext(connection) as many:
         Client().get("/machines/")
 
@@ -406,8 +382,8 @@ def test_the_navigation_links_to_the_machines():
 def test_user_text_is_escaped_in_the_page_and_in_the_figures():
     nasty = "<script>alert(1)</script>"
     for night in range(4):
-        comparisons.compare_run(run_id=nightly(night, {nasty: 1.0}, machine="<img src=x onerror=alert(2)>",
-                                               samples=True).pk)
+        comparisons.compare_run(run_id=posted_run(night, {nasty: 1.0}, machine="<img src=x onerror=alert(2)>",
+                                               samples=True, sd=0.004).pk)
     metric = Metric.objects.get(benchmark__name=nasty)
     run = Run.objects.order_by("-started_at").first()
 

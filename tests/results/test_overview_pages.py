@@ -3,7 +3,6 @@ request's review and its Markdown/JSON summary."""
 
 import json
 import re
-from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -13,13 +12,13 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import include, path
 from ninja import NinjaAPI
 
-from results import comparisons, pr_api, presentation, selectors, services, stats
+from results import comparisons, pr_api, presentation, selectors
 from results.models import Comparison, Metric, Run
-from results.schemas import RunIn
+from tests.expected import fieller, percent, welch_p
+from tests.factories import posted_run
 
 pytestmark = pytest.mark.django_db
 
-START = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)
 SCRIPT = "<script>alert(1)</script>"
 
 # The pull-request summary router is mounted on the versioned API by the project's urls; these tests
@@ -27,28 +26,6 @@ SCRIPT = "<script>alert(1)</script>"
 _api = NinjaAPI(urls_namespace="pr-summary-tests")
 _api.add_router("/", pr_api.router)
 urlpatterns = [path("api/v1/", _api.urls), path("", include("pilotweb.urls"))]
-
-
-def run(night: int, means: dict[str, float | tuple[float, float]], *, project: str = "Demo", machine: str = "bench-1", sd: float = 0.002,
-        n: int = 20, kind: str = "nightly", branch: str = "main", commit: str | None = None, base_commit: str = "",
-        pull_request: int | None = None, seed: int | None = None, direction: str = "lower_is_better") -> Run:
-    """A run whose results are summaries with the given means, each with ``n`` subsessions whose sd is ``sd``
-    relative to the mean (a ``(mean, sd)`` pair gives a series its own)."""
-    rng = np.random.default_rng(night if seed is None else seed)
-    results = []
-    for name, given in means.items():
-        mean, spread = given if isinstance(given, tuple) else (given, sd)
-        values = mean + rng.normal(0, spread * mean, n)
-        results.append({"benchmark": name, "metric": "time", "unit": "s", "direction": direction,
-                        "summary": {"mean": float(values.mean()), "subsession_size": 1,
-                                    "variance": float(values.var(ddof=1)), "n": n}})
-    document = RunIn.model_validate({
-        "project": {"name": project}, "machine": {"name": machine}, "kind": kind,
-        "revision": {"commit": commit or f"{night:040x}", "branch": branch, "base_commit": base_commit,
-                     "pull_request": pull_request},
-        "started_at": START + timedelta(days=night), "source": "tests", "results": results,
-    })
-    return services.ingest_run(document=document, user=None).run
 
 
 def compared(candidate: Run) -> Run:
@@ -60,10 +37,10 @@ def tonight_with_every_verdict(*, project: str = "Demo", machine: str = "bench-1
     """Ten quiet nights, one night-to-night noisy series, then tonight: every verdict once."""
     noise = np.random.default_rng(7).normal(0, 0.04, 10)
     for night in range(10):
-        run(night, {"regressed": 1.0, "improved": 1.0, "same": 1.0, "noisy": 1.0 + noise[night]},
-            project=project, machine=machine)
-    return compared(run(10, {"regressed": 1.10, "improved": 0.90, "same": 1.0, "noisy": 1.03, "new": 1.0},
-                        project=project, machine=machine))
+        posted_run(night, {"regressed": 1.0, "improved": 1.0, "same": 1.0, "noisy": 1.0 + noise[night]},
+            project=project, machine=machine, sd=0.002)
+    return compared(posted_run(10, {"regressed": 1.10, "improved": 0.90, "same": 1.0, "noisy": 1.03, "new": 1.0},
+                        project=project, machine=machine, sd=0.002))
 
 
 def rows_of(html: str) -> list[tuple[str, str]]:
@@ -99,7 +76,7 @@ def test_the_overview_shows_tonight_against_history_worst_first():
     assert "0 earlier nights, 3 needed" in row_html(html, "new")
     # Run metadata, the link to the run and the legend.
     assert f'href="/runs/{tonight.pk}/"' in html and f'title="{tonight.revision.commit}"' in html
-    assert "2026-11-11 02:00 UTC" in html and "bench-1" in html
+    assert "2026-10-11 02:00 UTC" in html and "bench-1" in html
     assert "Benjamini–Hochberg" in html and "mean of the last K nightly runs" in html
     assert "Insufficient history (fewer than 3 earlier nights): new (time)." in html
 
@@ -124,7 +101,7 @@ def test_high_q_values_are_marked_and_links_lead_to_the_history_pages():
 
 def test_each_row_has_a_sparkline_of_the_last_twenty_nights():
     for night in range(25):
-        run(night, {"sort": 1.0 + night / 100})
+        posted_run(night, {"sort": 1.0 + night / 100}, sd=0.002)
     compared(Run.objects.order_by("-started_at").first())
 
     html = Client().get("/").content.decode()
@@ -185,8 +162,8 @@ def test_a_filter_that_is_not_understood_is_ignored_and_said_so():
 
 def test_a_run_not_compared_yet_shows_its_results_as_pending():
     for night in range(4):
-        compared(run(night, {"sort": 1.0}))
-    run(4, {"sort": 1.3})
+        compared(posted_run(night, {"sort": 1.0}, sd=0.002))
+    posted_run(4, {"sort": 1.3}, sd=0.002)
 
     html = Client().get("/").content.decode()
 
@@ -195,8 +172,8 @@ def test_a_run_not_compared_yet_shows_its_results_as_pending():
 
 def test_only_nightly_runs_are_shown_and_projects_without_one_say_so():
     tonight_with_every_verdict()
-    run(11, {"regressed": 2.0}, kind="pr", branch="feature")
-    run(0, {"sort": 1.0}, project="Other", kind="manual")
+    posted_run(11, {"regressed": 2.0}, kind="pr", branch="feature", sd=0.002)
+    posted_run(0, {"sort": 1.0}, project="Other", kind="manual", sd=0.002)
 
     html = Client().get("/").content.decode()
 
@@ -208,8 +185,8 @@ def test_the_overview_issues_a_fixed_number_of_queries():
     def night_of(count: int, project: str, machine: str) -> None:
         names = {f"bench {i}": 1.0 + i / 10 for i in range(count)}
         for night in range(4):
-            run(night, names, project=project, machine=machine)
-        compared(run(4, names, project=project, machine=machine))
+            posted_run(night, names, project=project, machine=machine, sd=0.002)
+        compared(posted_run(4, names, project=project, machine=machine, sd=0.002))
 
     night_of(2, "Alpha", "bench-1")
     with CaptureQueriesContext(connection) as few:
@@ -225,9 +202,9 @@ def test_the_overview_issues_a_fixed_number_of_queries():
 
 def test_benchmark_names_are_escaped_on_every_page():
     for night in range(4):
-        run(night, {SCRIPT: 1.0})
-    tonight = compared(run(4, {SCRIPT: 1.2}))
-    pull = compared(run(5, {SCRIPT: 1.3}, kind="pr", branch="feature", base_commit=f"{3:040x}"))
+        posted_run(night, {SCRIPT: 1.0}, sd=0.002)
+    tonight = compared(posted_run(4, {SCRIPT: 1.2}, sd=0.002))
+    pull = compared(posted_run(5, {SCRIPT: 1.3}, kind="pr", branch="feature", base_commit=f"{3:040x}", sd=0.002))
     client = Client()
 
     for url in ("/", f"/compare/?baseline={tonight.pk - 1}&candidate={tonight.pk}", f"/runs/{pull.pk}/pr/",
@@ -250,7 +227,7 @@ def test_anonymous_visitors_log_in_first_when_reading_is_not_public(settings, ur
 def test_every_page_is_readable_by_users_and_by_anonymous_visitors_when_public(settings, user, public):
     settings.PILOTWEB_PUBLIC_READ = public
     tonight = tonight_with_every_verdict()
-    pull = compared(run(11, {"regressed": 1.0}, kind="pr", branch="feature", base_commit=f"{9:040x}"))
+    pull = compared(posted_run(11, {"regressed": 1.0}, kind="pr", branch="feature", base_commit=f"{9:040x}", sd=0.002))
     urls = ["/", "/compare/", f"/compare/?baseline={tonight.pk - 1}&candidate={tonight.pk}", f"/runs/{pull.pk}/pr/"]
     anonymous, member = Client(), Client()
     member.force_login(user)
@@ -269,8 +246,8 @@ def test_the_nav_links_to_the_overview_and_compare():
 # Any two runs compared.
 
 def test_two_runs_are_compared_on_the_fly_with_welch_and_fieller():
-    baseline = run(0, {"sort": 1.0, "hash": 2.0, "gone": 1.0}, sd=0.01)
-    candidate = run(1, {"sort": 1.08, "hash": 2.0, "fresh": 1.0}, sd=0.01)
+    baseline = posted_run(0, {"sort": 1.0, "hash": 2.0, "gone": 1.0}, sd=0.01)
+    candidate = posted_run(1, {"sort": 1.08, "hash": 2.0, "fresh": 1.0}, sd=0.01)
     before = Comparison.objects.count()
 
     response = Client().get("/compare/", {"baseline": baseline.pk, "candidate": candidate.pk})
@@ -280,11 +257,13 @@ def test_two_runs_are_compared_on_the_fly_with_welch_and_fieller():
     result = comparisons.compare_stored_runs(baseline_id=baseline.pk, candidate_id=candidate.pk)
     sort = next(row for row in result.rows if row.benchmark == "sort")
     old, new = baseline.results.get(metric__benchmark__name="sort"), candidate.results.get(metric__benchmark__name="sort")
-    expected = stats.compare_summaries(new.mean, new.variance, new.n, old.mean, old.variance, old.n)
+    candidate_stats, baseline_stats = (new.mean, new.variance, new.n), (old.mean, old.variance, old.n)
+    low, high = fieller(candidate_stats, baseline_stats)
     assert (sort.ratio, sort.low, sort.high, sort.pvalue) == pytest.approx(
-        (expected.ratio, expected.low, expected.high, expected.pvalue))
-    assert sort.verdict == str(expected.verdict) == "regression"
-    assert stats.format_change(expected.ratio, expected.low, expected.high) in html
+        (new.mean / old.mean, low, high, welch_p(candidate_stats, baseline_stats)))
+    # The whole interval lies beyond the 2% threshold: a regression (spec §7).
+    assert low > 1.02 and sort.verdict == "regression"
+    assert percent(new.mean / old.mean, low, high) in html
     assert next(name for _, name in rows_of(html)) == "sort"
     assert "Only in the baseline: gone (time)." in html and "Only in the candidate: fresh (time)." in html
     assert f'<option value="{baseline.pk}" selected>' in html and f'<option value="{candidate.pk}" selected>' in html
@@ -292,8 +271,8 @@ def test_two_runs_are_compared_on_the_fly_with_welch_and_fieller():
 
 def test_compare_shows_the_most_notable_series_of_many(monkeypatch):
     monkeypatch.setattr(selectors, "ROW_LIMIT", 1)
-    baseline = run(0, {"same": 1.0, "slower": 1.0, "faster": 1.0})
-    candidate = run(1, {"same": 1.0, "slower": 1.2, "faster": 0.9})
+    baseline = posted_run(0, {"same": 1.0, "slower": 1.0, "faster": 1.0}, sd=0.002)
+    candidate = posted_run(1, {"same": 1.0, "slower": 1.2, "faster": 0.9}, sd=0.002)
     url = f"/compare/?baseline={baseline.pk}&candidate={candidate.pk}"
 
     html = Client().get(url).content.decode()
@@ -304,8 +283,8 @@ def test_compare_shows_the_most_notable_series_of_many(monkeypatch):
 
 
 def test_compare_q_values_are_benjamini_hochberg_across_the_series():
-    baseline = run(0, {f"b{i}": 1.0 for i in range(6)}, sd=0.02)
-    candidate = run(1, {f"b{i}": 1.0 + i / 100 for i in range(6)}, sd=0.02)
+    baseline = posted_run(0, {f"b{i}": 1.0 for i in range(6)}, sd=0.02)
+    candidate = posted_run(1, {f"b{i}": 1.0 + i / 100 for i in range(6)}, sd=0.02)
 
     rows = comparisons.compare_stored_runs(baseline_id=baseline.pk, candidate_id=candidate.pk).rows
 
@@ -315,7 +294,7 @@ def test_compare_q_values_are_benjamini_hochberg_across_the_series():
 
 
 def test_compare_without_runs_shows_the_form_and_an_unknown_run_is_not_found():
-    existing = run(0, {"sort": 1.0})
+    existing = posted_run(0, {"sort": 1.0}, sd=0.002)
     client = Client()
 
     empty = client.get("/compare/")
@@ -329,7 +308,7 @@ def test_compare_without_runs_shows_the_form_and_an_unknown_run_is_not_found():
 def test_compare_issues_a_fixed_number_of_queries():
     def pair(count: int) -> str:
         names = {f"bench {i}": 1.0 + i / 10 for i in range(count)}
-        first, second = run(2 * count, names), run(2 * count + 1, names)
+        first, second = posted_run(2 * count, names, sd=0.002), posted_run(2 * count + 1, names, sd=0.002)
         return f"/compare/?baseline={first.pk}&candidate={second.pk}"
 
     small = pair(2)
@@ -348,9 +327,9 @@ def pull_request_against_base() -> Run:
     """Head against base commit bbbb…: sort +8% (regression), hash −10% (improvement), parse unchanged, and
     json +2% but noisy on the head, so its interval straddles the band (inconclusive)."""
     for night in range(3):
-        run(night, {"sort": 1.0, "hash": 1.0, "parse": 1.0}, sd=0.002)
-    run(3, {"sort": 1.0, "hash": 1.0, "parse": 1.0, "json": 1.0}, sd=0.002, commit="b" * 40)
-    return compared(run(4, {"sort": 1.08, "hash": 0.9, "parse": 1.0, "json": (1.02, 0.05)}, sd=0.002, kind="pr",
+        posted_run(night, {"sort": 1.0, "hash": 1.0, "parse": 1.0}, sd=0.002)
+    posted_run(3, {"sort": 1.0, "hash": 1.0, "parse": 1.0, "json": 1.0}, sd=0.002, commit="b" * 40)
+    return compared(posted_run(4, {"sort": 1.08, "hash": 0.9, "parse": 1.0, "json": (1.02, 0.05)}, sd=0.002, kind="pr",
                         branch="feature", commit="c" * 40, base_commit="b" * 40, pull_request=42))
 
 
@@ -388,10 +367,10 @@ def test_the_pr_markdown_lists_the_changed_and_the_inconclusive_benchmarks():
 
 def test_a_pr_without_changes_or_base_says_so():
     for night in range(3):
-        run(night, {"sort": 1.0})
-    same = compared(run(4, {"sort": 1.0}, kind="pr", branch="feature", base_commit=f"{2:040x}"))
-    lonely = compared(run(0, {"sort": 1.0}, project="Lonely", kind="pr", branch="feature", base_commit="d" * 40))
-    pending = run(5, {"sort": 1.0}, kind="pr", branch="other", base_commit=f"{2:040x}")
+        posted_run(night, {"sort": 1.0}, sd=0.002)
+    same = compared(posted_run(4, {"sort": 1.0}, kind="pr", branch="feature", base_commit=f"{2:040x}", sd=0.002))
+    lonely = compared(posted_run(0, {"sort": 1.0}, project="Lonely", kind="pr", branch="feature", base_commit="d" * 40, sd=0.002))
+    pending = posted_run(5, {"sort": 1.0}, kind="pr", branch="other", base_commit=f"{2:040x}", sd=0.002)
 
     assert "No benchmark changed beyond its threshold." in presentation.pr_markdown(selectors.pr_review(run_id=same.pk))
     assert "Nothing to compare: no run of the base commit `dddddddddddd`" in presentation.pr_markdown(
@@ -401,7 +380,7 @@ def test_a_pr_without_changes_or_base_says_so():
 
 
 def test_the_pr_review_is_for_pull_request_runs_only():
-    nightly = run(0, {"sort": 1.0})
+    nightly = posted_run(0, {"sort": 1.0}, sd=0.002)
 
     assert Client().get(f"/runs/{nightly.pk}/pr/").status_code == 404
     assert Client().get("/runs/999/pr/").status_code == 404
@@ -411,9 +390,9 @@ def test_the_pr_review_issues_a_fixed_number_of_queries():
     def pull(count: int, offset: int) -> str:
         names = {f"bench {i}": 1.0 + i / 10 for i in range(count)}
         for night in range(3):
-            run(offset + night, names, project=f"P{offset}")
-        head = compared(run(offset + 3, names, project=f"P{offset}", kind="pr", branch="feature",
-                            base_commit=f"{offset + 2:040x}"))
+            posted_run(offset + night, names, project=f"P{offset}", sd=0.002)
+        head = compared(posted_run(offset + 3, names, project=f"P{offset}", kind="pr", branch="feature",
+                            base_commit=f"{offset + 2:040x}", sd=0.002))
         return f"/runs/{head.pk}/pr/"
 
     small = pull(2, 0)
@@ -427,8 +406,8 @@ def test_the_pr_review_issues_a_fixed_number_of_queries():
 
 
 def test_the_markdown_escapes_table_cells():
-    run(0, {"a|b": 1.0})
-    head = compared(run(1, {"a|b": 1.5}, kind="pr", branch="feature", base_commit=f"{0:040x}"))
+    posted_run(0, {"a|b": 1.0}, sd=0.002)
+    head = compared(posted_run(1, {"a|b": 1.5}, kind="pr", branch="feature", base_commit=f"{0:040x}", sd=0.002))
 
     markdown = presentation.pr_markdown(selectors.pr_review(run_id=head.pk))
 
@@ -458,8 +437,8 @@ def test_the_pr_summary_api_returns_markdown_counts_and_comparisons():
 
 @pytest.mark.urls(__name__)
 def test_the_pr_summary_api_reads_like_the_rest_of_the_api(settings, user):
-    nightly = run(0, {"sort": 1.0})
-    head = compared(run(1, {"sort": 1.0}, kind="pr", branch="feature", base_commit=f"{0:040x}"))
+    nightly = posted_run(0, {"sort": 1.0}, sd=0.002)
+    head = compared(posted_run(1, {"sort": 1.0}, kind="pr", branch="feature", base_commit=f"{0:040x}", sd=0.002))
 
     assert Client().get(f"/api/v1/runs/{nightly.pk}/pr-summary").status_code == 404
     settings.PILOTWEB_PUBLIC_READ = False

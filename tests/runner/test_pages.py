@@ -8,10 +8,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django_celery_beat.models import PeriodicTask
 
-from results.models import Run
 from runner import services
 from runner.models import Job, Round, Session, SessionStatus
-from tests.factories import MachineFactory, ProjectFactory, UserFactory
+from tests.factories import MachineFactory, ProjectFactory, RunFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -333,8 +332,8 @@ def test_the_session_page_shows_progress_rounds_outcome_and_runs(job, staff):
         Round.objects.create(session=session, index=index, workload="A", work_amount=10 * (index + 1),
                              duration=0.01 if index == 0 else 0.5, readings={"time": 0.002}, analysed=index > 0,
                              monitor={"warnings": ["memory busy (91%)"] if index == 2 else []})
-    run = Run.objects.create(project=job.project, machine=job.machine, kind="manual",
-                             started_at=session.queued_at)
+    run = RunFactory(project=job.project, machine=job.machine, kind="manual", revision=None,
+                     started_at=session.queued_at)
     session.runs.add(run)
     Session.objects.filter(pk=session.pk).update(
         status=SessionStatus.CONVERGED, progress={**PROGRESS, "rounds_done": 3, "estimated_remaining": 0},

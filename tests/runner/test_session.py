@@ -11,8 +11,8 @@ import pytest
 from scipy import stats
 
 from results.stats import mean_interval
+from runner.session.loop import NO_DIFFERENCE_RESOLVED
 from runner.session import (
-    NO_DIFFERENCE_RESOLVED,
     MetricSpec,
     RoundOutcome,
     RoundRecord,
@@ -191,7 +191,7 @@ class TestSingleWorkload:
             counts.append(estimate.sample_count)
         # Nominal 0.95 ± 2.58 binomial s.e. at 800 sessions: [0.930, 0.970]. Measured 0.9375 (64 samples);
         # stopping at the first round whose §2 CI is narrow enough, with q re-chosen at every look (the
-        # rule before runner.session._narrow_at_smaller_sizes), measured 0.9175 (58 samples) on the same
+        # rule before runner.session.analysis._narrow_at_smaller_sizes), measured 0.9175 (58 samples) on the same
         # seeds and fails; so do q = 1 on autocorrelated data (below) and half the t quantile.
         half = 2.58 * np.sqrt(0.95 * 0.05 / sessions)
         assert 0.95 - half <= np.mean(covered) <= 0.95 + half

@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from runner import workloads
+from runner.workloads import builtin as builtin_workloads
 from runner.monitor import COMPONENTS
 from runner.session import RoundOutcome
 from runner.workloads import (
@@ -110,7 +110,7 @@ def test_sort_slow_sorts_more_integers_per_unit(monkeypatch):
         return sorted(values)
 
     fast, slow = builtin_workload("sort"), builtin_workload("sort_slow")
-    monkeypatch.setattr(workloads, "sorted", recording_sorted, raising=False)
+    monkeypatch.setattr(builtin_workloads, "sorted", recording_sorted, raising=False)
     fast(5)
     fast_inputs, sorted_inputs[:] = list(sorted_inputs), []
     slow(5)

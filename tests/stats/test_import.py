@@ -20,7 +20,7 @@ def test_public_names():
         "autocorrelation", "subsessions", "SubsessionResult", "mean_interval", "required_subsessions",
         "welch_test", "WelchResult", "welch_required_subsessions", "variance_components",
         "ratio_fieller", "ratio_fieller_from_stats", "ratio_bootstrap", "RatioResult", "plan_repetitions",
-        "verdict", "Verdict", "StatisticsError", "NotEnoughSamples",
+        "verdict", "Verdict", "StatisticsError", "NotEnoughSamples", "summarize_samples", "SampleSummary",
     }
     assert promised <= set(results.stats.__all__)
     for name in results.stats.__all__:

@@ -1,23 +1,13 @@
-"""Pilot's adaptive benchmark session, framework-free: driven by callables, testable without Celery.
+"""The analysis of the rounds measured so far (spec §2–§5): each round's warm-up removed, the readings
+merged into subsessions, each metric's interval, the A/B comparisons and the progress toward the targets.
 
-A session runs rounds of one workload (or interleaved rounds of several, to compare them) and
-re-analyses after every round until the confidence intervals say enough (Y. Li et al., "Pilot: a
-framework that understands how to do performance benchmarks the right way", §III-A, §III-E, §III-F;
-the formulas are ``shared/spec/statistics.md`` §2–§5). Everything here is a function of the rounds
-measured so far, so a session resumed from stored rounds reaches the decisions an uninterrupted one
-would have reached.
+Everything here is a function of the rounds, so a resumed session and a page replaying stored rounds reach
+the decisions an uninterrupted session reached."""
 
-The entry point is :func:`run_session`; :func:`analyse`, :func:`compare` and :func:`progress` are the
-pure pieces a UI reuses on stored rounds.
-"""
-
-import enum
 import functools
 import itertools
 import math
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,214 +17,19 @@ from results.stats import (
     StatisticsError,
     mean_interval,
     required_subsessions,
-    round_increment,
     stable_phase,
     subsessions,
     welch_required_subsessions,
     welch_test,
-    work_amounts,
     wps_fit,
 )
 
-__all__ = [
-    "MetricEstimate",
-    "MetricProgress",
-    "MetricSpec",
-    "PairComparison",
-    "Progress",
-    "RoundOutcome",
-    "RoundRecord",
-    "SessionOutcome",
-    "SessionStatus",
-    "SessionTargets",
-    "WarmupMethod",
-    "analyse",
-    "analysed_samples",
-    "compare",
-    "progress",
-    "run_session",
-    "work_amount_plan",
-]
+from .targets import MetricSpec, WarmupMethod, check_metrics
 
-NO_DIFFERENCE_RESOLVED = "No difference resolved within budget."
 NO_UNIT_READINGS = "No unit readings: warm-up could not be removed by EDM."
+
+
 MSER_BATCH_SIZE = 5  # MSER-5 (White, Cobb & Spratt 2000)
-
-
-@dataclass(frozen=True)
-class RoundOutcome:
-    """What one round of a workload yields (Pilot §III: a reading per performance index, and
-    optionally many unit readings, one per work unit).
-
-    Attributes
-    ----------
-    duration : float
-        Wall-clock seconds the round took.
-    readings : mapping of str to float
-        One reading per metric name.
-    unit_readings : mapping of str to sequence of float
-        Per metric, the readings of the individual work units in time order (may be empty).
-    """
-
-    duration: float
-    readings: Mapping[str, float]
-    unit_readings: Mapping[str, list[float]] = field(default_factory=dict)
-
-
-class WarmupMethod(str, enum.Enum):
-    """How non-stable phases are removed (Pilot §III-A; spec §4)."""
-
-    EDM = "edm"  # stable phase of each round's unit readings
-    WPS = "wps"  # regression t = α + w/v over rounds
-    NONE = "none"
-
-    def __str__(self):
-        return self.value
-
-
-class SessionStatus(str, enum.Enum):
-    """How a session ended.
-
-    ``CONVERGED`` and ``BUDGET_EXHAUSTED`` end single-workload sessions; ``RESOLVED`` and
-    ``UNRESOLVED`` ("no difference resolved within budget", never "equal") end comparisons.
-    """
-
-    CONVERGED = "converged"
-    BUDGET_EXHAUSTED = "budget_exhausted"
-    RESOLVED = "resolved"
-    UNRESOLVED = "unresolved"
-    CANCELLED = "cancelled"
-
-    def __str__(self):
-        return self.value
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    """A performance index (spec §1): a name, a unit and the direction that is better."""
-
-    name: str
-    unit: str
-    direction: str = Direction.LOWER_IS_BETTER
-
-    def __post_init__(self):
-        if not self.name:
-            raise ValueError("A metric needs a name.")
-        try:
-            object.__setattr__(self, "direction", Direction(self.direction))
-        except ValueError:
-            raise ValueError(
-                f"`direction` of {self.name!r} must be 'lower_is_better' or 'higher_is_better'; "
-                f"got {self.direction!r}."
-            ) from None
-
-
-@dataclass(frozen=True)
-class SessionTargets:
-    """What a session must reach, and what it may spend (Pilot §IV's benchmark declaration).
-
-    Attributes
-    ----------
-    confidence : float
-        Confidence level c of every interval.
-    target_width : float
-        Desired *full* CI width relative to |mean| (Pilot default 10%).
-    max_autocorrelation : float
-        ρ_max of subsession analysis (spec §2).
-    min_subsessions : int
-        Fewest subsessions that make r_1 and a CI meaningful (spec §2).
-    work_range : tuple of float
-        Valid work amounts (a, b), ``0 < a < b``.
-    min_round_duration : float
-        Seconds; a shorter round is stored but not analysed and the next work amount doubles
-        (Pilot §III-A).
-    budget_seconds, budget_rounds : float, int
-        The session stops when either is spent (checked before every round).
-    warmup : {"edm", "wps", "none"}
-        Non-stable phase removal: EDM on each round's unit readings, the WPS regression on round
-        durations, or nothing.
-    alpha : float
-        Comparisons: an adjacent pair whose CIs overlap is resolved when Welch's p < alpha (§III-F).
-    require_width_in_comparison : bool
-        Comparisons: also require every CI to reach `target_width` (Pilot's optional third rule).
-    trial_rounds : int
-        Long-enough rounds run at the lowest work amount to learn the duration per work unit
-        (Pilot §III-E).
-    first_estimate_rounds : int
-        n of Pilot eq. 5: rounds that grow linearly in duration before the midpoint sequence.
-    first_estimate_seconds : float
-        T of Pilot eq. 5: the time by which those rounds should give a first estimate (60 s).
-    edm_min_size : int
-        Minimum segment length of EDM (BreakoutDetection's ``min.size``). With EDM, a round with
-        at most twice as many unit readings cannot have a warm-up split off and a dominant stable
-        phase left: it is stored but not analysed, like a short round, and the next round is made
-        long enough.
-    whole_units : bool
-        Round work amounts up to whole work units.
-    """
-
-    confidence: float = 0.95
-    target_width: float = 0.10
-    max_autocorrelation: float = 0.1
-    min_subsessions: int = 10
-    work_range: tuple[float, float] = (1, 1000)
-    min_round_duration: float = 0.05
-    budget_seconds: float = 600.0
-    budget_rounds: int = 1000
-    warmup: str = WarmupMethod.EDM
-    alpha: float = 0.01
-    require_width_in_comparison: bool = True
-    trial_rounds: int = 3
-    first_estimate_rounds: int = 50
-    first_estimate_seconds: float = 60.0
-    edm_min_size: int = 30
-    whole_units: bool = True
-
-    def __post_init__(self):
-        try:
-            object.__setattr__(self, "warmup", WarmupMethod(self.warmup))
-        except ValueError:
-            raise ValueError(f"`warmup` must be 'edm', 'wps' or 'none'; got {self.warmup!r}.") from None
-        for name in ("confidence", "alpha"):
-            if not 0.0 < getattr(self, name) < 1.0:
-                raise ValueError(f"`{name}` must be in (0, 1); got {getattr(self, name)!r}.")
-        if not self.target_width > 0.0:
-            raise ValueError(f"`target_width` must be positive; got {self.target_width!r}.")
-        if not 0.0 <= self.max_autocorrelation < 1.0:
-            raise ValueError(f"`max_autocorrelation` must be in [0, 1); got {self.max_autocorrelation!r}.")
-        low, high = self.work_range
-        if not 0.0 < low < high:
-            raise ValueError(f"`work_range` must be (a, b) with 0 < a < b; got {self.work_range!r}.")
-        object.__setattr__(self, "work_range", (float(low), float(high)))
-        for name, minimum in (("min_subsessions", 3), ("budget_rounds", 1), ("trial_rounds", 1),
-                              ("first_estimate_rounds", 2), ("edm_min_size", 2)):
-            if getattr(self, name) < minimum:
-                raise ValueError(f"`{name}` must be at least {minimum}; got {getattr(self, name)!r}.")
-        for name in ("min_round_duration", "budget_seconds", "first_estimate_seconds"):
-            if not getattr(self, name) >= 0.0:
-                raise ValueError(f"`{name}` must be at least 0; got {getattr(self, name)!r}.")
-
-
-@dataclass(frozen=True)
-class RoundRecord:
-    """One round as persisted: the lead stores it as a row before the next round starts.
-
-    Attributes
-    ----------
-    index : int
-        0-based position in the session (over all workloads).
-    workload : str
-    work_amount : float
-    outcome : RoundOutcome
-    analysed : bool
-        False for rounds too short to analyse (see :func:`work_amount_plan`): stored, never analysed.
-    """
-
-    index: int
-    workload: str
-    work_amount: float
-    outcome: RoundOutcome
-    analysed: bool
 
 
 @dataclass(frozen=True)
@@ -394,143 +189,6 @@ class Progress:
     comparisons: tuple = ()
 
 
-@dataclass(frozen=True)
-class SessionOutcome:
-    """The result of :func:`run_session`.
-
-    Attributes
-    ----------
-    status : SessionStatus
-    estimates : dict of str to dict of str to MetricEstimate
-        ``estimates[workload][metric]`` after the last round.
-    comparisons : list of PairComparison
-        Adjacent pairs per metric, best first (comparison sessions only).
-    additional_seconds_needed : float or None
-        When the budget ran out: the further time the §3 rule (required subsessions × q × seconds
-        per sample; §5 for unresolved pairs) estimates; None otherwise or when unknown.
-    rounds : list of RoundRecord
-        Every round, the resumed ones included.
-    elapsed : float
-        Session seconds (stored rounds' durations plus this run's clock time).
-    message : str
-    """
-
-    status: SessionStatus
-    estimates: dict
-    comparisons: list
-    additional_seconds_needed: float | None
-    rounds: list
-    elapsed: float
-    message: str = ""
-
-
-def run_session(
-    workloads: Mapping[str, Callable[[float], RoundOutcome]],
-    metrics: Sequence[MetricSpec],
-    targets: SessionTargets,
-    *,
-    previous_rounds: Sequence[RoundRecord] = (),
-    on_round: Callable[[RoundRecord, Progress], None] | None = None,
-    should_stop: Callable[[], bool] | None = None,
-    clock: Callable[[], float] = time.monotonic,
-) -> SessionOutcome:
-    """Run rounds until every CI reaches its target, the comparison is resolved, or the budget ends.
-
-    One workload: rounds are planned by :func:`work_amount_plan` and the session stops when every
-    metric has converged (Pilot §III-E). Two or more workloads: rounds are interleaved,
-    A1 B1 C1 A2 B2 C2 …, and the session stops when Pilot's comparing rule holds after a complete
-    cycle (§III-F; spec §5): every CI can be computed, every adjacent pair by mean is resolved
-    (:func:`compare`), and, if ``targets.require_width_in_comparison``, every CI is narrow enough.
-
-    Parameters
-    ----------
-    workloads : mapping of str to callable
-        ``workload(work_amount) -> RoundOutcome``; interleaved in mapping order.
-    metrics : sequence of MetricSpec
-        Every round must give a reading for each.
-    targets : SessionTargets
-    previous_rounds : sequence of RoundRecord, optional
-        Rounds of an interrupted session, in order: they are re-analysed and the work-amount
-        sequence continues after them.
-    on_round : callable, optional
-        ``on_round(record, progress)``, called after every round before the next starts (persist
-        the round there).
-    should_stop : callable, optional
-        Polled before every round; True cancels the session.
-    clock : callable, optional
-        Seconds, monotonic; inject a fake one to simulate time.
-
-    Returns
-    -------
-    SessionOutcome
-
-    Notes
-    -----
-    The time budget counts the stored rounds' durations plus this run's clock time, so a resumed
-    session does not restart its budget. Exceptions from a workload propagate; the rounds already
-    passed to `on_round` are what a resumed session continues from.
-    """
-    if not workloads:
-        raise ValueError("A session needs at least one workload.")
-    metrics = _check_metrics(metrics)
-    names = list(workloads)
-    rounds = [_check_record(record, names, metrics) for record in previous_rounds]
-    analyser = _Analyser(metrics, targets)
-    comparing = len(names) > 1
-    prior_seconds = sum(record.outcome.duration for record in rounds)
-    started = clock()
-
-    def elapsed():
-        return prior_seconds + (clock() - started)
-
-    state = analyser.state(rounds, comparing=comparing)
-    status = None
-    while True:
-        cycle_done = len(rounds) % len(names) == 0
-        if rounds and cycle_done and state.done:
-            status = SessionStatus.RESOLVED if comparing else SessionStatus.CONVERGED
-            break
-        if len(rounds) >= targets.budget_rounds or elapsed() >= targets.budget_seconds:
-            status = SessionStatus.UNRESOLVED if comparing else SessionStatus.BUDGET_EXHAUSTED
-            break
-        if should_stop is not None and should_stop():
-            status = SessionStatus.CANCELLED
-            break
-        name = names[len(rounds) % len(names)]
-        mine = [record for record in rounds if record.workload == name]
-        work_amount = work_amount_plan(mine, targets, floor=state.floor(name), cap=state.cap(name))
-        outcome = workloads[name](work_amount)
-        _check_outcome(outcome, name, metrics)
-        record = RoundRecord(
-            index=len(rounds),
-            workload=name,
-            work_amount=work_amount,
-            outcome=outcome,
-            # At the top of the valid range no longer round is allowed: its rounds are used, short or not.
-            analysed=_growth_needed(outcome, targets) == 1.0 or work_amount >= targets.work_range[1],
-        )
-        rounds.append(record)
-        state = analyser.state(rounds, comparing=comparing)
-        if on_round is not None:
-            on_round(record, state.progress(len(rounds), elapsed()))
-
-    exhausted = status in (SessionStatus.UNRESOLVED, SessionStatus.BUDGET_EXHAUSTED)
-    message = ""
-    if status is SessionStatus.UNRESOLVED:
-        message = NO_DIFFERENCE_RESOLVED
-    elif status is SessionStatus.BUDGET_EXHAUSTED:
-        message = "Budget exhausted before every CI reached the target width."
-    return SessionOutcome(
-        status=status,
-        estimates=state.estimates,
-        comparisons=list(state.comparisons),
-        additional_seconds_needed=state.remaining_seconds if exhausted else None,
-        rounds=rounds,
-        elapsed=elapsed(),
-        message=message,
-    )
-
-
 def analyse(rounds, metrics, targets):
     """Estimate every metric of every workload from the rounds so far (spec §2–§4).
 
@@ -551,7 +209,7 @@ def analyse(rounds, metrics, targets):
     dict of str to dict of str to MetricEstimate
         ``estimates[workload][metric]``, workloads in order of first appearance.
     """
-    return _Analyser(_check_metrics(metrics), targets).estimates(rounds)
+    return Analyser(check_metrics(metrics), targets).estimates(rounds)
 
 
 def analysed_samples(rounds, metric, workload, targets):
@@ -564,7 +222,7 @@ def analysed_samples(rounds, metric, workload, targets):
         return None
     spec = MetricSpec(metric, "")
     mine = [record for record in rounds if record.workload == workload]
-    return _Analyser((spec,), targets).samples(mine, spec)[0]
+    return Analyser((spec,), targets).samples(mine, spec)[0]
 
 
 def compare(estimates, metrics, targets):
@@ -586,7 +244,7 @@ def compare(estimates, metrics, targets):
     list of PairComparison
     """
     pairs = []
-    for spec in _check_metrics(metrics):
+    for spec in check_metrics(metrics):
         column = {name: per_metric[spec.name] for name, per_metric in estimates.items()}
         if len(column) < 2 or not all(estimate.valid for estimate in column.values()):
             continue
@@ -626,127 +284,34 @@ def progress(rounds, metrics, targets, *, elapsed=None):
     """
     rounds = list(rounds)
     comparing = len({record.workload for record in rounds}) > 1
-    state = _Analyser(_check_metrics(metrics), targets).state(rounds, comparing=comparing)
+    state = Analyser(check_metrics(metrics), targets).state(rounds, comparing=comparing)
     if elapsed is None:
         elapsed = sum(record.outcome.duration for record in rounds)
     return state.progress(len(rounds), elapsed)
 
 
-def work_amount_plan(rounds, targets, *, floor=None, cap=None):
-    """The next work amount of one workload, from its rounds so far (Pilot §III-A, §III-E; spec §4).
+def round_stable_phase(units, targets):
+    """The stable phase of one round's unit readings (spec §4): EDM with the session's minimum
+    segment and BreakoutDetection's default penalty, each change point confirmed on its two
+    segments alone, then MSER-5 inside the dominant segment for a warm-up too weak for EDM's
+    penalty. The session and the run page both call this.
 
-    1. After a round shorter than ``min_round_duration`` (stored, not analysed), the work amount
-       doubles and the lower end a of the valid range is raised to it. With EDM warm-up removal, a
-       round with at most ``2 · edm_min_size`` unit readings is too short in the same way, and
-       the work amount grows in proportion to the readings missing.
-    2. The first ``trial_rounds`` long-enough rounds run at a, to learn the seconds per work unit.
-    3. Up to ``first_estimate_rounds`` rounds then grow by k seconds each, k from Pilot eq. 5
-       with the trial duration s and T = ``first_estimate_seconds``, for a quick first estimate.
-    4. Then the breadth-first midpoints of (a, b): a + (b−a)/2, a + (b−a)/4, a + 3(b−a)/4, …
+    Unconfirmed change points: EDM's statistic favours segments of equal length, so a warm-up of
+    the first 20% drew a second change point near 40% (``results.stats.stable_phase``, Notes). A
+    round then lost twice its warm-up, and rounds of 100–120 readings had no dominant phase at all
+    (66–97% of them under 10% noise) and were left out; confirmed, under 1% are, and a round keeps
+    75–78% of its readings instead of 55–60%. In ``benchmarks/time_to_decision.py`` the noisy
+    warm-up row went from 1.51× to 1.37× the oracle*.
 
-    Parameters
-    ----------
-    rounds : sequence of RoundRecord
-        This workload's rounds, in order.
-    targets : SessionTargets
-    floor : float, optional
-        Raise a to this (WPS: α·v of the latest fit).
-    cap : float, optional
-        Largest useful work amount: the work units expected to supply the samples still needed
-        (§3 drives the session), so the last round does not overshoot.
-
-    Returns
-    -------
-    float
+    EDM alone missed the warm-up (+50% for the first 20%, 30% noise) in 11–24% of 250–400-unit
+    rounds, and those rounds' warm-ups were averaged in: the session's coverage was 0.69 in
+    ``benchmarks/time_to_decision.py``. Measured and not chosen: Pilot's penalty (``percent=0.25`` on
+    the raw scale) raised it to 0.90 but splits stationary readings on noise, and the longest of
+    those segments is biased (0.5% low at a 1% target width in ``tests/runner/test_session.py``).
+    MSER truncates only a start that widens the interval of the rest, so a stationary round loses a
+    few readings and keeps an unbiased mean.
     """
-    low, high = targets.work_range
-    long_rounds = []
-    for record in rounds:
-        growth = _growth_needed(record.outcome, targets)
-        if growth > 1.0:
-            low = max(low, min(growth * record.work_amount, high))
-        else:
-            long_rounds.append(record)
-    if floor is not None:
-        low = min(max(low, floor), high)
-    if rounds and _growth_needed(rounds[-1].outcome, targets) > 1.0:
-        return _whole(low, targets)
-    done = len(long_rounds)
-    if done < targets.trial_rounds:
-        return _whole(low, targets)
-    if done < targets.first_estimate_rounds:
-        trials = long_rounds[: targets.trial_rounds]
-        seconds = float(np.mean([record.outcome.duration for record in trials]))
-        units = float(np.mean([record.work_amount for record in trials]))
-        step = _round_increment(seconds, targets.first_estimate_rounds, targets.first_estimate_seconds)
-        amount = units * (seconds + done * step) / seconds
-    else:
-        amount = _midpoint(low, high, done - targets.first_estimate_rounds + 1)
-    if cap is not None:
-        amount = min(amount, cap)
-    return _whole(min(max(amount, low), high), targets)
-
-
-def _growth_needed(outcome, targets):
-    """By how much a round's work amount must grow before such a round can be analysed; 1.0 when
-    it can. Too short a round doubles (Pilot §III-A). Under EDM a round needs more unit readings
-    than two segments of ``edm_min_size``: with fewer its warm-up would be averaged in unseen, and
-    with exactly two segments' worth a split leaves no segment holding more than half."""
-    growth = 2.0 if outcome.duration < targets.min_round_duration else 1.0
-    if targets.warmup is WarmupMethod.EDM:
-        counts = [len(units) for units in outcome.unit_readings.values() if len(units)]
-        smallest = 2 * targets.edm_min_size + 1
-        if counts and min(counts) < smallest:
-            growth = max(growth, smallest / min(counts))
-    return growth
-
-
-def _whole(amount, targets):
-    if targets.whole_units:
-        return float(math.ceil(amount - 1e-9))
-    return float(amount)
-
-
-def _round_increment(first_duration, rounds, target_seconds):
-    """k of Pilot eq. 5, never negative: when n rounds of length s already take T, rounds stay at s."""
-    if target_seconds <= 0.0 or first_duration <= 0.0:
-        return 0.0
-    return max(0.0, round_increment(first_duration, rounds, target_time=target_seconds))
-
-
-def _midpoint(low, high, position):
-    """The `position`-th (1-based) breadth-first midpoint of (low, high) (spec §4); once short rounds
-    have raised the floor to the top of the range, every round takes the largest work amount."""
-    if low >= high:
-        return float(high)
-    return float(work_amounts(low, high, position)[-1])
-
-
-def _check_metrics(metrics):
-    metrics = tuple(metrics)
-    if not metrics:
-        raise ValueError("A session needs at least one metric.")
-    names = [spec.name for spec in metrics]
-    if len(set(names)) != len(names):
-        raise ValueError(f"Metric names must be unique; got {names}.")
-    return metrics
-
-
-def _check_outcome(outcome, workload, metrics):
-    if not isinstance(outcome, RoundOutcome):
-        raise TypeError(f"Workload {workload!r} returned {type(outcome).__name__}, not RoundOutcome.")
-    if not (math.isfinite(outcome.duration) and outcome.duration >= 0.0):
-        raise ValueError(f"Workload {workload!r} returned the duration {outcome.duration!r}.")
-    missing = [spec.name for spec in metrics if spec.name not in outcome.readings]
-    if missing:
-        raise ValueError(f"Workload {workload!r} returned no reading for {', '.join(missing)}.")
-
-
-def _check_record(record, names, metrics):
-    if record.workload not in names:
-        raise ValueError(f"Stored round {record.index} belongs to the unknown workload {record.workload!r}.")
-    _check_outcome(record.outcome, record.workload, metrics)
-    return record
+    return stable_phase(units, min_size=targets.edm_min_size, mser_batch_size=MSER_BATCH_SIZE, confirm=True)
 
 
 class _State:
@@ -866,7 +431,7 @@ class _State:
         )
 
 
-class _Analyser:
+class Analyser:
     """Estimates from rounds, remembering each round's stable phase (it never changes)."""
 
     def __init__(self, metrics, targets):
@@ -1025,30 +590,6 @@ class _Analyser:
             ci_low=float(interval.low), ci_high=float(interval.high), autocorrelation=result.autocorrelation,
             converged=converged, message=message, target_half_width=half_width, **base,
         )
-
-
-def round_stable_phase(units, targets):
-    """The stable phase of one round's unit readings (spec §4): EDM with the session's minimum
-    segment and BreakoutDetection's default penalty, each change point confirmed on its two
-    segments alone, then MSER-5 inside the dominant segment for a warm-up too weak for EDM's
-    penalty. The session and the run page both call this.
-
-    Unconfirmed change points: EDM's statistic favours segments of equal length, so a warm-up of
-    the first 20% drew a second change point near 40% (``results.stats.stable_phase``, Notes). A
-    round then lost twice its warm-up, and rounds of 100–120 readings had no dominant phase at all
-    (66–97% of them under 10% noise) and were left out; confirmed, under 1% are, and a round keeps
-    75–78% of its readings instead of 55–60%. In ``benchmarks/time_to_decision.py`` the noisy
-    warm-up row went from 1.51× to 1.37× the oracle*.
-
-    EDM alone missed the warm-up (+50% for the first 20%, 30% noise) in 11–24% of 250–400-unit
-    rounds, and those rounds' warm-ups were averaged in: the session's coverage was 0.69 in
-    ``benchmarks/time_to_decision.py``. Measured and not chosen: Pilot's penalty (``percent=0.25`` on
-    the raw scale) raised it to 0.90 but splits stationary readings on noise, and the longest of
-    those segments is biased (0.5% low at a 1% target width in ``tests/runner/test_session.py``).
-    MSER truncates only a start that widens the interval of the rest, so a stationary round loses a
-    few readings and keeps an unbiased mean.
-    """
-    return stable_phase(units, min_size=targets.edm_min_size, mser_batch_size=MSER_BATCH_SIZE, confirm=True)
 
 
 def _narrow_at_smaller_sizes(samples, size, half_width, targets):

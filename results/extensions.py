@@ -1,0 +1,71 @@
+"""Where the apps built on results add to its pages, without results importing them.
+
+The runner adds a session's analysis to the page of each run it stored (:mod:`runner.run_page`): the
+stable phases and removed warm-up of every metric, the interval narrowing round by round, the machine's
+load and the monitoring overhead; and to each alert the A/B sessions that re-measured it
+(:mod:`runner.alert_page`). It renders that HTML itself. An app registers a provider once, in its
+``AppConfig.ready``.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from django.utils.safestring import SafeString
+
+from .models import Alert, Result, Run
+
+Figure = dict
+
+
+@dataclass(frozen=True)
+class MetricSection:
+    """What a provider shows of one result instead of the stored samples: its figures (key → Plotly figure,
+    in order), notes, and how many of its readings were removed of how many."""
+
+    figures: dict[str, Figure]
+    notes: tuple[str, ...] = ()
+    removed: int | None = None
+    total: int | None = None
+
+
+@dataclass(frozen=True)
+class RunPageAddition:
+    """A provider's part of a run page: HTML under the title and after the metrics (rendered by the provider,
+    safe), the figures that HTML places, and sections by result id."""
+
+    header: SafeString = SafeString("")
+    detail: SafeString = SafeString("")
+    figures: dict[str, Figure] = field(default_factory=dict)
+    sections: dict[int, MetricSection] = field(default_factory=dict)
+
+
+RunPageProvider = Callable[[Run, Sequence[Result]], RunPageAddition | None]
+_run_page_providers: list[RunPageProvider] = []
+
+
+def add_to_run_pages(provider: RunPageProvider) -> None:
+    """Register ``provider(run, results)``: called for every run page rendered, None when it has nothing to add."""
+    if provider not in _run_page_providers:
+        _run_page_providers.append(provider)
+
+
+def run_page_additions(run: Run, results: Sequence[Result]) -> list[RunPageAddition]:
+    return [addition for provider in _run_page_providers if (addition := provider(run, results)) is not None]
+
+
+AlertProvider = Callable[[Sequence[Alert]], dict[int, SafeString]]
+_alert_providers: list[AlertProvider] = []
+
+
+def add_to_alerts(provider: AlertProvider) -> None:
+    """Register ``provider(alerts)``: called once per alert list rendered, HTML by alert id for those it adds to."""
+    if provider not in _alert_providers:
+        _alert_providers.append(provider)
+
+
+def alert_additions(alerts: Sequence[Alert]) -> dict[int, list[SafeString]]:
+    additions: dict[int, list[SafeString]] = {}
+    for provider in _alert_providers:
+        for alert_id, html in provider(alerts).items():
+            additions.setdefault(alert_id, []).append(html)
+    return additions
