@@ -1,0 +1,91 @@
+"""A run's page: per metric its readings (and, for a run a session stored, what the runner adds through
+:mod:`results.extensions`: warm-up, autocorrelation, interval narrowing, machine load), and its stored
+comparisons as :class:`results.rows.ComparisonRow`. Built once per run version (the view caches it)."""
+
+from dataclasses import dataclass
+
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
+
+from . import charts, selectors, stats
+from .comparisons import stored_rows
+from .extensions import MetricSection, run_page_additions
+from .models import Result
+from .templatetags.figures import json_data
+
+
+@dataclass(frozen=True)
+class RunSection:
+    """One result's part of the page: its anchor and what is shown of it."""
+
+    result: Result
+    anchor: str
+    shown: MetricSection
+
+    @property
+    def figures(self) -> dict[str, dict]:
+        return self.shown.figures
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self.shown.notes
+
+    @property
+    def removed(self) -> int | None:
+        return self.shown.removed
+
+    @property
+    def total(self) -> int | None:
+        return self.shown.total
+
+
+def run_page(*, run_id: int) -> dict:
+    """The page's title, body (rendered) and figures (JSON). Raises Run.DoesNotExist."""
+    detail = selectors.run_detail(run_id=run_id)
+    run = detail.run
+    additions = run_page_additions(run, detail.results)
+    sections = []
+    for result in detail.results:
+        added = next((addition.sections[result.pk] for addition in additions if result.pk in addition.sections), None)
+        sections.append(RunSection(result=result, anchor=f"metric-{result.metric_id}",
+                                   shown=stored_section(result) if added is None else added))
+    figures = {key: figure for section in sections for key, figure in section.figures.items()}
+    for addition in additions:
+        figures.update(addition.figures)
+    rows = stored_rows(
+        [(comparison.candidate, comparison) for comparison in detail.comparisons],
+        alerts_by_comparison={c.pk: (c.alert.pk, c.alert.get_status_display())
+                              for c in detail.comparisons if getattr(c, "alert", None) is not None})
+    comparisons = [{"comparison": comparison, "row": row,
+                    "history_size": len((comparison.inputs or {}).get("history_runs") or [])}
+                   for comparison, row in zip(detail.comparisons, rows)]
+    body = render_to_string("results/_run_body.html", {
+        "run": run, "sections": sections, "comparisons": comparisons, "additions": additions})
+    return {"title": f"Run #{run.pk} · {run.project.name} · Pilot Web", "body": mark_safe(body),
+            "figures": json_data(figures, "pilotweb-figures")}
+
+
+def stored_section(result: Result) -> MetricSection:
+    """A result's stored samples (a posted or imported run): no session, so no warm-up and no narrowing."""
+    metric = result.metric
+    samples = result.samples_array()
+    if samples is None:
+        return MetricSection(figures={}, notes=(
+            "Only the summary was stored (mean, variance of the subsession means, their number): there are no "
+            "samples to plot.",))
+    key = f"m{metric.pk}"
+    values = samples.ravel()
+    figures = {f"{key}-samples": charts.samples_figure(values, unit=metric.unit, mean=result.mean,
+                                                      ci_low=result.ci_low, ci_high=result.ci_high)}
+    notes = []
+    sizes, autocorrelations = stats.autocorrelation_by_size(values, include=[result.subsession_size])
+    if sizes:
+        figures[f"{key}-autocorrelation"] = charts.autocorrelation_figure(
+            sizes, autocorrelations, chosen=result.subsession_size, bound=stats.MAX_AUTOCORRELATION)
+    else:
+        notes.append(f"Fewer than {stats.MIN_SUBSESSIONS} samples: no autocorrelation to show.")
+    if samples.ndim > 1:
+        notes.append(f"Samples stored with the shape {list(samples.shape)}, plotted flattened in time order.")
+    notes.append("No session rounds: this run was posted or imported, so warm-up removal and the CI narrowing "
+                 "are not known here.")
+    return MetricSection(figures=figures, notes=tuple(notes))
