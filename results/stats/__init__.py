@@ -15,6 +15,7 @@ from ._hierarchical import (
     predicted_half_width,
     variance_components,
 )
+from ._recent_shift import RecentShift, recent_shift
 from ._ratio import RatioResult, ratio_bootstrap, ratio_fieller, ratio_fieller_from_stats
 from ._subsessions import (
     MAX_AUTOCORRELATION,
@@ -48,6 +49,7 @@ __all__ = [
     "MeanInterval",
     "NotEnoughSamples",
     "RatioResult",
+    "RecentShift",
     "RepetitionPlan",
     "StatisticsError",
     "SampleSummary",
@@ -64,6 +66,7 @@ __all__ = [
     "ratio_bootstrap",
     "ratio_fieller",
     "ratio_fieller_from_stats",
+    "recent_shift",
     "required_subsessions",
     "subsessions",
     "summarize_samples",
