@@ -301,6 +301,14 @@ def _workloads(session: Session) -> dict[str, Callable]:
     built = {}
     for revision in revisions:
         commit = revision.get("commit", "")
+        # Checked again where a stored revision becomes a command's argument: rows stored before identifiers
+        # were checked on entry, or sessions queued before, must not reach git as a refspec or a path.
+        if commit:
+            try:
+                check_commit(commit)
+            except ValueError as error:
+                raise workloads.UnsafeArgument(f"Refused to run the command: the revision {commit[:80]!r} {error}.") \
+                    from None
         if job.workload_kind == WorkloadKind.BUILTIN:
             # A revision of a built-in workload can only differ by its parameters (e.g. the demo's slowdown).
             parameters = {**job.parameters, **revision.get("parameters", {})}

@@ -18,7 +18,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 GOOD_COMMITS = ["0123456789abcdef0123456789abcdef01234567", "3f2a9c1", "v1.2.3", "refs/pull/5/head", "HEAD~1",
                 "release-2.0^2", "feature/x_y+z", "a" * 64]
 BAD_COMMITS = ["--upload-pack=touch pwned", "-x", "", ".hidden", "a b", "a\tb", "abc\n", "a\x00b", "a;b", "$(id)",
-               "`id`", "a|b", "a:b", "a" * 65, "\u00e9t\u00e9", "\ud800"]
+               "`id`", "a|b", "a:b", "a" * 65, "\u00e9t\u00e9", "\ud800", "a/../../tmp/x", "a..b", "x/.git/hooks"]
 GOOD_BRANCHES = ["", "main", "release/2.0", "feature/\u00fcber", "dependabot/pip/numpy-2.4.6"]
 BAD_BRANCHES = ["-evil", "--upload-pack=x", "a b", "a\nb", "a:b", "a~1", "a^", "a?", "a*", "a[", "a\\b", "b" * 201]
 

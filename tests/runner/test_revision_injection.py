@@ -102,3 +102,25 @@ def test_a_confirmation_session_of_a_revision_stored_before_validation_runs_noth
     assert session.status == SessionStatus.FAILED
     assert "starts with '-'" in session.error and session.rounds.count() == 0
     assert not (repo / "pwned").exists() and not (tmp_path / "ran.json").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("revision", ["main:refs/heads/x", "+a:b", "a/../../tmp/x", "a b"])
+def test_a_stored_revision_of_another_shape_fails_the_session_before_anything_runs(staff, tmp_path, revision):
+    """Rows stored before identifiers were checked on entry (or sessions queued before) meet the rule where the
+    session builds its commands: a refspec or a path out of the job's directory never reaches a command."""
+    project = ProjectFactory()
+    job = services.create_job(
+        user=staff, project=project, name="echo", benchmark="echo", machine=MachineFactory(),
+        workload_kind="command", command=[sys.executable, FAKE, "echo", str(tmp_path / "ran.json"), "{revision}"],
+        setup_command=[sys.executable, FAKE, "echo", str(tmp_path / "setup.json"), "{revision}"],
+        working_directory=str(tmp_path))
+    session = Session.objects.create(job=job, trigger=SessionTrigger.CONFIRMATION,
+                                     revisions=[{"label": "candidate", "commit": revision}])
+
+    services.execute_session(session_id=session.pk, attempt=0)
+
+    session.refresh_from_db()
+    assert session.status == SessionStatus.FAILED and "must be a commit hash" in session.error
+    assert session.rounds.count() == 0
+    assert not (tmp_path / "ran.json").exists() and not (tmp_path / "setup.json").exists()
