@@ -11,7 +11,7 @@ and ``results.changepoints.detect_change_points_for_run``. Every series has its 
 (sd per level); half of them step up by 5% from night 25 (a regression), the other half stay the same
 (A/A). Printed per level:
 
-- alerts per A/A series-night (nights K…end: the history is full);
+- alerts per series-night without a shift (nights K…end of the A/A series, K…24 of the step series);
 - the share of steps alerted within 1, 2, 3 and 8 nights of the step, and never (nights 25…end);
 - the share of steps whose first alert names the step's first night within ±1 night (an alert that
   names no start names the night it opened on);
@@ -42,6 +42,8 @@ STEP = 0.05
 STEP_NIGHT = 25
 ONE_SIDED_LEVEL = 0.005
 WITHIN = (1, 2, 3, 8)
+# False alerts are counted from the night the history holds K = 10 nights (the projects' default K).
+HISTORY_FULL = 10
 
 
 def oracle_nights(levels: list[float]) -> dict[str, dict]:
@@ -99,21 +101,20 @@ def measure(series: int, nights: int, level: float, seed: int) -> dict:
              Metric.objects.values_list("pk", "benchmark__name")}
     first_alert: dict[int, int] = {}
     false_alerts = 0
-    history_full = 10
     for metric_id, started in Alert.objects.values_list("comparison__candidate__metric_id",
                                                          "comparison__candidate__run__started_at"):
         i, night = index[metric_id], (started - start).days
-        if not stepped[i]:
-            false_alerts += night >= history_full
-        elif night >= STEP_NIGHT:
+        if night >= STEP_NIGHT and stepped[i]:
             first_alert[i] = min(first_alert.get(i, nights), night)
+        elif night >= HISTORY_FULL:
+            false_alerts += 1
     steps = int(stepped.sum())
     delays = [first_alert[i] - STEP_NIGHT + 1 for i in np.flatnonzero(stepped) if i in first_alert]
     change_points = list(ChangePoint.objects.values_list("metric_id", flat=True))
     return {
         "core": core_preview(posted, stepped),
         "level": level, "series": series, "nights": nights, "seconds": seconds,
-        "false_per_series_night": false_alerts / ((series - steps) * (nights - history_full)),
+        "false_per_series_night": false_alerts / _unchanged_series_nights(stepped, nights),
         "within": {m: sum(delay <= m for delay in delays) / steps for m in WITHIN},
         "never": 1 - len(delays) / steps,
         # Alerts name no start night: the first alert names the night it opened on.
@@ -127,7 +128,7 @@ def core_preview(posted, stepped) -> dict:
     """What results.stats.recent_shift alone makes of the same posted means (not yet wired into the product):
     each night, every series scanned, Benjamini–Hochberg across the run's series, an alert the first night a
     series has q < 5% with its ratio beyond 1 + θ (θ = 2%); the alert names the scan's start night. False
-    alerts count A/A series from night K on and step series before their step."""
+    alerts count every flagged night without a shift from night K on."""
     import numpy as np
     from scipy import stats
 
@@ -136,26 +137,31 @@ def core_preview(posted, stepped) -> dict:
     series, nights = posted.shape
     alerted = np.full(series, -1)
     named = np.full(series, -1)
+    false = 0
     for night in range(4, nights):
         scan = recent_shift(posted[:, :night + 1])
         pvalues = np.where(np.isnan(scan.pvalue), 1.0, scan.pvalue)
-        qvalues = stats.false_discovery_control(pvalues, method="bh")
-        new = (alerted < 0) & (qvalues < 0.05) & (scan.ratio > 1.02)
+        flagged = (stats.false_discovery_control(pvalues, method="bh") < 0.05) & (scan.ratio > 1.02)
+        # Every flagged night of a series with no shift (yet) counts, as every alert the product opens does.
+        if night >= HISTORY_FULL:
+            false += int(np.sum(flagged & (~stepped if night >= STEP_NIGHT else True)))
+        new = flagged & stepped & (night >= STEP_NIGHT) & (alerted < 0)
         alerted[new], named[new] = night, scan.start[new]
-    history_full = 10
-    # False: an A/A series alerted from night K on, or a step series alerted before its step.
-    false = np.sum(~stepped & (alerted >= history_full)) + np.sum(
-        stepped & (alerted >= history_full) & (alerted < STEP_NIGHT))
-    aa_nights = (series - stepped.sum()) * (nights - history_full) + stepped.sum() * (STEP_NIGHT - history_full)
-    steps = np.flatnonzero(stepped & ((alerted >= STEP_NIGHT) | (alerted < 0)))
+    steps = np.flatnonzero(stepped)
     delays = [alerted[i] - STEP_NIGHT + 1 for i in steps if alerted[i] >= 0]
     return {
-        "false_per_series_night": float(false / aa_nights),
+        "false_per_series_night": false / _unchanged_series_nights(stepped, nights),
         "within": {m: sum(delay <= m for delay in delays) / stepped.sum() for m in WITHIN},
         "never": float(1 - len(delays) / stepped.sum()),
-        "first_night_within_1": float(np.mean([abs(named[i] - STEP_NIGHT) <= 1 for i in steps if alerted[i] >= 0]
-                                              or [0.0]) * len(delays) / stepped.sum()),
+        "first_night_within_1": sum(alerted[i] >= 0 and abs(named[i] - STEP_NIGHT) <= 1 for i in steps)
+        / stepped.sum(),
     }
+
+
+def _unchanged_series_nights(stepped, nights: int) -> int:
+    """Series-nights without a shift from night K on: every night of an A/A series, a step series' nights
+    before its step."""
+    return int((~stepped).sum() * (nights - HISTORY_FULL) + stepped.sum() * (STEP_NIGHT - HISTORY_FULL))
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta, timezone
 import factory
 import numpy as np
 from django.contrib.auth import get_user_model
+from scipy import stats
 
 from results import services
 from results.models import Benchmark, Comparison, Machine, Metric, Project, Result, Revision, Run
@@ -79,8 +80,12 @@ class RunFactory(factory.django.DjangoModelFactory):
     started_at = factory.Sequence(lambda i: NIGHT_ZERO + timedelta(hours=i))
 
 
+def _half_width_95(variance: float, n: int) -> float:
+    return float(stats.t.ppf(0.975, n - 1) * (variance / n) ** 0.5)
+
+
 class ResultFactory(factory.django.DjangoModelFactory):
-    """A stored summary: 20 subsessions of one reading around 1.0 s, its 95% interval written out."""
+    """A stored summary: 20 subsessions of one reading around 1.0 s, with its 95% interval."""
 
     class Meta:
         model = Result
@@ -92,9 +97,9 @@ class ResultFactory(factory.django.DjangoModelFactory):
     variance = 1e-4
     n = 20
     sample_count = factory.LazyAttribute(lambda result: result.n * result.subsession_size)
-    # t_{0.975, 19} = 2.093: the half-width of a 95% interval of 20 units, written out rather than computed.
-    ci_low = factory.LazyAttribute(lambda result: result.mean - 2.093 * (result.variance / result.n) ** 0.5)
-    ci_high = factory.LazyAttribute(lambda result: result.mean + 2.093 * (result.variance / result.n) ** 0.5)
+    # The 95% interval of n units by scipy's t quantile (spec §3), whatever n a test gives.
+    ci_low = factory.LazyAttribute(lambda result: result.mean - _half_width_95(result.variance, result.n))
+    ci_high = factory.LazyAttribute(lambda result: result.mean + _half_width_95(result.variance, result.n))
 
 
 class ComparisonFactory(factory.django.DjangoModelFactory):
