@@ -24,6 +24,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from . import comparisons, selectors, services
 from .alerts import set_alert_status
+from .extensions import alert_sessions
 from . import converters  # noqa: F401  (registers the "id" route converter)
 from .ingest import ImportFormatError, ImportTooLarge, import_document, unstorable_text
 from .models import Alert, AlertStatus, ApiToken, Metric, Result, Run
@@ -251,7 +252,8 @@ class Pages(LimitOffsetPagination):
 
 class PageOf:
     """A queryset whose rows become response bodies only on the page the paginator slices out of it
-    (converting every row first made a list endpoint cost grow with the table)."""
+    (converting every row first made a list endpoint cost grow with the table); ``convert`` takes the page's
+    rows at once, so what it reads for them it reads in one query."""
 
     def __init__(self, queryset, convert) -> None:
         self.queryset, self.convert = queryset, convert
@@ -263,7 +265,7 @@ class PageOf:
         return self.queryset.count()
 
     def __getitem__(self, window: slice) -> list:
-        return [self.convert(row) for row in self.queryset[window]]
+        return self.convert(list(self.queryset[window]))
 
 
 class RunFilters(Schema):
@@ -300,7 +302,7 @@ def _result_out(result: Result) -> dict:
 def list_runs(request: HttpRequest, filters: Query[RunFilters]):
     kind = filters.kind.value if filters.kind else None
     return PageOf(selectors.runs(project=filters.project, machine=filters.machine, branch=filters.branch, kind=kind),
-                  _run_out)
+                  lambda runs: [_run_out(run) for run in runs])
 
 
 @api.get("/runs/{id:run_id}", response=RunDetailOut, auth=READ_AUTH, url_name="run_detail",
@@ -397,22 +399,25 @@ class AlertStatusIn(Schema):
     note: str = ""
 
 
-def alert_out(alert: Alert) -> dict:
-    run = alert.group.run
-    return {
-        "id": alert.pk, "status": alert.status, "run_id": run.pk, "project": run.project.slug,
-        "machine": run.machine.name, "commit": run.revision.commit if run.revision else None,
-        "comparison": comparison_out(comparisons.stored_rows([(alert.comparison.candidate, alert.comparison)])[0]),
-        "confirmation_sessions": [session.pk for session in alert.confirmations.all()],
+def alert_outs(alerts: list[Alert]) -> list[dict]:
+    """Alerts as the API shows them, from a fixed number of queries for the page (rows read in one call, the
+    confirmation sessions through :mod:`results.extensions`)."""
+    rows = comparisons.stored_rows([(alert.comparison.candidate, alert.comparison) for alert in alerts])
+    sessions = alert_sessions(alerts)
+    return [{
+        "id": alert.pk, "status": alert.status, "run_id": alert.group.run.pk, "project": alert.group.run.project.slug,
+        "machine": alert.group.run.machine.name,
+        "commit": alert.group.run.revision.commit if alert.group.run.revision else None,
+        "comparison": comparison_out(row), "confirmation_sessions": sessions.get(alert.pk, []),
         "events": [{"from": e.old_status, "to": e.new_status, "note": e.note, "at": e.created_at.isoformat(),
                     "by": e.user.get_username() if e.user else None} for e in alert.events.all()],
-    }
+    } for alert, row in zip(alerts, rows)]
 
 
 @api.get("/alerts", response=list[AlertOut], auth=READ_AUTH, url_name="alert_list", summary="Alerts, newest first")
 @paginate(Pages)
 def list_alerts(request: HttpRequest, status: AlertStatus | None = None, project: str | None = None):
-    return PageOf(selectors.alerts(status=status.value if status else None, project=project), alert_out)
+    return PageOf(selectors.alerts(status=status.value if status else None, project=project), alert_outs)
 
 
 @api.post("/alerts/{id:alert_id}/status", response={200: AlertOut, 400: ErrorOut, 403: ErrorOut},
@@ -422,4 +427,4 @@ def alert_status(request: HttpRequest, alert_id: int, body: AlertStatusIn):
     if alert is None:
         raise Http404(f"No alert {alert_id}.")
     set_alert_status(alert=alert, status=body.status.value, note=body.note, user=request.user)
-    return alert_out(selectors.alerts().get(pk=alert_id))
+    return alert_outs([selectors.alerts().get(pk=alert_id)])[0]

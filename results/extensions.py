@@ -69,3 +69,21 @@ def alert_additions(alerts: Sequence[Alert]) -> dict[int, list[SafeString]]:
         for alert_id, html in provider(alerts).items():
             additions.setdefault(alert_id, []).append(html)
     return additions
+
+
+AlertSessionsProvider = Callable[[Sequence[Alert]], dict[int, list[int]]]
+_alert_session_providers: list[AlertSessionsProvider] = []
+
+
+def add_alert_sessions(provider: AlertSessionsProvider) -> None:
+    """Register ``provider(alerts)``: the ids of the sessions re-measuring each alert, by alert id (the API)."""
+    if provider not in _alert_session_providers:
+        _alert_session_providers.append(provider)
+
+
+def alert_sessions(alerts: Sequence[Alert]) -> dict[int, list[int]]:
+    found: dict[int, list[int]] = {}
+    for provider in _alert_session_providers:
+        for alert_id, sessions in provider(alerts).items():
+            found.setdefault(alert_id, []).extend(sessions)
+    return found

@@ -22,3 +22,12 @@ def confirmation_sessions(alerts: Sequence[Alert]) -> dict[int, SafeString]:
         sessions[session.confirms_id].append((session, pairs))
     return {alert_id: mark_safe(render_to_string("runner/_alert_confirmations.html", {"confirmations": listed}))
             for alert_id, listed in sessions.items()}
+
+
+def confirmation_session_ids(alerts: Sequence[Alert]) -> dict[int, list[int]]:
+    """Ids of the sessions confirming each alert, oldest first; one query."""
+    found = defaultdict(list)
+    for alert_id, session_id in (Session.objects.filter(confirms__in=alerts).order_by("queued_at", "id")
+                                 .values_list("confirms_id", "pk")):
+        found[alert_id].append(session_id)
+    return dict(found)

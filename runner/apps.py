@@ -6,15 +6,16 @@ class RunnerConfig(AppConfig):
     verbose_name = "Runner"
 
     def ready(self) -> None:
-        from results.extensions import add_to_alerts, add_to_run_pages
+        from results.extensions import add_alert_sessions, add_to_alerts, add_to_run_pages
         from results.signals import alerts_opened
 
-        from .alert_page import confirmation_sessions
+        from .alert_page import confirmation_session_ids, confirmation_sessions
         from .receivers import confirm_opened_alerts
         from .run_page import session_analysis
 
         add_to_run_pages(session_analysis)
         add_to_alerts(confirmation_sessions)
+        add_alert_sessions(confirmation_session_ids)
         # A module-level receiver: signals hold receivers weakly, and a function defined here would be
         # collected as soon as ready() returns (DEBUG's signature check cached it, hiding that in development).
         alerts_opened.connect(confirm_opened_alerts, dispatch_uid="runner.confirm_alerts")

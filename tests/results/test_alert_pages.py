@@ -162,3 +162,25 @@ def test_benchmark_names_and_notes_are_escaped(user):
 
     assert "<img src=x" not in html and "<script>bad()" not in html
     assert "&lt;script&gt;bad()&lt;/script&gt;" in html
+
+
+def test_the_alerts_api_issues_a_fixed_number_of_queries_with_the_confirmation_sessions(api, staff, monkeypatch):
+    monkeypatch.setattr("runner.tasks.run_session", Undelivered())
+
+    def listed(benchmarks):
+        Run.objects.all().delete()
+        run = regressed_run(benchmarks)
+        for benchmark in benchmarks:
+            runner_services.create_job(user=staff, project=run.project, name=f"{benchmark} of {len(benchmarks)}",
+                                       benchmark=benchmark,
+                                       machine=run.machine, workload_kind="builtin", builtin="sort")
+        sessions = runner_services.confirm_alerts(alert_ids=list(Alert.objects.values_list("pk", flat=True)))
+        api.get("/api/v1/alerts")  # the token's use is recorded once a minute: not by the request measured
+        with CaptureQueriesContext(connection) as queries:
+            body = api.get("/api/v1/alerts").json()
+        assert len(body["items"]) == len(benchmarks) == len(sessions)
+        assert sorted(session for item in body["items"] for session in item["confirmation_sessions"]) == sorted(
+            session.pk for session in sessions)
+        return len(queries)
+
+    assert listed(["a", "b"]) == listed(["a", "b", "c", "d", "e", "f"])
