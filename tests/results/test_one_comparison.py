@@ -4,8 +4,8 @@ A pull-request run against its base: the PR page, the run page, the compare page
 JSON, the run API and the ``compare`` command (text and JSON) all show the same verdict, change, interval,
 p, q, confidence level and high-p mark for every series, and those are the values computed here
 independently (scipy's Welch test, Fieller's interval in closed form, Benjamini–Hochberg by scipy).
-A nightly against its history: the overview row, the run page, the API and the alert list show what was
-stored.
+A nightly against its history: its ratio and p-value are spec §8's (computed here from the posted
+summaries), and the overview row, the run page, the API and the alert list show what was stored.
 """
 
 import html as html_module
@@ -13,12 +13,14 @@ import json
 import re
 from io import StringIO
 
+import numpy as np
 import pytest
 from django.core.management import call_command
 from django.test import Client
+from scipy import stats as scipy_stats
 
 from results import comparisons
-from results.models import Comparison
+from results.models import Comparison, Result
 from tests.expected import bh_qvalues, fieller, percent, welch_p
 from tests.factories import post_results, posted_run
 
@@ -165,6 +167,18 @@ def test_a_nightly_history_comparison_is_the_same_on_every_surface(browser, api)
     stored = {c.candidate.metric.benchmark.name: c for c in Comparison.objects.filter(
         candidate__run=tonight, method="history").select_related("candidate__metric__benchmark")}
     assert stored["slower"].verdict == "regression" and stored["steady"].verdict == "no change"
+    # The stored numbers are spec §8's, computed here from the posted summaries with scipy's t distribution.
+    for name, comparison in stored.items():
+        nights = (Result.objects.filter(metric=comparison.candidate.metric).exclude(run=tonight)
+                  .order_by("-run__started_at"))
+        history = np.array([[r.mean, r.variance / r.n] for r in nights[:10]])
+        tonight_result = comparison.candidate
+        spread = history[:, 0].var(ddof=1)
+        between = max(spread - history[:, 1].mean(), 0.0)
+        error = np.sqrt(between + tonight_result.variance / tonight_result.n + spread / 10)
+        t = (tonight_result.mean - history[:, 0].mean()) / error
+        assert comparison.ratio == pytest.approx(tonight_result.mean / history[:, 0].mean(), rel=1e-12)
+        assert comparison.pvalue == pytest.approx(2 * scipy_stats.t.sf(abs(t), 9), rel=1e-9)
 
     overview = table_rows(browser.get("/").content.decode())
     run_page = table_rows(browser.get(f"/runs/{tonight.pk}/").content.decode(), method="history")

@@ -103,7 +103,7 @@ def test_a_scheduled_job_runs_on_its_machine_queue_and_stores_its_results(staff,
 def test_cancelling_kills_the_running_workload(staff, machine, broker, tmp_path):
     job = services.create_job(
         user=staff, project=ProjectFactory(), name="hang", benchmark="hang", machine=machine, workload_kind="command",
-        command=[sys.executable, str(SLEEPER), "hang", str(tmp_path / "pids.json")], round_timeout=120,
+        command=[sys.executable, str(SLEEPER), "hang", str(tmp_path / "pids.json")], round_timeout=3600,
         min_round_duration=0.0)
 
     with bench_worker(broker, machine, tmp_path):
@@ -111,12 +111,12 @@ def test_cancelling_kills_the_running_workload(staff, machine, broker, tmp_path)
         wait_for(lambda: Session.objects.filter(pk=session.pk, process_group__isnull=False).exists()
                  and (tmp_path / "pids.json").exists(), what="the workload and its child to start")
         group = Session.objects.get(pk=session.pk).process_group
-        started = time.monotonic()
         services.cancel_session(session=session, user=staff)
+        # The round would time out after an hour: finishing within wait_for's limit is the cancel's doing.
         session = wait_for(lambda: finished(session.pk), what="the cancelled session to finish")
 
     assert session.status == SessionStatus.CANCELLED
-    assert time.monotonic() - started < 60
+    assert "Cancelled while a round ran" in session.error
     hung = json.loads((tmp_path / "pids.json").read_text())
     assert hung["pgid"] == group
     for pid in (hung["pid"], hung["child"]):

@@ -92,3 +92,38 @@ def test_short_series_are_padded_and_too_short_ones_not_tried():
 def test_bad_input_names_the_parameter(arguments, message):
     with pytest.raises(ValueError, match=message):
         recent_shift(**arguments)
+
+
+def alerted_by(level: float, nights_after: int, seed: int) -> tuple[float, float]:
+    """Issue 14's scenario in the core alone: 300 series, 25 nights then a 5% step in half of them, night means
+    with within-run sd 3% over 30 readings and run-to-run sd `level`. Each night every series is scanned, q by
+    Benjamini–Hochberg across the run (scipy), flagged at q < 5% with a ratio beyond +2%. Returns the share of
+    steps flagged within `nights_after` nights and the flags per series-night without a shift (nights 10 on)."""
+    rng = np.random.default_rng(seed)
+    sd = np.sqrt(level**2 + 0.03**2 / 30)
+    stepped = np.arange(300) % 2 == 1
+    nights = 25 + nights_after
+    means = 1.0 + rng.normal(0.0, sd, (300, nights)) + np.where(stepped[:, None] & (np.arange(nights) >= 25), 0.05, 0)
+    found = np.zeros(300, dtype=bool)
+    false = unchanged = 0
+    for night in range(10, nights):
+        scan = recent_shift(means[:, :night + 1])
+        flagged = (stats.false_discovery_control(scan.pvalue, method="bh") < 0.05) & (scan.ratio > 1.02)
+        without_shift = ~stepped | (night < 25)
+        false += int(np.sum(flagged & without_shift))
+        unchanged += int(np.sum(without_shift))
+        found |= flagged & stepped & (night >= 25)
+    return float(found[stepped].mean()), false / unchanged
+
+
+def test_issue_scenario_at_1_5_percent_steps_are_flagged_by_the_oracles_nights_plus_one():
+    """The oracle (known mean and variances, one-sided 0.5%) needs 2 nights for 95% at 1.5%; the target is 3."""
+    share, false = alerted_by(0.015, 3, seed=31)
+    assert share >= 0.95 and false <= 0.005
+
+
+@pytest.mark.xfail(strict=True, reason="issue 14's target at 3% run-to-run (95% of steps by night 8 = oracle 7 + 1) "
+                                       "is not met by the scan: measured 91% in benchmarks/nightly_detection.py")
+def test_issue_scenario_at_3_percent_steps_are_flagged_by_the_oracles_nights_plus_one():
+    share, false = alerted_by(0.03, 8, seed=32)
+    assert share >= 0.95 and false <= 0.005
