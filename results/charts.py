@@ -162,8 +162,9 @@ def _history_hover(point: Mapping, unit: str, when: str) -> str:
             baseline = "history" if comparison["method"] == "history" else "base"
             lines.append(f"vs {baseline}: {change}")
         if comparison.get("pvalue") is not None:
-            tail = f", q = {comparison['qvalue']:.3g}" if comparison.get("qvalue") is not None else ""
-            lines.append(f"p = {comparison['pvalue']:.3g}{tail}")
+            tail = (f", q = {presentation.format_probability(comparison['qvalue'])}"
+                    if comparison.get("qvalue") is not None else "")
+            lines.append(f"p = {presentation.format_probability(comparison['pvalue'])}{tail}")
         lines.append(presentation.verdict_label(comparison.get("verdict")))
         if comparison.get("alert_id") is not None:
             lines.append(f"alert #{comparison['alert_id']} ({escape(comparison.get('alert_status') or 'new')})")
@@ -233,7 +234,8 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
             shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
                            "line": {"color": "#5b6575", "width": 1, "dash": "dash"}})
             change = format_change(row["ratio"], row.get("ci_low"), row.get("ci_high"))
-            pvalue = f"<br>p = {row['pvalue']:.3g}" if row.get("pvalue") is not None else ""
+            pvalue = (f"<br>p = {presentation.format_probability(row['pvalue'])}"
+                      if row.get("pvalue") is not None else "")
             texts.append(f"<b>change point</b> · {escape(row['machine'])}<br>{x} UTC<br>"
                          f"shift {change}{pvalue}<br><i>click for the first run after it</i>")
             xs.append(x)

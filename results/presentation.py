@@ -18,6 +18,7 @@ __all__ = [
     "VERDICT_ORDER",
     "format_change",
     "format_duration",
+    "format_level",
     "format_probability",
     "in_verdict_order",
     "verdict_counts",
@@ -130,10 +131,15 @@ _SEVERITY = {Verdict.REGRESSION: 0, Verdict.IMPROVEMENT: 1, Verdict.NO_CHANGE: 2
 HIGH_P_MARK = "~"
 
 
+def format_level(level: float) -> str:
+    """A confidence level as a percentage: ``95%``."""
+    return f"{level * 100:g}%"
+
+
 def level_text(rows) -> str:
     """The confidence level shared by the rows, as a percentage (``per-series`` when they differ)."""
     levels = {row.confidence_level for row in rows}
-    return f"{levels.pop() * 100:g}%" if len(levels) == 1 else "per-series"
+    return format_level(levels.pop()) if len(levels) == 1 else "per-series"
 
 
 def probability_cell(value: float | None, high_p: bool) -> str:

@@ -192,4 +192,4 @@ class ComparisonRow:
 
     @property
     def level_text(self) -> str:
-        return f"{self.confidence_level * 100:g}%"
+        return presentation.format_level(self.confidence_level)

@@ -22,22 +22,6 @@ class RunSection:
     anchor: str
     shown: MetricSection
 
-    @property
-    def figures(self) -> dict[str, dict]:
-        return self.shown.figures
-
-    @property
-    def notes(self) -> tuple[str, ...]:
-        return self.shown.notes
-
-    @property
-    def removed(self) -> int | None:
-        return self.shown.removed
-
-    @property
-    def total(self) -> int | None:
-        return self.shown.total
-
 
 def run_page(*, run_id: int) -> dict:
     """The page's title, body (rendered) and figures (JSON). Raises Run.DoesNotExist."""
@@ -49,7 +33,7 @@ def run_page(*, run_id: int) -> dict:
         added = next((addition.sections[result.pk] for addition in additions if result.pk in addition.sections), None)
         sections.append(RunSection(result=result, anchor=f"metric-{result.metric_id}",
                                    shown=stored_section(result) if added is None else added))
-    figures = {key: figure for section in sections for key, figure in section.figures.items()}
+    figures = {key: figure for section in sections for key, figure in section.shown.figures.items()}
     for addition in additions:
         figures.update(addition.figures)
     rows = stored_rows(

@@ -27,6 +27,7 @@ from .comparisons import stored_rows
 from .extensions import alert_additions
 from .models import (
     Alert,
+    ChangePoint,
     Comparison,
     ComparisonMethod,
     Machine,
@@ -163,6 +164,8 @@ def _sparklines(series: set[tuple[int, int]], *, projects: set[int],
 
 
 ROW_LIMIT = 200
+"""Rows shown per run unless asked for all: the most notable ones (worst first), so that a project
+with thousands of series still answers "did tonight regress?" at a glance."""
 _HISTORY_FIELDS = ("id", "ratio", "ci_low", "ci_high", "bounded", "statistic", "df", "pvalue", "qvalue", "verdict",
                    "threshold", "confidence_level", "inputs")
 
@@ -180,8 +183,6 @@ def _history_comparison(result: Result) -> Comparison | None:
         return None
     return Comparison(candidate=result, method=ComparisonMethod.HISTORY,
                       **{name: getattr(result, f"history_{name}") for name in _HISTORY_FIELDS})
-"""Rows shown per run unless asked for all: the most notable ones (worst first), so that a project
-with thousands of series still answers "did tonight regress?" at a glance."""
 
 
 @dataclass(frozen=True)
@@ -366,10 +367,6 @@ def metric_history(*, metric_id: int, machines: list[str] | None = None, branch:
     branch, and runs without a revision (imported runs); ``""``: every branch. `start` and `end`
     bound ``started_at`` (``start <= t < end``). Raises Metric.DoesNotExist.
     """
-    from django.db.models import Q
-
-    from .models import ChangePoint
-
     metric = Metric.objects.select_related("benchmark__project").get(pk=metric_id)
     series = Result.objects.filter(metric=metric, run__status=Run.Status.COMPLETED)
     pairs = set(series.values_list("run__machine__name", "run__revision__branch").distinct().order_by())

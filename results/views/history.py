@@ -12,7 +12,6 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.dateparse import parse_date
-from django.utils.text import slugify
 
 
 from .. import charts, presentation, selectors
@@ -82,7 +81,7 @@ def _history_row(point: dict, run_url: str) -> dict:
         "url": f"{run_url}{point['run_id']}/",
         "started_text": point["started_at"].astimezone(dt_timezone.utc).strftime("%Y-%m-%d %H:%M"),
         "commit_short": (point["commit"] or "")[:12],
-        "verdict_class": slugify(verdict or "none"),
+        "verdict_class": presentation.verdict_slug(verdict),
         "mean_text": f"{point['mean']:.4g}",
         "ci_text": interval,
         "verdict": verdict,
