@@ -24,9 +24,9 @@ from django.db import transaction
 from django.utils import timezone
 from scipy.stats import false_discovery_control
 
-from . import alerts, stats
+from . import alerts, presentation, stats
 from .models import Comparison, ComparisonMethod, Result, Run, RunKind, RunStatus, Verdict
-from .presentation import ALPHA, VERDICT_ORDER
+from .presentation import ALPHA
 from .rows import ComparisonRow, Interval, Side
 from .series import Series, series_from_results, series_from_values, stored_series
 from .services import bulk_insert
@@ -41,7 +41,11 @@ METHOD_FILES = "files"
 
 
 class NothingToCompare(ValueError):
-    """The two sides share no series that can be compared."""
+    """The two sides share no series that can be compared; ``comparison`` says which series each side has."""
+
+    def __init__(self, message: str, comparison: "SeriesComparison") -> None:
+        super().__init__(message)
+        self.comparison = comparison
 
 
 @dataclass(frozen=True)
@@ -88,20 +92,20 @@ def compare_series(baseline: Sequence[Series], candidate: Sequence[Series], *, a
     new = {series.key: series for series in candidate}
     common = sorted(old.keys() & new.keys())
     comparable = [key for key in common if old[key].summary.n >= 2 and new[key].summary.n >= 2]
+    unmatched = {
+        "only_baseline": [old[key].label for key in sorted(old.keys() - new.keys())],
+        "only_candidate": [new[key].label for key in sorted(new.keys() - old.keys())],
+        "not_compared": [old[key].label for key in sorted(set(common) - set(comparable))],
+    }
     if not comparable:
-        raise NothingToCompare(_nothing_to_compare(old, new, common))
+        raise NothingToCompare(_nothing_to_compare(old, new, common), SeriesComparison(rows=[], **unmatched))
     pairs = [(old[key], new[key]) for key in comparable]
     if threshold is not None:
         pairs = [(base, replace(cand, threshold=threshold)) for base, cand in pairs]
     rows = pairwise_rows(pairs, method=method, alpha=alpha, bootstrap=bootstrap)
     if qvalues:
         rows = with_qvalues(rows)
-    return SeriesComparison(
-        rows=sorted(rows, key=lambda row: row.sort_key),
-        only_baseline=[old[key].label for key in sorted(old.keys() - new.keys())],
-        only_candidate=[new[key].label for key in sorted(new.keys() - old.keys())],
-        not_compared=[old[key].label for key in sorted(set(common) - set(comparable))],
-    )
+    return SeriesComparison(rows=sorted(rows, key=lambda row: row.sort_key), **unmatched)
 
 
 def pairwise_rows(pairs: Sequence[tuple[Series, Series]], *, method: str, alpha: float = ALPHA,
@@ -571,31 +575,32 @@ class RunComparison:
 
 
 def compare_stored_runs(*, baseline_id: int, candidate_id: int, limit: int | None = None,
-                        bootstrap: Bootstrap | None = None) -> RunComparison:
+                        bootstrap: Bootstrap | None = None, alpha: float = ALPHA, threshold: float | None = None,
+                        empty_ok: bool = True) -> RunComparison:
     """Any two stored runs, series by series (matched by benchmark and metric name, so runs of different
     projects can be compared); q-values across the compared series. ``limit`` keeps the most notable rows
-    (worst first), every series still counted. Raises Run.DoesNotExist when an id names no run."""
+    (worst first), every series still counted; ``threshold`` replaces the metrics' own. With ``empty_ok``
+    false, :class:`NothingToCompare` is raised instead of returning no rows.
+
+    Raises Run.DoesNotExist, its ``missing`` the ids that name no run."""
     runs = {run.pk: run for run in Run.objects.select_related("project", "machine", "revision")
             .filter(pk__in=[baseline_id, candidate_id])}
-    for run_id in (baseline_id, candidate_id):
-        if run_id not in runs:
-            raise Run.DoesNotExist(f"No run {run_id}.")
+    missing = [run_id for run_id in dict.fromkeys((baseline_id, candidate_id)) if run_id not in runs]
+    if missing:
+        error = Run.DoesNotExist(f"No run{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}.")
+        error.missing = missing
+        raise error
     baseline, candidate = (stored_series(run_id=run_id, with_samples=bootstrap is not None)
                            for run_id in (baseline_id, candidate_id))
     try:
-        compared = compare_series(baseline, candidate, bootstrap=bootstrap)
-    except NothingToCompare:
-        compared = SeriesComparison(
-            rows=[], only_baseline=sorted({s.label for s in baseline} - {s.label for s in candidate}),
-            only_candidate=sorted({s.label for s in candidate} - {s.label for s in baseline}),
-            not_compared=sorted({s.label for s in baseline} & {s.label for s in candidate}))
+        compared = compare_series(baseline, candidate, alpha=alpha, threshold=threshold, bootstrap=bootstrap)
+    except NothingToCompare as error:
+        if not empty_ok:
+            raise
+        compared = error.comparison
     machine = runs[candidate_id].machine.name
     rows = [replace(row, machine=machine, run_id=candidate_id) for row in compared.rows]
-    counted: dict[str, int] = defaultdict(int)
-    for row in rows:
-        counted[row.verdict] += 1
     return RunComparison(
         baseline=runs[baseline_id], candidate=runs[candidate_id], rows=rows if limit is None else rows[:limit],
-        counts={str(verdict): counted[verdict] for verdict in VERDICT_ORDER if counted.get(verdict)},
-        only_baseline=compared.only_baseline, only_candidate=compared.only_candidate,
-        not_compared=compared.not_compared, total=len(rows))
+        counts=presentation.verdict_counts(rows), only_baseline=compared.only_baseline,
+        only_candidate=compared.only_candidate, not_compared=compared.not_compared, total=len(rows))

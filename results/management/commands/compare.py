@@ -84,15 +84,14 @@ def _check_options(*, runs: list[int], files: list[Path] | None, formats: tuple[
 
 
 def _run_comparison(run_ids: list[int], *, alpha: float, threshold: float | None,
-                    bootstrap: comparisons.Bootstrap | None) -> comparisons.SeriesComparison:
+                    bootstrap: comparisons.Bootstrap | None) -> comparisons.RunComparison:
     """Two stored runs, as the compare page compares them (q-values across the series)."""
-    found = set(Run.objects.filter(pk__in=run_ids).values_list("pk", flat=True))
-    missing = [f"#{run_id}" for run_id in dict.fromkeys(run_ids) if run_id not in found]
-    if missing:
-        raise CommandError(f"unknown run id{'s' if len(missing) > 1 else ''}: {', '.join(missing)}.")
-    baseline, candidate = (series.stored_series(run_id=run_id, with_samples=bootstrap is not None)
-                           for run_id in run_ids)
-    return comparisons.compare_series(baseline, candidate, alpha=alpha, threshold=threshold, bootstrap=bootstrap)
+    try:
+        return comparisons.compare_stored_runs(baseline_id=run_ids[0], candidate_id=run_ids[1], alpha=alpha,
+                                               threshold=threshold, bootstrap=bootstrap, empty_ok=False)
+    except Run.DoesNotExist as error:
+        missing = [f"#{run_id}" for run_id in error.missing]
+        raise CommandError(f"unknown run id{'s' if len(missing) > 1 else ''}: {', '.join(missing)}.") from None
 
 
 def _file_series(files: list[Path], *, formats: tuple[str, str]) -> tuple[list[series.Series], list[series.Series]]:
