@@ -61,15 +61,21 @@ def stored_section(result: Result) -> MetricSection:
     values = samples.ravel()
     figures = {f"{key}-samples": charts.samples_figure(values, unit=metric.unit, mean=result.mean,
                                                       ci_low=result.ci_low, ci_high=result.ci_high)}
-    notes = []
-    sizes, autocorrelations = stats.autocorrelation_by_size(values, include=[result.subsession_size])
-    if sizes:
-        figures[f"{key}-autocorrelation"] = charts.autocorrelation_figure(
-            sizes, autocorrelations, chosen=result.subsession_size, bound=stats.MAX_AUTOCORRELATION)
-    else:
-        notes.append(f"Fewer than {stats.MIN_SUBSESSIONS} samples: no autocorrelation to show.")
+    notes = autocorrelation_part(figures, key, values, chosen=result.subsession_size)
     if samples.ndim > 1:
         notes.append(f"Samples stored with the shape {list(samples.shape)}, plotted flattened in time order.")
     notes.append("No session rounds: this run was posted or imported, so warm-up removal and the CI narrowing "
                  "are not known here.")
     return MetricSection(figures=figures, notes=tuple(notes))
+
+
+def autocorrelation_part(figures: dict, key: str, values, *, chosen: int, min_subsessions: int = stats.MIN_SUBSESSIONS,
+                         bound: float = stats.MAX_AUTOCORRELATION) -> list[str]:
+    """Add the autocorrelation at every subsession size (``{key}-autocorrelation``, the chosen size marked) to
+    `figures`; return the note saying why there is none, if so. The runner's sections call it too."""
+    sizes, autocorrelations = stats.autocorrelation_by_size(values, min_subsessions=min_subsessions, include=[chosen])
+    if not sizes:
+        return [f"Fewer than {min_subsessions} samples: no autocorrelation to show."]
+    figures[f"{key}-autocorrelation"] = charts.autocorrelation_figure(sizes, autocorrelations, chosen=chosen,
+                                                                       bound=bound)
+    return []

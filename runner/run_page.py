@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
-from results import charts, stats
+from results import charts
 from results.extensions import MetricSection, RunPageAddition
+from results.run_page import autocorrelation_part
 from results.models import Result, Run
 
 from . import replay
@@ -62,13 +63,8 @@ def _section(result: Result, records: list, targets: session_loop.SessionTargets
         notes.append("WPS: the estimate is a regression of round durations on work amounts, so the subsession "
                      "autocorrelation does not apply.")
     else:
-        sizes, values = stats.autocorrelation_by_size(split.values[split.kept], min_subsessions=targets.min_subsessions,
-                                                      include=[result.subsession_size])
-        if sizes:
-            figures[f"{key}-autocorrelation"] = charts.autocorrelation_figure(
-                sizes, values, chosen=result.subsession_size, bound=targets.max_autocorrelation)
-        else:
-            notes.append(f"Fewer than {targets.min_subsessions} samples: no autocorrelation to show.")
+        notes += autocorrelation_part(figures, key, split.values[split.kept], chosen=result.subsession_size,
+                                      min_subsessions=targets.min_subsessions, bound=targets.max_autocorrelation)
     spec = session_loop.MetricSpec(metric.name, metric.unit, metric.direction)
     points = replay.ci_narrowing(records, spec, targets, trimmed=split.records)
     figures[f"{key}-narrowing"] = charts.ci_narrowing_figure(points, target=targets.target_width)
