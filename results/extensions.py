@@ -45,12 +45,25 @@ _run_page_providers: list[RunPageProvider] = []
 
 def add_to_run_pages(provider: RunPageProvider) -> None:
     """Register ``provider(run, results)``: called for every run page rendered, None when it has nothing to add."""
-    if provider not in _run_page_providers:
-        _run_page_providers.append(provider)
+    _register(_run_page_providers, provider)
 
 
 def run_page_additions(run: Run, results: Sequence[Result]) -> list[RunPageAddition]:
     return [addition for provider in _run_page_providers if (addition := provider(run, results)) is not None]
+
+
+def _register(providers: list, provider) -> None:
+    if provider not in providers:
+        providers.append(provider)
+
+
+def _by_alert(providers: list, alerts: Sequence[Alert]) -> dict[int, list]:
+    """What every provider gives each alert, in registration order; each provider is called once."""
+    found: dict[int, list] = {}
+    for provider in providers:
+        for alert_id, value in provider(alerts).items():
+            found.setdefault(alert_id, []).append(value)
+    return found
 
 
 AlertProvider = Callable[[Sequence[Alert]], dict[int, SafeString]]
@@ -59,16 +72,11 @@ _alert_providers: list[AlertProvider] = []
 
 def add_to_alerts(provider: AlertProvider) -> None:
     """Register ``provider(alerts)``: called once per alert list rendered, HTML by alert id for those it adds to."""
-    if provider not in _alert_providers:
-        _alert_providers.append(provider)
+    _register(_alert_providers, provider)
 
 
 def alert_additions(alerts: Sequence[Alert]) -> dict[int, list[SafeString]]:
-    additions: dict[int, list[SafeString]] = {}
-    for provider in _alert_providers:
-        for alert_id, html in provider(alerts).items():
-            additions.setdefault(alert_id, []).append(html)
-    return additions
+    return _by_alert(_alert_providers, alerts)
 
 
 AlertSessionsProvider = Callable[[Sequence[Alert]], dict[int, list[int]]]
@@ -77,13 +85,9 @@ _alert_session_providers: list[AlertSessionsProvider] = []
 
 def add_alert_sessions(provider: AlertSessionsProvider) -> None:
     """Register ``provider(alerts)``: the ids of the sessions re-measuring each alert, by alert id (the API)."""
-    if provider not in _alert_session_providers:
-        _alert_session_providers.append(provider)
+    _register(_alert_session_providers, provider)
 
 
 def alert_sessions(alerts: Sequence[Alert]) -> dict[int, list[int]]:
-    found: dict[int, list[int]] = {}
-    for provider in _alert_session_providers:
-        for alert_id, sessions in provider(alerts).items():
-            found.setdefault(alert_id, []).extend(sessions)
-    return found
+    return {alert_id: [session for ids in found for session in ids]
+            for alert_id, found in _by_alert(_alert_session_providers, alerts).items()}
