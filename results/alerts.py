@@ -1,26 +1,107 @@
-"""Alerts (writes): a run's regressions open alerts, grouped per run and announced once after commit;
-people triage them."""
+"""Alerts (writes): a run's regressions, and a nightly series' changes, open alerts, grouped per run and
+announced once after commit; later nights, confirmation sessions and people settle them."""
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
-from .models import Alert, AlertEvent, AlertGroup, AlertStatus, Comparison, ComparisonMethod, Run, RunKind, Verdict
+from .models import (
+    Alert,
+    AlertEvent,
+    AlertGroup,
+    AlertState,
+    AlertStatus,
+    Comparison,
+    ComparisonMethod,
+    Run,
+    RunKind,
+    Verdict,
+)
+from .presentation import ALPHA, is_significant
 from .signals import alerts_opened
 
 
-def open_alerts(run: Run) -> None:
-    """A regression by the run's decisive method (history for nightlies, pairwise for pull requests)
-    opens an alert; one group per run, notified once after commit."""
-    decisive = ComparisonMethod.PAIRWISE if run.kind == RunKind.PR else ComparisonMethod.HISTORY
-    regressions = list(Comparison.objects.filter(candidate__run=run, method=decisive, verdict=Verdict.REGRESSION)
-                       .order_by("candidate__metric__benchmark__name", "candidate__metric__name")
-                       .values_list("pk", flat=True))
-    if not regressions:
+PULL_REQUEST_ALERTS = (Verdict.REGRESSION, Verdict.SUSPECTED_REGRESSION)
+NIGHTLY_ALERTS = (Verdict.REGRESSION, Verdict.SUSPECTED_REGRESSION, Verdict.IMPROVEMENT,
+                  Verdict.SUSPECTED_IMPROVEMENT)
+"""A nightly's improvements alert too: the series' level moved (and a benchmark that stopped working looks faster)."""
+SERIES_LEVEL = 0.01
+"""A nightly series alerts only when its own shift p-value (adjusted for the first nights tried) is below this,
+besides q < α: the false-alarm budget of spec §8, 0.5% per series-night. The q-value alone allows 5% per
+night in a project of one series (Benjamini–Hochberg over one test is the test)."""
+DECIDED = {Verdict.REGRESSION: "regression", Verdict.SUSPECTED_REGRESSION: "regression",
+           Verdict.IMPROVEMENT: "improvement", Verdict.SUSPECTED_IMPROVEMENT: "improvement"}
+
+
+def open_alerts(run: Run, *, carried: dict[int, int]) -> None:
+    """Open the run's alerts, one group per run, notified once after commit; carry the suspected ones.
+
+    A pull request alerts on its (suspected) regressions against its base. A nightly alerts per series on
+    a (suspected) change of its shift row, which names the first night; a suspected verdict opens a
+    *suspected* alert, an interval beyond the band a confirmed one. Tonight's row against the last K nights
+    is shown, and alerts nobody: with K = 10 nights it cries wolf on a series with two modes, where the
+    shift test's 10 to 30 nights do not. A series whose shift test pooled the nights since an alert's first
+    night (``carried``: alert by metric; see :mod:`results.baselines`) opens none: tonight's evidence is
+    added to that alert, and confirms or dismisses it once decisive.
+    """
+    compared = Comparison.objects.filter(candidate__run=run).order_by(
+        "candidate__metric__benchmark__name", "candidate__metric__name", "method")
+    if run.kind == RunKind.PR:
+        opened = [Alert(comparison_id=pk, first_run=run, state=AlertState.CONFIRMED if verdict == Verdict.REGRESSION
+                        else AlertState.SUSPECTED)
+                  for pk, verdict, pvalue, qvalue in compared.filter(
+                      method=ComparisonMethod.PAIRWISE, verdict__in=PULL_REQUEST_ALERTS).values_list(
+                      "pk", "verdict", "pvalue", "qvalue")
+                  if is_significant(pvalue, qvalue)]
+    else:
+        opened = []
+        shifts = compared.filter(method=ComparisonMethod.SHIFT)
+        for pk, metric_id, verdict, inputs, pvalue, qvalue in shifts.values_list(
+                "pk", "candidate__metric_id", "verdict", "inputs", "pvalue", "qvalue"):
+            # An interval beyond the band is a change only when the run's false-discovery control agrees
+            # (spec §7): a shift's interval is that of the start it chose among several.
+            alerting = verdict in NIGHTLY_ALERTS and is_significant(pvalue, qvalue) and pvalue < SERIES_LEVEL
+            if metric_id in carried:
+                if verdict != Verdict.INSUFFICIENT_HISTORY:
+                    _carry(carried[metric_id], evidence=(pk, verdict, inputs, alerting))
+            elif alerting:
+                opened.append(Alert(comparison_id=pk, first_run_id=inputs["first_run"], evidence_id=pk,
+                                    state=_state(verdict, inputs)))
+    if not opened:
         return
     group, _ = AlertGroup.objects.get_or_create(run=run)
-    Alert.objects.bulk_create([Alert(group=group, comparison_id=comparison) for comparison in regressions])
+    for alert in opened:
+        alert.group = group
+    Alert.objects.bulk_create(opened)
     alert_ids = list(Alert.objects.filter(group=group).values_list("pk", flat=True))
     transaction.on_commit(lambda: _announce(group.pk, alert_ids))
+
+
+def _state(verdict: str, inputs: dict) -> str:
+    """Confirmed: the interval lies beyond the band, and the nights since differ from those before with their
+    own spread too (Welch, two nights at least): one night, or a spike and a normal night, is not a level."""
+    return AlertState.CONFIRMED if verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT) and _consistent(inputs) \
+        else AlertState.SUSPECTED
+
+
+def _consistent(inputs: dict) -> bool:
+    welch = inputs.get("welch_pvalue")
+    return welch is not None and welch < ALPHA
+
+
+def _carry(alert_id: int, *, evidence: tuple) -> None:
+    """Add tonight's pooled evidence to an alert: a significant interval beyond the band on its side confirms
+    it, one inside the band (or beyond it on the other side) dismisses it (a confirmed change that
+    the nights since do not bear out was a transient, not a new level)."""
+    pk, verdict, inputs, significant = evidence
+    alert = Alert.objects.select_related("comparison").get(pk=alert_id)
+    side = DECIDED.get(alert.comparison.verdict)
+    nights = len(inputs.get("pooled_runs", []))
+    alert.evidence_id = pk
+    if verdict == side and significant and _consistent(inputs):
+        alert.state, alert.state_note = AlertState.CONFIRMED, f"confirmed: {nights} nights pooled, {verdict}"
+    elif verdict == Verdict.NO_CHANGE or (verdict in DECIDED and DECIDED[verdict] != side):
+        alert.state, alert.state_note = AlertState.DISMISSED, f"dismissed: {nights} nights pooled, {verdict}"
+    alert.save(update_fields=["evidence", "state", "state_note", "updated_at"])
 
 
 def _announce(group_id: int, alert_ids: list[int]) -> None:

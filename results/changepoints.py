@@ -28,10 +28,10 @@ from .models import (
     ChangePoint,
     Comparison,
     ComparisonMethod,
+    OUTSIDE_SERIES,
     Metric,
     Result,
     Run,
-    RunKind,
     RunStatus,
     Verdict,
 )
@@ -70,7 +70,7 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
     rows = (
         Result.objects.filter(on_branch, metric_id__in=metric_ids, run__machine_id=machine_id,
                               run__status=RunStatus.COMPLETED)
-        .exclude(run__kind=RunKind.PR)
+        .exclude(run__kind__in=OUTSIDE_SERIES)
         .alias(newness=Window(RowNumber(), partition_by=F("metric_id"),
                               order_by=[F("run__started_at").desc(), F("run_id").desc()]))
         .filter(newness__lte=limit)
@@ -142,7 +142,7 @@ def series_chunks(*, chunk_size: int = CHUNK_SIZE) -> list[tuple[int, list[int]]
     """
     machines = (
         Run.objects.filter(status=RunStatus.COMPLETED, revision__branch=F("project__default_branch"))
-        .exclude(kind=RunKind.PR).order_by("machine_id", "project_id")
+        .exclude(kind__in=OUTSIDE_SERIES).order_by("machine_id", "project_id")
         .values_list("machine_id", "project_id").distinct()
     )
     metrics: dict[int, list[int]] = defaultdict(list)

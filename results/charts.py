@@ -137,6 +137,61 @@ class ChangePointRow(TypedDict):
     mean: float | None
 
 
+class AlertMarker(TypedDict, total=False):
+    """An alert of the series (``results.selectors.metric_history``), drawn at its first night: ``pk``, ``state``
+    (suspected, confirmed, dismissed), ``status`` (triage), ``verdict`` of the comparison that opened it,
+    ``started_at`` and ``mean`` of its first night, ``machine``, its evidence (``ratio``, ``low``, ``high``,
+    ``pvalue``, ``qvalue``, ``nights`` pooled) and ``first_run_id``."""
+
+    pk: int
+    state: str
+    status: str
+    state_note: str
+    verdict: str
+    started_at: datetime
+    mean: float | None
+    machine: str
+    ratio: float | None
+    low: float | None
+    high: float | None
+    pvalue: float | None
+    qvalue: float | None
+    nights: int | None
+    first_run_id: int
+
+
+ALERT_MARKERS = (
+    # (side, state) → legend label, Plotly symbol, colour
+    (("regression", "confirmed"), "▲ alert (regression)", "triangle-up", REGRESSION),
+    (("regression", "suspected"), "△ alert (suspected regression)", "triangle-up-open", REGRESSION),
+    (("improvement", "confirmed"), "▼ alert (improvement)", "triangle-down", IMPROVEMENT),
+    (("improvement", "suspected"), "▽ alert (suspected improvement)", "triangle-down-open", IMPROVEMENT),
+    (("regression", "dismissed"), "✕ alert dismissed", "x-thin-open", QUIET),
+    (("improvement", "dismissed"), "✕ alert dismissed", "x-thin-open", QUIET),
+)
+
+
+def _alert_hover(alert: Mapping, when: str) -> str:
+    lines = [f"<b>alert #{alert['pk']}</b> · {escape(alert['state'])} {escape(_side(alert['verdict']))}",
+             f"first night {when} UTC · {escape(alert['machine'])}"]
+    if alert.get("ratio") is not None:
+        nights = alert.get("nights")
+        pooled = f" over {nights} night{'s' if nights != 1 else ''} pooled" if nights else ""
+        lines.append(f"{format_change(alert['ratio'], alert.get('low'), alert.get('high'))}{pooled}")
+    if alert.get("pvalue") is not None:
+        tail = (f", q = {presentation.format_probability(alert['qvalue'])}" if alert.get("qvalue") is not None
+                else "")
+        lines.append(f"p = {presentation.format_probability(alert['pvalue'])}{tail}")
+    lines.append(f"triage: {escape(alert['status'])}" + (f" · {escape(alert['state_note'])}"
+                                                          if alert.get("state_note") else ""))
+    lines.append("<i>click for the first night's run</i>")
+    return "<br>".join(lines)
+
+
+def _side(verdict: str) -> str:
+    return "improvement" if verdict and verdict.endswith("improvement") else "regression"
+
+
 def history_bands(comparisons: Sequence[Mapping | None]) -> tuple[list[float | None], list[float | None]]:
     """The history baseline band of each point: where tonight's mean was expected if nothing changed,
     as the history comparison stored it (the prediction interval of one new run mean,
@@ -172,16 +227,19 @@ def _history_hover(point: Mapping, unit: str, when: str) -> str:
     return "<br>".join(lines)
 
 
-def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[ChangePointRow] = (), *,
-                   metric: str, unit: str, machines: Sequence[str] | None = None) -> Figure:
+def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[ChangePointRow] = (),
+                   alerts: Sequence[AlertMarker] = (), *, metric: str, unit: str,
+                   machines: Sequence[str] | None = None) -> Figure:
     """Run means over time, one trace per machine, with their CIs, the history baseline band,
-    change points, alerts and improvements.
+    change points, the series' alerts at their first nights (filled: confirmed, open: suspected, ✕:
+    dismissed) and improvements.
 
     Parameters
     ----------
     points : sequence of HistoryPoint
         Oldest first. ``customdata`` of every clickable marker is the run id.
     change_points : sequence of ChangePointRow
+    alerts : sequence of AlertMarker
     metric, unit : str
         The axis title.
     machines : sequence of str, optional
@@ -193,7 +251,7 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
     for point in points:
         by_machine.setdefault(point["machine"], []).append(point)
     data: list[dict] = []
-    markers: dict[str, list[Mapping]] = {"alert": [], "improvement": []}
+    improvements: list[Mapping] = []
     for position, (machine, rows) in enumerate(by_machine.items()):
         if not rows:
             continue
@@ -221,11 +279,9 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
             "hovertemplate": "%{text}<extra></extra>",
             "line": {"color": colour, "width": 1.5}, "marker": {"color": colour, "size": 6},
         })
-        for row, comparison in zip(rows, comparisons):
-            if comparison and comparison.get("alert_id") is not None:
-                markers["alert"].append(row)
-            elif comparison and comparison.get("verdict") == "improvement":
-                markers["improvement"].append(row)
+        improvements += [row for row, comparison in zip(rows, comparisons)
+                         if comparison and comparison.get("alert_id") is None
+                         and comparison.get("verdict") == "improvement"]
     shapes = []
     if change_points:
         texts, xs, ys, ids = [], [], [], []
@@ -245,19 +301,28 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
                      "customdata": ids, "text": texts, "hovertemplate": "%{text}<extra></extra>",
                      "marker": {"symbol": "diamond-open", "size": 16, "color": "#1d2430",
                                 "line": {"color": "#1d2430", "width": 2}}})
-    for kind, symbol, colour, label in (("alert", "triangle-up", REGRESSION, "▲ alert (regression)"),
-                                        ("improvement", "triangle-down", IMPROVEMENT, "▼ improvement")):
-        rows = markers[kind]
-        if rows:
-            xs = [_timestamp(row["started_at"]) for row in rows]
+    for key, label, symbol, colour in ALERT_MARKERS:
+        shown = [alert for alert in alerts if (_side(alert["verdict"]), alert["state"]) == key]
+        if shown:
+            xs = [_timestamp(alert["started_at"]) for alert in shown]
             data.append({
-                "type": "scatter", "mode": "markers", "name": label,
-                "x": xs, "y": [row["mean"] for row in rows],
-                "customdata": [row["run_id"] for row in rows],
-                "text": [_history_hover(row, unit, x) for row, x in zip(rows, xs)],
+                "type": "scatter", "mode": "markers", "name": label, "legendgroup": label,
+                "x": xs, "y": [alert.get("mean") for alert in shown],
+                "customdata": [alert["first_run_id"] for alert in shown],
+                "text": [_alert_hover(alert, x) for alert, x in zip(shown, xs)],
                 "hovertemplate": "%{text}<extra></extra>",
-                "marker": {"symbol": symbol, "size": 13, "color": colour, "line": {"color": "#ffffff", "width": 1}},
+                "marker": {"symbol": symbol, "size": 14, "color": colour, "line": {"color": colour, "width": 2}},
             })
+    if improvements:
+        xs = [_timestamp(row["started_at"]) for row in improvements]
+        data.append({
+            "type": "scatter", "mode": "markers", "name": "▼ improvement",
+            "x": xs, "y": [row["mean"] for row in improvements], "customdata": [row["run_id"] for row in improvements],
+            "text": [_history_hover(row, unit, x) for row, x in zip(improvements, xs)],
+            "hovertemplate": "%{text}<extra></extra>",
+            "marker": {"symbol": "triangle-down", "size": 13, "color": IMPROVEMENT,
+                       "line": {"color": "#ffffff", "width": 1}},
+        })
     layout = _layout(
         height=520, shapes=shapes, margin={"t": 30, "b": 30},
         legend={"y": 1.0, "yanchor": "bottom"},

@@ -25,7 +25,8 @@ from django.utils import timezone
 from scipy.stats import false_discovery_control
 
 from . import alerts, presentation, stats
-from .models import Comparison, ComparisonMethod, Result, Run, RunKind, RunStatus, Verdict
+from .baselines import SHIFT_HISTORY, SHIFT_MIN_HISTORY, SeriesBaseline, series_baselines
+from .models import OUTSIDE_SERIES, Comparison, ComparisonMethod, Result, Run, RunKind, RunStatus, Verdict
 from .presentation import ALPHA
 from .rows import ComparisonRow, Interval, Side
 from .series import Series, series_from_results, series_from_values, stored_series
@@ -103,8 +104,7 @@ def compare_series(baseline: Sequence[Series], candidate: Sequence[Series], *, a
     if threshold is not None:
         pairs = [(base, replace(cand, threshold=threshold)) for base, cand in pairs]
     rows = pairwise_rows(pairs, method=method, alpha=alpha, bootstrap=bootstrap)
-    if qvalues:
-        rows = with_qvalues(rows)
+    rows = with_suspected(with_qvalues(rows) if qvalues else rows)
     return SeriesComparison(rows=sorted(rows, key=lambda row: row.sort_key), **unmatched)
 
 
@@ -183,10 +183,17 @@ def history_rows(candidates: Sequence[Series], histories: Sequence[Sequence[Seri
                 candidates[i], method=ComparisonMethod.HISTORY, alpha=ALPHA,
                 numbers={name: values[row] for name, values in columns.items()}, verdict=str(columns["verdict"][row]),
                 baseline=baseline, candidate=_side(candidates[i], candidate_widths[row]),
-                note=f"mean of {size} nights",
+                note=f"mean of {size} nights" + (SINGLE_VALUES if _single_values(candidates[i], histories[i]) else ""),
                 **(context(candidates[i], histories[i]) if context else {}))
             rows[i] = replace(rows[i], inputs={**rows[i].inputs, **_history_inputs(histories[i], columns, row)})
     return rows
+
+
+SINGLE_VALUES = "; one value per night, so the run-to-run spread alone (no within-run term, no bootstrap)"
+
+
+def _single_values(candidate: Series, history: Sequence[Series]) -> bool:
+    return candidate.summary.n == 1 and all(series.summary.n == 1 for series in history)
 
 
 def with_qvalues(rows: Sequence[ComparisonRow]) -> list[ComparisonRow]:
@@ -206,6 +213,103 @@ def with_qvalues(rows: Sequence[ComparisonRow]) -> list[ComparisonRow]:
         for i, qvalue in zip(indexes, qvalues):
             rows[i] = replace(rows[i], qvalue=float(min(qvalue, 1.0)))
     return rows
+
+
+def with_suspected(rows: Sequence[ComparisonRow]) -> list[ComparisonRow]:
+    """The rows with *inconclusive* split (spec §7): a change that is significant (q, or p where there is no
+    q: :func:`results.presentation.is_significant`) with its point estimate beyond the band is a *suspected*
+    regression or improvement; the rest stay inconclusive, shown quietly."""
+    return [replace(row, verdict=_suspected(row)) if row.verdict == Verdict.INCONCLUSIVE else row for row in rows]
+
+
+def _suspected(row: ComparisonRow) -> str:
+    if row.ratio is None or not row.significant:
+        return row.verdict
+    worse = row.ratio > 1.0 + row.threshold if row.direction == "lower_is_better" else row.ratio < 1.0 - row.threshold
+    better = row.ratio < 1.0 - row.threshold if row.direction == "lower_is_better" else row.ratio > 1.0 + row.threshold
+    return Verdict.SUSPECTED_REGRESSION if worse else Verdict.SUSPECTED_IMPROVEMENT if better else row.verdict
+
+
+def shift_rows(candidates: Sequence[Series], nights: Sequence[Sequence[Series]], *, recent: Sequence[int],
+               suspected_since: Sequence[int | None]) -> list[ComparisonRow]:
+    """One row per candidate: has its series shifted at one of its recent nights (spec §8)?
+
+    ``nights`` are each candidate's earlier nights of its level, oldest first. Where a change is already
+    suspected (``suspected_since``, the index of its first night), the nights since it are pooled against
+    those before it (:func:`results.stats.shift_since`); elsewhere each of the ``recent`` newest nights is
+    tried as the first (:func:`results.stats.recent_shift`, adjusted for the starts tried). The night means
+    are the units, so a series of single values (n = 1) is tested like any other.
+    """
+    rows: list[ComparisonRow | None] = [None] * len(candidates)
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for i, (series, earlier) in enumerate(zip(candidates, nights)):
+        if suspected_since[i] is not None:
+            groups[("since", len(earlier) - suspected_since[i] + 1)].append(i)
+        elif recent[i] >= 1 and len(earlier) >= SHIFT_MIN_HISTORY:
+            groups[("recent", recent[i])].append(i)
+        else:
+            rows[i] = _untested_shift(series, len(earlier), recent[i])
+    for (kind, count), members in groups.items():
+        width = max(len(nights[i]) for i in members) + 1
+        means = np.full((len(members), width), np.nan)
+        for row, i in enumerate(members):
+            values = [series.summary.mean for series in nights[i]] + [candidates[i].summary.mean]
+            means[row, width - len(values):] = values
+        levels = np.array([candidates[i].confidence_level for i in members])
+        found = (stats.shift_since(means, count, history=SHIFT_HISTORY, confidence=levels) if kind == "since" else
+                 stats.recent_shift(means, history=SHIFT_HISTORY, recent=count, min_history=SHIFT_MIN_HISTORY,
+                                    confidence=levels))
+        columns = {name: np.atleast_1d(getattr(found, name)) for name in (
+            "start", "nights", "history_size", "ratio", "low", "high", "bounded", "statistic", "pvalue",
+            "unadjusted_pvalue")}
+        for row, i in enumerate(members):
+            values = {name: column[row] for name, column in columns.items()}
+            rows[i] = _shift_row(candidates[i], nights[i], values, starts=1 if kind == "since" else count,
+                                 pooled_since=kind == "since")
+    return rows
+
+
+def _shift_row(series: Series, earlier: Sequence[Series], values: dict, *, starts: int,
+               pooled_since: bool) -> ComparisonRow:
+    if values["start"] < 0:
+        return _untested_shift(series, len(earlier), starts)
+    m, k = int(values["nights"]), int(values["history_size"])
+    first = len(earlier) + 1 - m  # index in earlier (+ tonight) of the shift's first night
+    after = [s.run_id for s in earlier[first:]] + [series.run_id]
+    before = [s.run_id for s in reversed(earlier[first - k:first])]  # newest first, as a history row's
+    numbers = {**values, "df": k + m - 2, "verdict": stats.verdict(
+        values["low"], values["high"], threshold=series.threshold, direction=series.direction)}
+    means = np.array([s.summary.mean for s in earlier] + [series.summary.mean])
+    before_means, after_means = means[first - k:first], means[first:]
+    # The test's pooled variance of a night mean (spec §8: the nights are the units).
+    pooled = float((np.sum((before_means - before_means.mean()) ** 2) + np.sum((after_means - after_means.mean()) ** 2))
+                   / max(k + m - 2, 1))
+    baseline = [float(before_means.mean()), pooled, k, 1, True]
+    # The nights since with their own spread (Welch): a one-night spike is significant against the history's
+    # spread but not against its own, so it never confirms a new level (results.alerts).
+    welch = (float(stats.welch_test(after_means.mean(), after_means.var(ddof=1), m, before_means.mean(),
+                                    before_means.var(ddof=1), k).pvalue) if m >= 2 else None)
+    row = _row(series, method=ComparisonMethod.SHIFT, alpha=ALPHA, numbers=numbers, verdict=str(numbers["verdict"]),
+               baseline=Side(mean=baseline[0], variance=pooled, n=k),
+               candidate=Side(mean=float(after_means.mean()), variance=pooled, n=m), note=shift_note(m, k))
+    return replace(row, inputs={
+        "first_run": after[0], "pooled_runs": after, "history_runs": before, "starts_tried": starts,
+        "carried": pooled_since, "unadjusted_pvalue": float(values["unadjusted_pvalue"]), "baseline": baseline,
+        "welch_pvalue": welch})
+
+
+def shift_note(nights: int, history: int) -> str:
+    return f"{nights} night{'s' if nights != 1 else ''} pooled against {history} before"
+
+
+def _untested_shift(series: Series, found: int, starts: int) -> ComparisonRow:
+    why = (f"{found} earlier night{'s' if found != 1 else ''} in its level, {SHIFT_MIN_HISTORY} needed" if starts >= 1
+           else "no night since the last change judged on")
+    return ComparisonRow(
+        **_identity(series), method=ComparisonMethod.SHIFT, baseline=Side(mean=None), candidate=_side(series, None),
+        ratio=None, low=None, high=None, bounded=False, statistic=None, df=None, pvalue=None, qvalue=None,
+        verdict=Verdict.INSUFFICIENT_HISTORY, threshold=series.threshold, confidence_level=series.confidence_level,
+        note=why, inputs={"starts_tried": 0})
 
 
 def _row(series: Series, *, method: str, alpha: float, numbers: dict, verdict: str, baseline: Side,
@@ -359,7 +463,10 @@ def stored_rows(items: Sequence[tuple[Result, Comparison | None]], *, machines: 
             found = len(inputs.get("history_runs", []))
             note = f"{found} earlier night{'s' if found != 1 else ''}, {inputs.get('needed', MIN_HISTORY)} needed"
         elif comparison.method == ComparisonMethod.HISTORY:
-            note = f"mean of {baseline.n} nights"
+            single = result.n == 1 and all(entry[2] == 1 for entry in inputs.get("history") or [])
+            note = f"mean of {baseline.n} nights" + (SINGLE_VALUES if single else "")
+        elif comparison.method == ComparisonMethod.SHIFT:
+            note = shift_note(len(inputs.get("pooled_runs") or []), len(inputs.get("history_runs") or []))
         else:
             note = ""
         alert = alerts_by_comparison.get(comparison.pk) or (None, None)
@@ -407,45 +514,41 @@ def _stored_series(queryset) -> list[Series]:
     return [series_from_values(values) for values in queryset.values(*SUMMARY_FIELDS).order_by("id")]
 
 
-def history_runs(run: Run) -> list[int]:
-    """The last K completed runs of the project's default branch on the run's machine, newest first."""
-    return list(
-        Run.objects.filter(project_id=run.project_id, machine_id=run.machine_id, status=RunStatus.COMPLETED,
-                           revision__branch=run.project.default_branch, started_at__lt=run.started_at)
-        .exclude(kind=RunKind.PR).exclude(pk=run.pk)
-        .order_by("-started_at", "-id").values_list("pk", flat=True)[: run.project.history_size]
-    )
-
-
 @transaction.atomic
 def compare_run(*, run_id: int) -> list[Comparison]:
-    """Compare a stored run with its baseline, store the comparisons and open alerts.
+    """Compare a stored run with its baseline, store the comparisons and open or carry its alerts.
 
-    A nightly (or manual, imported) run is compared with the last K runs of the default branch
-    on the same machine, run-to-run variance included (spec §8), and, beside it, naively with
-    the previous run alone. A pull-request run is compared with its base revision's run.
-    Comparing a run again replaces its earlier comparisons (and their alerts).
+    A nightly (or manual, imported) run is compared with the last K nights of its series' level on the
+    default branch and the same machine, run-to-run variance included (spec §8); beside it, naively, with
+    the previous run alone; and each series is tested for a shift at one of its recent nights, evidence
+    pooled over nights (:mod:`results.baselines` says which nights count). A pull-request run is compared
+    with its base revision's run. Comparing a run again replaces its earlier comparisons (and their alerts).
     """
     run = Run.objects.select_related("project", "revision").get(pk=run_id)
     Comparison.objects.filter(candidate__run=run).delete()
     Run.objects.filter(pk=run.pk).update(compared_at=timezone.now())
     candidates = _stored_series(Result.objects.filter(run=run))
-    if not candidates:
+    if not candidates or run.kind == RunKind.CONFIRMATION:  # a confirmation settles its alert instead
         return []
+    found: dict[int, SeriesBaseline] = {}
     if run.kind == RunKind.PR:
         baseline = pull_request_baseline(run)
         entries = [] if baseline is None else (_against_run(candidates, baseline, method=ComparisonMethod.PAIRWISE)
                                                 + _bootstrap_against_run(run, baseline))
     else:
-        history = history_runs(run)
-        entries = _against_history(candidates, history)
-        if history:
-            entries += _against_run(candidates, history[0], method=ComparisonMethod.PREVIOUS)
-    rows = with_qvalues([row for row, _, _ in entries])
+        found = series_baselines(run, [series.metric_id for series in candidates],
+                                 history_size=run.project.history_size)
+        entries = _against_history(candidates, found, history_size=run.project.history_size)
+        previous = max((night for baseline in found.values() for night in baseline.nights[-1:]),
+                       key=lambda night: (night.started_at, night.run_id), default=None)
+        if previous is not None:
+            entries += _against_run(candidates, previous.run_id, method=ComparisonMethod.PREVIOUS)
+    rows = with_suspected(with_qvalues([row for row, _, _ in entries]))
     comparisons = [_stored(row, candidate=candidate, baseline=baseline)
                    for row, (_, candidate, baseline) in zip(rows, entries)]
     bulk_insert(comparisons)
-    alerts.open_alerts(run)
+    alerts.open_alerts(run, carried={metric: baseline.carried for metric, baseline in found.items()
+                                     if baseline.carried is not None})
     transaction.on_commit(lambda: _enqueue_change_points(run.pk))
     return comparisons
 
@@ -480,20 +583,35 @@ def pull_request_baseline(run: Run) -> int | None:
         if found is not None:
             return found
     return runs.filter(revision__branch=run.project.default_branch, started_at__lte=run.started_at) \
-        .exclude(kind=RunKind.PR).values_list("pk", flat=True).first()
+        .exclude(kind__in=OUTSIDE_SERIES).values_list("pk", flat=True).first()
 
 
-def _against_history(candidates: list[Series], history: list[int]) -> list[Entry]:
-    wanted = {series.metric_id for series in candidates}
-    order = {run_id: index for index, run_id in enumerate(history)}
-    by_metric: dict[int, list[Series]] = defaultdict(list)
-    for series in _stored_series(Result.objects.filter(run_id__in=history, metric_id__in=wanted)):
-        by_metric[series.metric_id].append(series)
-    histories = [sorted(by_metric.get(series.metric_id, []), key=lambda s: order[s.run_id]) for series in candidates]
+def _against_history(candidates: list[Series], baselines: dict[int, SeriesBaseline], *,
+                     history_size: int) -> list[Entry]:
+    """Each candidate against the last K nights of its level, and tested for a recent shift."""
+    runs = {night.run_id for baseline in baselines.values() for night in baseline.nights}
+    by_run: dict[tuple[int, int], Series] = {
+        (series.metric_id, series.run_id): series
+        for series in _stored_series(Result.objects.filter(run_id__in=runs, metric_id__in=list(baselines)))}
+    histories, nights, since = [], [], []
+    for series in candidates:
+        baseline = baselines[series.metric_id]
+        # A carried change is pooled against the nights before it; otherwise the scan stays in the level.
+        first = 0 if baseline.pooled_since is not None else baseline.level_start
+        present = [i for i in range(first, len(baseline.nights))
+                   if (series.metric_id, baseline.nights[i].run_id) in by_run]
+        nights.append([by_run[series.metric_id, baseline.nights[i].run_id] for i in present])
+        histories.append([by_run[series.metric_id, run_id] for run_id in baseline.history_runs
+                          if (series.metric_id, run_id) in by_run][:history_size])
+        since.append(None if baseline.pooled_since is None
+                     else sum(1 for i in present if i < baseline.pooled_since))
+    recent = [baselines[series.metric_id].recent() for series in candidates]
     rows = history_rows(candidates, histories)
-    return [(row if row.verdict != Verdict.INSUFFICIENT_HISTORY else replace(
+    entries = [(row if row.verdict != Verdict.INSUFFICIENT_HISTORY else replace(
         row, inputs={"history_runs": [s.run_id for s in found], "needed": MIN_HISTORY}), series.result_id, None)
         for row, found, series in zip(rows, histories, candidates)]
+    shifts = shift_rows(candidates, nights, recent=recent, suspected_since=since)
+    return entries + [(row, series.result_id, None) for row, series in zip(shifts, candidates)]
 
 
 def _against_run(candidates: list[Series], baseline_run: int, *, method: str) -> list[Entry]:

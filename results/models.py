@@ -134,6 +134,12 @@ class RunKind(models.TextChoices):
     PR = "pr", "pull request"
     MANUAL = "manual"
     IMPORTED = "imported"
+    CONFIRMATION = "confirmation", "A/B confirmation"
+
+
+OUTSIDE_SERIES = (RunKind.PR, RunKind.CONFIRMATION)
+"""Runs that are never nights of a series: a pull request's, and an A/B session's re-measurement of an alert's
+two revisions (out of order, under other conditions)."""
 
 
 class RunStatus(models.TextChoices):
@@ -281,6 +287,8 @@ class Verdict(models.TextChoices):
     REGRESSION = "regression"
     IMPROVEMENT = "improvement"
     NO_CHANGE = "no change"
+    SUSPECTED_REGRESSION = "suspected regression"
+    SUSPECTED_IMPROVEMENT = "suspected improvement"
     INCONCLUSIVE = "inconclusive"
     INSUFFICIENT_HISTORY = "insufficient history"
 
@@ -290,6 +298,7 @@ class ComparisonMethod(models.TextChoices):
     PREVIOUS = "previous", "against the previous run alone (naive)"
     PAIRWISE = "pairwise", "Welch and Fieller on subsession statistics"
     BOOTSTRAP = "bootstrap", "hierarchical bootstrap on raw samples"
+    SHIFT = "shift", "the nights since a recent shift against the nights before it (evidence pooled)"
 
 
 class Comparison(models.Model):
@@ -377,17 +386,41 @@ class AlertGroup(models.Model):
         return f"Alerts of run #{self.run_id}"
 
 
+class AlertState(models.TextChoices):
+    """What the measurements say of an alert's change, apart from its triage by people."""
+
+    SUSPECTED = "suspected", "suspected: significant, its interval still crosses the band edge"
+    CONFIRMED = "confirmed", "confirmed: its interval lies beyond the band"
+    DISMISSED = "dismissed", "dismissed: later measurements show no such change"
+
+
 class Alert(models.Model):
+    """A change on one series (a metric on a machine), from its first night on.
+
+    While it is *suspected* and untriaged, the nights from ``first_run`` on stay out of the series'
+    baseline, so a missed shift is never absorbed (spec §8); ``evidence`` is the newest comparison of
+    those nights, pooled, against the nights before them. Once confirmed, accepted (fixed, won't fix)
+    or dismissed (by measurement or as invalid), the nights rejoin the baseline: after a real change as
+    its new level, after a dismissed one as before.
+    """
+
     group = models.ForeignKey(AlertGroup, on_delete=models.CASCADE, related_name="alerts")
     comparison = models.OneToOneField(Comparison, on_delete=models.CASCADE, related_name="alert")
     status = models.CharField(max_length=20, choices=AlertStatus.choices, default=AlertStatus.NEW)
+    state = models.CharField(max_length=20, choices=AlertState.choices, default=AlertState.CONFIRMED)
+    first_run = models.ForeignKey(Run, on_delete=models.CASCADE, null=True, blank=True, related_name="+",
+                                  help_text="The first night of the change.")
+    evidence = models.ForeignKey(Comparison, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                                 help_text="The newest pooled comparison of the nights since the first.")
+    state_note = models.CharField(max_length=300, blank=True, help_text="What set the state last.")
     updated_at = models.DateTimeField(auto_now=True)
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                                    related_name="+")
 
     class Meta:
         ordering = ["group", "id"]
-        constraints = [models.CheckConstraint(condition=Q(status__in=AlertStatus.values), name="alert_status_valid")]
+        constraints = [models.CheckConstraint(condition=Q(status__in=AlertStatus.values), name="alert_status_valid"),
+                       models.CheckConstraint(condition=Q(state__in=AlertState.values), name="alert_state_valid")]
 
     def __str__(self) -> str:
         return f"{self.comparison.candidate} ({self.status})"

@@ -36,12 +36,17 @@ ALPHA = 0.05
 NOT_COMPARED = "not compared"
 """A series shown without a comparison (its run is not compared yet)."""
 
-VERDICT_ORDER = {Verdict.REGRESSION: 0, Verdict.INCONCLUSIVE: 1, Verdict.IMPROVEMENT: 2,
-                 "insufficient history": 3, Verdict.NO_CHANGE: 4, NOT_COMPARED: 5}
-"""Worst first: the order of rows in every table."""
+SUSPECTED_REGRESSION, SUSPECTED_IMPROVEMENT = "suspected regression", "suspected improvement"
+"""Significant (q < α) with the point estimate beyond the band, the interval still crossing its edge (spec §7);
+decided by the comparison service once the run's q-values are known, never by the numerical core alone."""
 
-VERDICT_ICONS = {Verdict.REGRESSION: "▲", Verdict.IMPROVEMENT: "▼", Verdict.INCONCLUSIVE: "?",
-                 Verdict.NO_CHANGE: "≈", "insufficient history": "·", NOT_COMPARED: "–"}
+VERDICT_ORDER = {Verdict.REGRESSION: 0, SUSPECTED_REGRESSION: 1, Verdict.IMPROVEMENT: 2, SUSPECTED_IMPROVEMENT: 3,
+                 Verdict.INCONCLUSIVE: 4, "insufficient history": 5, Verdict.NO_CHANGE: 6, NOT_COMPARED: 7}
+"""Worst first: the order of rows in every table. Inconclusive rows (no evidence either way) are quiet."""
+
+VERDICT_ICONS = {Verdict.REGRESSION: "▲", SUSPECTED_REGRESSION: "△", Verdict.IMPROVEMENT: "▼",
+                 SUSPECTED_IMPROVEMENT: "▽", Verdict.INCONCLUSIVE: "?", Verdict.NO_CHANGE: "≈",
+                 "insufficient history": "·", NOT_COMPARED: "–"}
 """An icon beside every verdict, so colour is never the only signal."""
 
 TIME_SCALES = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
@@ -127,7 +132,8 @@ def format_duration(seconds: float | None) -> str:
 #
 # Rows are results.rows.ComparisonRow; only their attributes are used here, so this module needs no model.
 
-_SEVERITY = {Verdict.REGRESSION: 0, Verdict.IMPROVEMENT: 1, Verdict.NO_CHANGE: 2, Verdict.INCONCLUSIVE: 3}
+_SEVERITY = {Verdict.REGRESSION: 0, SUSPECTED_REGRESSION: 1, Verdict.IMPROVEMENT: 2, SUSPECTED_IMPROVEMENT: 3,
+             Verdict.NO_CHANGE: 4, Verdict.INCONCLUSIVE: 5}
 HIGH_P_MARK = "~"
 
 
@@ -210,7 +216,7 @@ def markdown_table(rows, *, only_baseline=(), only_candidate=(), not_compared=()
     with_q = any(row.qvalue is not None for row in rows)
     parts = [_markdown_rows(decided, with_q) if decided else nothing_decided]
     if inconclusive:
-        parts += ["**Inconclusive** (the interval straddles the threshold; more data would decide):",
+        parts += ["**Inconclusive** (no significant change, and the interval straddles the threshold):",
                   _markdown_rows(inconclusive, with_q)]
     parts += [f"{title}: {', '.join(_markdown_cell(label) for label in labels)}" for title, labels in (
         ("Only in the baseline", only_baseline), ("Only in the candidate", only_candidate),
@@ -290,7 +296,7 @@ def pr_summary(review) -> dict:
 
 
 def pr_markdown(review, *, url: str = "") -> str:
-    """A PR comment: the verdict counts, the changed benchmarks, the inconclusive ones and what would decide them.
+    """A PR comment: the verdict counts, the changed and suspected benchmarks, and what would decide the suspected.
     The same rows, the same significance rule and the same marks as every page."""
     run, base = review.run, review.base_run
     revision = run.revision
@@ -307,15 +313,15 @@ def pr_markdown(review, *, url: str = "") -> str:
         return "\n".join([*lines, f"Nothing to compare: {missing} on machine `{run.machine.name}`.", ""])
     lines += [_counts_line(review.counts) + f" (machine `{run.machine.name}`, {len(review.rows)} series).", ""]
     changed = [row for row in review.rows if row.verdict in _CHANGED]
-    inconclusive = [row for row in review.rows if row.verdict == Verdict.INCONCLUSIVE]
-    if changed or inconclusive:
-        lines.append(markdown_table(changed + inconclusive,
+    suspected = [row for row in review.rows if row.verdict in (SUSPECTED_REGRESSION, SUSPECTED_IMPROVEMENT)]
+    if changed or suspected:
+        lines.append(markdown_table(changed + suspected,
                                     nothing_decided="No benchmark changed beyond its threshold.").rstrip("\n"))
     else:
         lines.append("No benchmark changed beyond its threshold.")
-    if inconclusive:
-        lines += ["", "<details><summary>What would decide the inconclusive ones</summary>", ""]
-        lines += [_inconclusive_line(row) for row in inconclusive]
+    if suspected:
+        lines += ["", "<details><summary>What would decide the suspected ones</summary>", ""]
+        lines += [_suspected_line(row) for row in suspected]
         lines += ["", "</details>"]
     footer = ("Welch's t-test and Fieller's interval on the subsession statistics of the base and head runs; "
               "q: Benjamini–Hochberg across the run, which decides significance.")
@@ -328,17 +334,21 @@ def pr_markdown(review, *, url: str = "") -> str:
 def _counts_line(counts: dict[str, int]) -> str:
     parts = []
     for verdict, singular, plural in (("regression", "regression", "regressions"),
+                                      (SUSPECTED_REGRESSION, "suspected regression", "suspected regressions"),
                                       ("improvement", "improvement", "improvements"),
+                                      (SUSPECTED_IMPROVEMENT, "suspected improvement", "suspected improvements"),
                                       ("inconclusive", "inconclusive", "inconclusive"),
                                       ("no change", "no change", "no change")):
         count = counts.get(verdict, 0)
+        if verdict in (SUSPECTED_REGRESSION, SUSPECTED_IMPROVEMENT) and not count:
+            continue
         text = f"{count} {singular if count == 1 else plural}"
-        parts.append(f"**{text}**" if verdict == "regression" and count else text)
+        parts.append(f"**{text}**" if verdict in ("regression", SUSPECTED_REGRESSION) and count else text)
     return ", ".join(parts)
 
 
-def _inconclusive_line(row) -> str:
-    """The interval, the band it straddles, the sample sizes and q: what more data has to settle."""
+def _suspected_line(row) -> str:
+    """The interval, the band edge it crosses, the sample sizes and q: what more data has to settle."""
     name = row.label.replace("|", "\\|").replace("`", "'")
     interval = row.change or "no ratio"
     sizes = f"{row.baseline.n or '?'} + {row.candidate.n or '?'} subsessions"

@@ -1,7 +1,7 @@
 """Reads. Each selector issues a fixed number of queries, whatever the number of rows."""
 
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from django.core.paginator import Page, Paginator
@@ -98,7 +98,7 @@ def run_comparisons(*, run_id: int, method: str | None = None) -> list[Compariso
 def alerts(*, status: str | None = None, project: str | None = None) -> QuerySet[Alert]:
     queryset = Alert.objects.select_related(
         "group__run__project", "group__run__machine", "group__run__revision", "comparison__candidate__metric__benchmark",
-        "updated_by").prefetch_related("events__user")
+        "updated_by", "first_run", "evidence__candidate__metric__benchmark").prefetch_related("events__user")
     if status:
         queryset = queryset.filter(status=status)
     if project:
@@ -108,11 +108,13 @@ def alerts(*, status: str | None = None, project: str | None = None) -> QuerySet
 
 @dataclass(frozen=True)
 class AlertEntry:
-    """An alert as its list shows it: the regression's comparison row and what other apps add (HTML)."""
+    """An alert as its list shows it: the comparison row that opened it, its newest pooled evidence (the
+    nights since its first night against those before), and what other apps add (HTML)."""
 
     alert: Alert
     row: ComparisonRow
     additions: list
+    evidence: ComparisonRow | None = None
 
 
 ALERTS_PER_PAGE = 100
@@ -123,8 +125,12 @@ def alert_page(*, status: str | None = None, project: str | None = None, page: s
     page = Paginator(alerts(status=status, project=project), ALERTS_PER_PAGE).get_page(page)
     listed = list(page.object_list)
     rows = stored_rows([(alert.comparison.candidate, alert.comparison) for alert in listed])
+    pooled = [alert for alert in listed if alert.evidence is not None]
+    evidence = dict(zip((alert.pk for alert in pooled),
+                        stored_rows([(alert.evidence.candidate, alert.evidence) for alert in pooled])))
     additions = alert_additions(listed)
-    page.object_list = [AlertEntry(alert, row, additions.get(alert.pk, [])) for alert, row in zip(listed, rows)]
+    page.object_list = [AlertEntry(alert, row, additions.get(alert.pk, []), evidence.get(alert.pk))
+                        for alert, row in zip(listed, rows)]
     return page
 
 
@@ -356,6 +362,7 @@ class MetricHistory:
     change_points: list[dict]
     truncated: bool
     limit: int
+    alerts: list[dict] = field(default_factory=list)
 
 
 def metric_history(*, metric_id: int, machines: list[str] | None = None, branch: str | None = None,
@@ -413,8 +420,28 @@ def metric_history(*, metric_id: int, machines: list[str] | None = None, branch:
             row["machine"] = row.pop("machine__name")
             row["mean"] = means.get((row["run_id"], row["machine"]))
             change_points.append(row)
+    series_alerts = []
+    if rows:
+        found = Alert.objects.filter(comparison__candidate__metric=metric, first_run__machine__name__in=chosen,
+                                     first_run__started_at__gte=rows[0]["started_at"],
+                                     first_run__started_at__lte=rows[-1]["started_at"])
+        for row in found.order_by("first_run__started_at", "pk").values(
+                "pk", "state", "status", "state_note", "first_run_id", verdict=F("comparison__verdict"),
+                machine=F("first_run__machine__name"), started_at=F("first_run__started_at"),
+                opened_run=F("comparison__candidate__run_id"), ratio=F("evidence__ratio"), low=F("evidence__ci_low"),
+                high=F("evidence__ci_high"), pvalue=F("evidence__pvalue"), qvalue=F("evidence__qvalue"),
+                pooled=KeyTransform("pooled_runs", "evidence__inputs"), own_ratio=F("comparison__ratio"),
+                own_low=F("comparison__ci_low"), own_high=F("comparison__ci_high"),
+                own_pvalue=F("comparison__pvalue"), own_qvalue=F("comparison__qvalue")):
+            if row["ratio"] is None:  # no pooled evidence (a pull request's, or stored before it was kept)
+                row.update(ratio=row["own_ratio"], low=row["own_low"], high=row["own_high"], pvalue=row["own_pvalue"],
+                           qvalue=row["own_qvalue"])
+            row["mean"] = means.get((row["first_run_id"], row["machine"]))
+            row["nights"] = len(row.pop("pooled") or []) or None
+            series_alerts.append(row)
     return MetricHistory(metric=metric, machines=known_machines, selected_machines=chosen, branches=branches,
-                         branch=branch, points=rows, change_points=change_points, truncated=truncated, limit=limit)
+                         branch=branch, points=rows, change_points=change_points, truncated=truncated, limit=limit,
+                         alerts=series_alerts)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 from django_celery_beat.validators import crontab_validator
 
+from results import confirmations
 from results import services as result_services
 from results.identifiers import check_branch, check_commit
 from results.models import SAMPLE_DTYPE, Alert, Run, RunKind
@@ -402,8 +403,14 @@ def _finish(session: Session, outcome: session_loop.SessionOutcome) -> Session:
     lock (all of it, on SQLite) is never held while the statistics run."""
     documents = _run_documents(session, outcome)
     with transaction.atomic():
+        runs = {}
         for document in documents:
-            session.runs.add(result_services.ingest_run(document=document, user=session.requested_by).run)
+            run = result_services.ingest_run(document=document, user=session.requested_by).run
+            session.runs.add(run)
+            runs[document.environment["workload"]] = run.pk
+        if session.confirms_id is not None and {"baseline", "candidate"} <= runs.keys():
+            confirmations.settle_alert(alert_id=session.confirms_id, baseline_run_id=runs["baseline"],
+                                       candidate_run_id=runs["candidate"], session_id=session.pk)
         session.status = outcome.status.value
         session.finished_at = timezone.now()
         session.process_group = None
@@ -489,7 +496,8 @@ def confirm_alerts(*, alert_ids: list[int]) -> list[Session]:
         revisions = [{"label": "baseline", "commit": baseline.commit, "branch": baseline.branch},
                      {"label": "candidate", "commit": run.revision.commit, "branch": run.revision.branch}]
         with transaction.atomic():
-            session = Session.objects.create(job=job, trigger=SessionTrigger.CONFIRMATION, run_kind=RunKind.MANUAL,
+            session = Session.objects.create(job=job, trigger=SessionTrigger.CONFIRMATION,
+                                             run_kind=RunKind.CONFIRMATION,
                                              revisions=revisions, confirms=alert)
             _send_on_commit(session)
         started.append(session)

@@ -15,7 +15,7 @@ from ._hierarchical import (
     predicted_half_width,
     variance_components,
 )
-from ._recent_shift import RecentShift, recent_shift
+from ._recent_shift import RecentShift, recent_shift, shift_since
 from ._ratio import RatioResult, ratio_bootstrap, ratio_fieller, ratio_fieller_from_stats
 from ._subsessions import (
     MAX_AUTOCORRELATION,
@@ -67,6 +67,7 @@ __all__ = [
     "ratio_fieller",
     "ratio_fieller_from_stats",
     "recent_shift",
+    "shift_since",
     "required_subsessions",
     "subsessions",
     "summarize_samples",

@@ -22,7 +22,7 @@ from scipy import stats
 from ._base import as_confidence, check_positive_int, scalar_or_array
 from ._ratio import ratio_fieller_from_stats
 
-__all__ = ["RecentShift", "recent_shift"]
+__all__ = ["RecentShift", "recent_shift", "shift_since"]
 
 NULL_DRAWS = 20_000
 """Simulated null series per history shape; the adjusted p-value's resolution is 1 / NULL_DRAWS, below which
@@ -111,15 +111,7 @@ def recent_shift(means, *, history=30, recent=8, min_history=3, confidence=0.95)
     min_history = check_positive_int(min_history, "min_history", minimum=2)
     if min_history > history:
         raise ValueError(f"`min_history` ({min_history}) must not exceed `history` ({history}).")
-    try:
-        means = np.atleast_1d(np.asarray(means, dtype=float))
-    except (TypeError, ValueError):
-        raise ValueError("`means` must be numbers.") from None
-    if np.isinf(means).any():
-        raise ValueError("`means` must not hold infinite values.")
-    present = ~np.isnan(means)
-    if (np.diff(present.astype(int), axis=-1) < 0).any():
-        raise ValueError("`means` may hold NaN only as padding at the start of a series.")
+    means, present = _night_means(means)
     confidence = as_confidence(confidence)
     shape = means.shape[:-1]
     flat = means.reshape(-1, means.shape[-1])
@@ -155,10 +147,90 @@ def recent_shift(means, *, history=30, recent=8, min_history=3, confidence=0.95)
         pvalue[rows] = single if starts == 1 else np.minimum(np.minimum(simulated, single * starts), 1.0)
         summaries[rows] = np.column_stack([after[pick, best], before[pick, best], pooled[pick, best]])
 
+    return _result(start, nights, sizes, statistic, pvalue, unadjusted, summaries, shape=shape,
+                   confidence=confidence)
+
+
+def shift_since(means, nights, *, history=30, confidence=0.95):
+    """Test a shift known to have begun `nights` nights ago: the evidence for a suspected shift, accumulated.
+
+    Once a shift is suspected, its first night is fixed; each later night adds to the nights pooled after
+    it, and the nights before it stay its history. The statistic is that of :func:`recent_shift` at that
+    one start, so its p-value is the exact two-sided pooled t p-value (no start is chosen).
+
+    Parameters
+    ----------
+    means : array_like, shape (..., T)
+        Night means in time order, newest last; NaN only as padding at the start.
+    nights : int or array_like of int, shape (...)
+        m >= 1, the nights since the shift began, tonight included.
+    history : int, optional
+        K, the most nights before the start used as its history (at least 2 are needed).
+    confidence : float or array_like, optional
+        Level of the ratio's Fieller interval, per series.
+
+    Returns
+    -------
+    RecentShift
+        ``start`` is -1 (and the numbers NaN) where fewer than 2 nights precede the start.
+    """
+    history = check_positive_int(history, "history", minimum=2)
+    means, present = _night_means(means)
+    confidence = as_confidence(confidence)
+    shape = means.shape[:-1]
+    width = means.shape[-1]
+    try:
+        nights = np.broadcast_to(np.asarray(nights), shape).reshape(-1)
+    except ValueError:
+        raise ValueError(f"`nights` must broadcast to the series' shape {shape}.") from None
+    if not np.issubdtype(nights.dtype, np.integer) or (nights < 1).any():
+        raise ValueError("`nights` must be whole numbers of at least 1.")
+    flat = np.where(present, means, 0.0).reshape(-1, width)
+    lengths = present.reshape(-1, width).sum(axis=-1)
+    sizes = np.clip(np.minimum(history, lengths - nights), 0, None)
+    age = np.arange(width)[::-1]  # nights before tonight, per column
+    after_mask = age[None, :] < nights[:, None]
+    before_mask = (age[None, :] >= nights[:, None]) & (age[None, :] < (nights + sizes)[:, None])
+    tested = sizes >= 2
+    m, k = nights.astype(float), sizes.astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        after = (flat * after_mask).sum(axis=1) / m
+        before = (flat * before_mask).sum(axis=1) / k
+        deviations = (((flat - after[:, None]) ** 2 * after_mask).sum(axis=1)
+                      + ((flat - before[:, None]) ** 2 * before_mask).sum(axis=1))
+        pooled = deviations / (m + k - 2)
+        error = np.sqrt(pooled * (1.0 / m + 1.0 / k))
+        difference = after - before
+        statistic = np.where(error > 0, difference / error,
+                             np.where(difference == 0, 0.0, np.sign(difference) * np.inf))
+    pvalue = np.where(tested, 2.0 * stats.t.sf(np.abs(statistic), np.maximum(m + k - 2, 1)), np.nan)
+    statistic = np.where(tested, statistic, np.nan)
+    start = np.where(tested, width - nights, -1)
+    summaries = np.column_stack([after, before, pooled])
+    return _result(start, np.where(tested, nights, 0), np.where(tested, sizes, 0), statistic, pvalue, pvalue,
+                   summaries, shape=shape, confidence=confidence)
+
+
+def _night_means(means):
+    """`means` as floats, validated, and where they are present."""
+    try:
+        means = np.atleast_1d(np.asarray(means, dtype=float))
+    except (TypeError, ValueError):
+        raise ValueError("`means` must be numbers.") from None
+    if np.isinf(means).any():
+        raise ValueError("`means` must not hold infinite values.")
+    present = ~np.isnan(means)
+    if (np.diff(present.astype(int), axis=-1) < 0).any():
+        raise ValueError("`means` may hold NaN only as padding at the start of a series.")
+    return means, present
+
+
+def _result(start, nights, sizes, statistic, pvalue, unadjusted, summaries, *, shape, confidence):
+    """The chosen start of each series as a RecentShift, with its ratio's Fieller interval."""
     tested = start >= 0
-    ratio = np.full(flat.shape[0], np.nan)
-    low, high = np.full(flat.shape[0], np.nan), np.full(flat.shape[0], np.nan)
-    bounded = np.zeros(flat.shape[0], dtype=bool)
+    rows = start.size
+    ratio, low, high = np.full(rows, np.nan), np.full(rows, np.nan), np.full(rows, np.nan)
+    bounded = np.zeros(rows, dtype=bool)
     if tested.any():
         level = np.broadcast_to(confidence, shape).reshape(-1)[tested] if np.ndim(confidence) else confidence
         after, before, pooled = summaries[tested].T

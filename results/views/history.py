@@ -52,8 +52,8 @@ def history(request: HttpRequest, metric_id: int) -> HttpResponse:
     except Metric.DoesNotExist:
         raise Http404("No such metric.") from None
     metric = found.metric
-    figure = charts.history_figure(found.points, found.change_points, metric=metric.name, unit=metric.unit,
-                                   machines=found.selected_machines)
+    figure = charts.history_figure(found.points, found.change_points, found.alerts, metric=metric.name,
+                                   unit=metric.unit, machines=found.selected_machines)
     # The data table is rendered when asked for (?table=1): a hundred formatted rows cost more than the
     # chart, and most visits never open it.
     rows = []
@@ -66,7 +66,7 @@ def history(request: HttpRequest, metric_id: int) -> HttpResponse:
         "history": found, "metric": metric, "figures": {"history": figure}, "rows": rows,
         "date_from": first.isoformat() if first else "", "date_to": last.isoformat() if last else "",
         "errors": errors, "table_rows": min(TABLE_ROWS, len(found.points)), "table_query": table_query.urlencode(),
-        "alerts": sum(1 for point in found.points if (point["comparison"] or {}).get("alert_id") is not None),
+        "alerts": [_alert_row(alert) for alert in found.alerts],
     })
 
 
@@ -93,6 +93,17 @@ def _history_row(point: dict, run_url: str) -> dict:
         "high_p": presentation.is_high_p(comparison.get("pvalue"), comparison.get("qvalue")),
         "alert_id": comparison.get("alert_id"),
     }
+
+
+def _alert_row(alert: dict) -> dict:
+    """One alert of the series as its list shows it."""
+    verdict = alert["verdict"]
+    return {**alert, "started_text": alert["started_at"].astimezone(dt_timezone.utc).strftime("%Y-%m-%d %H:%M"),
+            "verdict_label": presentation.verdict_label(verdict), "verdict_class": presentation.verdict_slug(verdict),
+            "change": "" if alert["ratio"] is None else presentation.format_change(alert["ratio"], alert["low"],
+                                                                                   alert["high"]),
+            "p_text": presentation.format_probability(alert["pvalue"]),
+            "q_text": presentation.format_probability(alert["qvalue"])}
 
 
 @readable

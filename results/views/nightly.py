@@ -92,9 +92,11 @@ def pr_review(request: HttpRequest, run_id: int) -> HttpResponse:
         raise Http404(f"No pull-request run {run_id}.") from None
     return render(request, "results/pr.html", {
         "review": review, "run": review.run, "alpha": ALPHA,
+        # Suspected changes are counted where there are some; the four decided verdicts always.
         "summary_counts": [(verdict, VERDICT_ICONS[verdict], review.counts.get(verdict, 0))
-                           for verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE,
-                                           Verdict.NO_CHANGE)],
+                           for verdict in (Verdict.REGRESSION, Verdict.SUSPECTED_REGRESSION, Verdict.IMPROVEMENT,
+                                           Verdict.SUSPECTED_IMPROVEMENT, Verdict.INCONCLUSIVE, Verdict.NO_CHANGE)
+                           if review.counts.get(verdict) or not verdict.startswith("suspected")],
         "show_bootstrap": any(row.bootstrap is not None for row in review.rows),
         "markdown": presentation.pr_markdown(review, url=request.build_absolute_uri()),
     })

@@ -72,11 +72,21 @@ def test_alerts_improvements_and_change_points_are_marked():
                                                           alert_status="new", ratio=1.2, ci_low=1.15, ci_high=1.25))]
     change = [{"run_id": 102, "started_at": START + timedelta(days=2), "machine": "bench-1", "ratio": 1.2,
                "ci_low": 1.15, "ci_high": 1.25, "pvalue": 0.0004, "mean": 1.2}]
+    alerts = [{"pk": 7, "state": "confirmed", "status": "new", "verdict": "regression", "machine": "bench-1",
+               "started_at": START + timedelta(days=2), "mean": 1.2, "first_run_id": 102, "ratio": 1.2, "low": 1.15,
+               "high": 1.25, "pvalue": 0.0004, "qvalue": 0.001, "nights": 1},
+              {"pk": 8, "state": "suspected", "status": "new", "verdict": "suspected regression", "machine": "bench-1",
+               "started_at": START + timedelta(days=1), "mean": 1.0, "first_run_id": 101, "ratio": 1.03, "low": 0.99,
+               "high": 1.07, "pvalue": 0.004, "qvalue": 0.02, "nights": 3, "state_note": ""}]
 
-    figure = charts.history_figure(points, change, metric="time", unit="s")
+    figure = charts.history_figure(points, change, alerts, metric="time", unit="s")
 
     alert = trace(figure, "▲ alert (regression)")
     assert alert["customdata"] == [102] and alert["marker"]["symbol"] == "triangle-up"
+    suspected = trace(figure, "△ alert (suspected regression)")
+    assert suspected["customdata"] == [101] and suspected["marker"]["symbol"] == "triangle-up-open"
+    assert "+3.0% [-1.0%, +7.0%] over 3 nights pooled" in suspected["text"][0]
+    assert "p = 0.004, q = 0.020" in suspected["text"][0]
     assert trace(figure, "▼ improvement")["customdata"] == [101]
     marker = trace(figure, "┆ change point (shift, CI)")
     assert marker["customdata"] == [102] and "+20.0% [+15.0%, +25.0%]" in marker["text"][0]

@@ -62,14 +62,17 @@ def test_a_higher_is_better_metric_mirrors_the_verdict():
     assert verdicts(tonight) == {"throughput": "regression"}
 
 
-def test_an_unbounded_ratio_is_inconclusive_and_stored_without_limits():
+def test_an_unbounded_ratio_is_stored_without_limits_and_its_verdict_drawn_from_significance():
+    """The baseline's mean is not distinguishable from zero, so the ratio has no interval; Welch's test still
+    says the means differ, and the point estimate is far beyond the band: suspected (spec §7)."""
     posted_run(0, {"tiny": 0.001}, sd=50.0, n=3)
     pull = posted_run(1, {"tiny": 1.0}, kind="pr", branch="feature", base_commit=f"{0:040x}")
 
     comparisons.compare_run(run_id=pull.pk)
 
     comparison = Comparison.objects.get(candidate__run=pull)
-    assert (comparison.method, comparison.bounded, comparison.verdict) == ("pairwise", False, "inconclusive")
+    assert comparison.qvalue < 0.05
+    assert (comparison.method, comparison.bounded, comparison.verdict) == ("pairwise", False, "suspected regression")
     assert comparison.ci_low is None and comparison.ci_high is None
 
 
@@ -96,7 +99,7 @@ def test_comparing_again_replaces_the_earlier_comparisons():
     comparisons.compare_run(run_id=tonight.pk)
     comparisons.compare_run(run_id=tonight.pk)
 
-    assert Comparison.objects.filter(candidate__run=tonight).count() == 2
+    assert Comparison.objects.filter(candidate__run=tonight).count() == 3  # history, previous, shift
 
 
 def test_the_number_of_queries_does_not_grow_with_the_number_of_series():

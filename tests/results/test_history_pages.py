@@ -2,6 +2,7 @@
 
 import json
 import re
+from datetime import timedelta
 
 import numpy as np
 import pytest
@@ -113,8 +114,9 @@ def session_run(*, rounds: int = 12, overhead: bool = True, benchmark: str = "so
 
 
 def test_the_history_shows_run_means_with_their_intervals_baseline_alerts_and_links():
-    metric = history_of(14, regression_at=13)
+    metric = history_of(15, regression_at=13)
     last = Run.objects.order_by("-started_at").first()
+    first = Run.objects.get(started_at=last.started_at - timedelta(days=1))
 
     response = Client().get(f"/history/{metric.pk}/")
 
@@ -124,15 +126,18 @@ def test_the_history_shows_run_means_with_their_intervals_baseline_alerts_and_li
     assert "bench-1" in names and "bench-1: run CI" in names and "▲ alert (regression)" in names
     assert any("history baseline" in name for name in names)
     means = next(trace for trace in figure["data"] if trace["name"] == "bench-1")
-    assert len(means["y"]) == 14 and means["customdata"][-1] == last.pk
+    assert len(means["y"]) == 15 and means["customdata"][-1] == last.pk
     assert "p = " in means["text"][-1] and "▲ regression" in means["text"][-1]
+    # Suspected on its first night, confirmed by the second: drawn at its first night.
     alert = next(trace for trace in figure["data"] if trace["name"] == "▲ alert (regression)")
-    assert alert["customdata"] == [last.pk] and alert["marker"]["symbol"] == "triangle-up"
+    assert alert["customdata"] == [first.pk] and alert["marker"]["symbol"] == "triangle-up"
+    assert "2 nights pooled" in alert["text"][0] and "confirmed" in alert["text"][0]
     assert figure["layout"]["xaxis"]["rangeslider"]["visible"] is True
     html = response.content.decode()
     assert 'data-run-url="/runs/0/"' in html and "vendor/plotly/plotly.min.js" in html
     # The data table only when asked for, with the same filters.
-    assert "history-table" not in html and "?table=1#data-table" in html and "the newest 14 runs" in html
+    assert "history-table" not in html and "?table=1#data-table" in html and "the newest 15 runs" in html
+    assert 'id="series-alerts"' in html and f'href="/runs/{first.pk}/"' in html
     table = Client().get(f"/history/{metric.pk}/?machine=bench-1&table=1").content.decode()
     assert f'href="/runs/{last.pk}/"' in table and "▲ regression" in table and "history-table" in table
 
@@ -204,7 +209,7 @@ def test_the_history_issues_a_fixed_number_of_queries():
         response = Client().get(f"/history/{metric.pk}/")
 
     assert len(figures(response)["history"]["data"]) > 6
-    assert len(many) == len(few) <= 5
+    assert len(many) == len(few) <= 6
 
 
 def test_500_points_render_quickly():
@@ -284,12 +289,13 @@ def test_an_imported_run_shows_its_samples_and_a_summary_only_run_says_so():
 
 
 def test_the_run_page_lists_its_comparisons_with_verdicts():
-    history_of(10, regression_at=9)
+    history_of(12, regression_at=11)
     last = Run.objects.order_by("-started_at").first()
 
     html = Client().get(f"/runs/{last.pk}/").content.decode()
 
-    assert "▲ regression" in html and "last 9 runs" in html and "alert #" in html
+    assert "▲ regression" in html and "last 10 runs" in html and "alert #" in html
+    assert "1 night pooled against 11 before" in html
     assert "previous" in html and "history" in html
 
 
@@ -319,7 +325,7 @@ def test_the_run_page_issues_a_fixed_number_of_queries():
 
 
 def test_a_cached_run_page_shows_a_triaged_alert_and_a_new_comparison_at_once(user):
-    history_of(10, regression_at=9)
+    history_of(12, regression_at=11)
     last = Run.objects.order_by("-started_at").first()
     assert "· New</a>" in Client().get(f"/runs/{last.pk}/").content.decode()
 

@@ -66,8 +66,8 @@ def test_the_overview_shows_tonight_against_history_worst_first():
     assert response.status_code == 200
     html = response.content.decode()
     assert [verdict for verdict, _ in rows_of(html)] == [
-        "regression", "inconclusive", "improvement", "insufficient history", "no change"]
-    assert [name for _, name in rows_of(html)] == ["regressed", "noisy", "improved", "new", "same"]
+        "regression", "improvement", "inconclusive", "insufficient history", "no change"]
+    assert [name for _, name in rows_of(html)] == ["regressed", "improved", "noisy", "new", "same"]
     regressed = row_html(html, "regressed")
     assert "verdict-regression" in regressed and "▲ regression" in regressed
     assert re.search(r"\+(9\.9|10\.\d)% \[\+\d+\.\d%, \+\d+\.\d%\]", regressed)
@@ -143,7 +143,7 @@ def test_a_large_run_shows_its_most_notable_series_and_all_on_request(monkeypatc
     client = Client()
 
     notable = client.get("/").content.decode()
-    assert rows_of(notable) == [("regression", "regressed"), ("inconclusive", "noisy")]
+    assert rows_of(notable) == [("regression", "regressed"), ("improvement", "improved")]
     assert "Showing the 2 most notable of 5 series" in notable and "&amp;all=on" in notable
     assert "1 no change" in notable
     everything = client.get("/", {"all": "on"}).content.decode()
@@ -344,12 +344,12 @@ def test_the_pr_review_puts_the_verdict_first_then_the_comparisons_then_the_mark
     assert counts == [("regression", "1"), ("improvement", "1"), ("inconclusive", "1"), ("no-change", "1")]
     assert "Pull request #42" in html and "bbbbbbbbbbbb" in html and "cccccccccccc" in html
     assert html.index("summary-counts") < html.index("<table class=\"results comparison\">") < html.index("<textarea")
-    assert [verdict for verdict, _ in rows_of(html)] == ["regression", "inconclusive", "improvement", "no change"]
+    assert [verdict for verdict, _ in rows_of(html)] == ["regression", "improvement", "inconclusive", "no change"]
     assert '<textarea id="pr-markdown" readonly' in html and 'data-copy-target="pr-markdown"' in html
     assert "results/copy.js" in html
 
 
-def test_the_pr_markdown_lists_the_changed_and_the_inconclusive_benchmarks():
+def test_the_pr_markdown_lists_the_changed_benchmarks_and_counts_the_quiet_ones():
     head = pull_request_against_base()
 
     markdown = presentation.pr_markdown(selectors.pr_review(run_id=head.pk), url="https://example.org/runs/1/pr/")
@@ -361,7 +361,8 @@ def test_the_pr_markdown_lists_the_changed_and_the_inconclusive_benchmarks():
     assert any(line.startswith("| sort (time) | +8.") and line.endswith("| ▲ regression |") for line in table)
     assert any(line.startswith("| hash (time) | -10.") for line in table)
     assert not any("parse" in line for line in table)
-    assert "**Inconclusive**" in markdown and "`json (time)`" in markdown and "20 + 20 subsessions" in markdown
+    # json's interval straddles the band without a significant change: inconclusive, counted, not listed
+    assert "json" not in markdown.split("<sub>")[0].split("1 no change")[1]
     assert "[Full review](https://example.org/runs/1/pr/)" in markdown
 
 
@@ -428,7 +429,7 @@ def test_the_pr_summary_api_returns_markdown_counts_and_comparisons():
                                               url=f"http://testserver/runs/{head.pk}/pr/")
     assert body["summary"]["counts"] == {"regression": 1, "inconclusive": 1, "improvement": 1, "no change": 1}
     assert body["summary"]["base_commit"] == "b" * 40 and body["summary"]["pull_request"] == 42
-    assert [row["benchmark"] for row in body["comparisons"]] == ["sort", "json", "hash", "parse"]
+    assert [row["benchmark"] for row in body["comparisons"]] == ["sort", "hash", "json", "parse"]
     first = body["comparisons"][0]
     assert first["verdict"] == "regression" and first["change"].startswith("+8.")
     assert set(first["baseline"]) == {"mean", "half_width", "n"}

@@ -156,12 +156,13 @@ def test_a_regressing_nightly_is_confirmed_by_an_ab_session_whose_outcome_the_al
     rng = np.random.default_rng(5)
     # Production settings (DEBUG off), where the alert's receivers were once garbage-collected.
     with bench_worker(broker, machine, tmp_path, production=True):
-        for night, level in enumerate([1.0, 1.0, 1.0, 1.0, 1.3]):
+        # Ten nights of history: the fewest a shift is tested against (results.baselines.SHIFT_MIN_HISTORY).
+        for night, level in enumerate([1.0] * 10 + [1.3]):
             document = run_document(
                 project=job.project.name, machine=machine.name, commit=f"{night + 1:040x}", seed=night,
                 results=[{"benchmark": "sort", "samples": rng.normal(level, 0.01, 40).tolist()}])
             document["project"]["slug"] = job.project.slug
-            document["started_at"] = f"2026-11-{10 + night}T02:00:00Z"
+            document["started_at"] = f"2026-11-{10 + night:02d}T02:00:00Z"
             response = api.post("/api/v1/runs", data=json.dumps(document), content_type="application/json")
             assert response.status_code == 201, response.content
             run_id = response.json()["id"]
@@ -170,10 +171,15 @@ def test_a_regressing_nightly_is_confirmed_by_an_ab_session_whose_outcome_the_al
         alert = wait_for(lambda: Alert.objects.filter(group__run_id=run_id).first(), what="the alert")
         session = wait_for(lambda: Session.objects.filter(confirms=alert).first(), what="the confirmation session")
         assert session.trigger == "confirmation"
-        assert [entry["commit"] for entry in session.revisions] == [f"{4:040x}", f"{5:040x}"]
+        assert [entry["commit"] for entry in session.revisions] == [f"{10:040x}", f"{11:040x}"]
         session = wait_for(lambda: finished(session.pk), timeout=120, what="the confirmation session to finish")
 
     assert session.status in (SessionStatus.RESOLVED, SessionStatus.UNRESOLVED), session.error
+    # The session's two runs are compared for the alert (confirmed, dismissed or, if undecided, left as it
+    # was: the note says which) and are no nights of the series.
+    alert.refresh_from_db()
+    assert f"session #{session.pk}" in alert.state_note, alert.state_note
+    assert not Run.objects.filter(sessions=session).exclude(kind="confirmation").exists()
     page = api.get("/alerts/").content.decode()
     assert session.outcome["message"] in page
     assert f"Session #{session.pk}" in page and session.get_status_display() in page

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from results.stats import recent_shift
+from results.stats import recent_shift, shift_since
 from tests.expected import fieller
 
 
@@ -127,3 +127,29 @@ def test_issue_scenario_at_1_5_percent_steps_are_flagged_by_the_oracles_nights_p
 def test_issue_scenario_at_3_percent_steps_are_flagged_by_the_oracles_nights_plus_one():
     share, false = alerted_by(0.03, 8, seed=32)
     assert share >= 0.95 and false <= 0.005
+
+
+def test_shift_since_is_scipys_pooled_t_test_at_the_given_start():
+    rng = np.random.default_rng(15)
+    means = rng.normal(5.0, 0.1, (6, 24))
+    means[:2, :5] = np.nan  # shorter series, padded at the start
+    nights = np.array([1, 3, 5, 8, 12, 20])
+    result = shift_since(means, nights, history=10)
+    for row, m in enumerate(nights):
+        series = means[row][~np.isnan(means[row])]
+        after, before = series[series.size - m:], series[max(0, series.size - m - 10):series.size - m]
+        expected = stats.ttest_ind(after, before, equal_var=True)
+        assert (result.nights[row], result.history_size[row]) == (m, before.size)
+        assert result.start[row] == 24 - m
+        assert result.statistic[row] == pytest.approx(expected.statistic, rel=1e-9)
+        assert result.pvalue[row] == pytest.approx(expected.pvalue, rel=1e-9)
+        assert result.unadjusted_pvalue[row] == result.pvalue[row]
+
+
+def test_shift_since_needs_two_nights_of_history_and_names_bad_input():
+    result = shift_since([1.0, 1.1, 1.2, 1.3], 3)
+    assert result.start == -1 and np.isnan(result.pvalue) and np.isnan(result.ratio)
+    with pytest.raises(ValueError, match="`nights`"):
+        shift_since([1.0, 1.1, 1.2, 1.3], 0)
+    with pytest.raises(ValueError, match="`means`"):
+        shift_since([1.0, np.nan, 1.2], 1)

@@ -1,0 +1,156 @@
+"""What each nightly series is compared against (reads only): its baseline nights, and the nights its
+accumulating detection pools (spec §8).
+
+A series is one metric on one machine over the completed, non-pull-request runs of the project's
+default branch. Its alerts decide which nights count as its level:
+
+* a change confirmed by measurement, or accepted by a person (fixed, won't fix), starts a new level:
+  the nights before its first night no longer count;
+* a *suspected* change that nobody has triaged keeps its nights out of the baseline, so a shift the
+  nightly comparison missed is never absorbed; each night, the nights since it are pooled against the
+  nights before it (:func:`results.stats.shift_since`);
+* a dismissed change (by measurement, or marked invalid) gives its nights back, and no shift starting
+  at or before the last night it was judged on is tried again.
+"""
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Q
+
+from .models import OUTSIDE_SERIES, Alert, AlertState, AlertStatus, Run, RunStatus
+
+SHIFT_HISTORY = 30
+"""K of the accumulating detection: nights before a start it is compared with (see results.stats.recent_shift)."""
+SHIFT_RECENT = 10
+"""The most recent nights tried as the first night of a shift. More starts find old shifts, fewer find new ones
+sooner (the adjustment for the starts tried is smaller): at a run-to-run sd of 3%, 8 left 8% of 5% steps never
+alerted, 10 leave 5%, 12 3% (benchmarks/nightly_detection.py); at 1.5%, 10 alert 95% by the third night, 12 a
+night later."""
+SHIFT_MIN_HISTORY = 10
+"""The fewest nights of a level a shift is tested against. The test takes night means as normal; with 3 to 9
+nights a series whose nights fall in one of two modes (bimodal noise) often has all of them in one mode, and
+the first night in the other looks like a shift (3 alerts on 4 such series over 40 nights with 3)."""
+
+UNTRIAGED = (AlertStatus.NEW, AlertStatus.ACKNOWLEDGED)
+ACCEPTED = (AlertStatus.FIXED, AlertStatus.WONT_FIX)
+
+
+@dataclass(frozen=True)
+class Night:
+    run_id: int
+    started_at: datetime
+
+
+@dataclass(frozen=True)
+class SeriesBaseline:
+    """One series' nights before tonight (oldest first) and how its alerts divide them.
+
+    ``nights`` start at the level before the current one, so that a recent change can still be pooled
+    against the nights before it; ``level_start`` is the index of the current level's first night.
+    ``carried`` is the alert whose change tonight's shift test pools evidence for, from ``pooled_since``
+    (an index in ``nights``): an untriaged suspected change, or a confirmed one that began within the
+    last ``SHIFT_RECENT`` nights. ``suspected_since`` is where the nights kept out of the baseline begin;
+    ``tried_after`` the index of the last night a dismissed change was judged on (starts after it only).
+    """
+
+    nights: tuple[Night, ...]
+    level_start: int = 0
+    carried: int | None = None
+    pooled_since: int | None = None
+    suspected_since: int | None = None
+    tried_after: int | None = None
+
+    @property
+    def history_runs(self) -> list[int]:
+        """The runs of the level before tonight (before a suspected change), newest first."""
+        stop = len(self.nights) if self.suspected_since is None else self.suspected_since
+        return [night.run_id for night in reversed(self.nights[self.level_start:stop])]
+
+    def recent(self, *, limit: int = SHIFT_RECENT) -> int:
+        """How many of the newest nights (tonight included) may be tried as a shift's first night."""
+        first = self.level_start if self.tried_after is None else max(self.level_start, self.tried_after + 1)
+        return max(0, min(limit, len(self.nights) - first + 1))
+
+
+def series_baselines(run: Run, metric_ids: list[int], *, history_size: int) -> dict[int, SeriesBaseline]:
+    """The baseline of each metric's series at ``run`` (a nightly, manual or imported run).
+
+    Reads the series' alerts, then the runs that can matter: the last ``max(history_size, SHIFT_HISTORY +
+    SHIFT_RECENT)`` nights, every night since the oldest untriaged suspected change and ``SHIFT_HISTORY``
+    nights before it. Three to four queries, whatever the number of series.
+    """
+    series_runs = Run.objects.filter(
+        project_id=run.project_id, machine_id=run.machine_id, status=RunStatus.COMPLETED,
+        revision__branch=run.project.default_branch, started_at__lt=run.started_at,
+    ).exclude(kind__in=OUTSIDE_SERIES).exclude(pk=run.pk).order_by("-started_at", "-id")
+    states = series_alerts(run, metric_ids)
+    window = max(history_size, SHIFT_HISTORY + SHIFT_RECENT)
+    nights = {pk: started for pk, started in series_runs.values_list("pk", "started_at")[:window]}
+    oldest = min((state.suspected_first for state in states.values() if state.suspected is not None), default=None)
+    if oldest is not None:
+        nights.update(series_runs.filter(started_at__gte=oldest).values_list("pk", "started_at"))
+        nights.update(series_runs.filter(started_at__lt=oldest).values_list("pk", "started_at")[:window])
+    ordered = sorted((Night(pk, started) for pk, started in nights.items()),
+                     key=lambda night: (night.started_at, night.run_id))
+    return {metric_id: states.get(metric_id, SeriesAlerts()).baseline(ordered) for metric_id in metric_ids}
+
+
+@dataclass(frozen=True)
+class SeriesAlerts:
+    """What a series' alerts say of its nights (times are first nights' and judged nights' starts)."""
+
+    level_since: datetime | None = None
+    previous_level_since: datetime | None = None
+    change: int | None = None
+    suspected: int | None = None
+    suspected_first: datetime | None = None
+    judged_through: datetime | None = None
+
+    def baseline(self, nights: list[Night]) -> SeriesBaseline:
+        kept = [night for night in nights
+                if self.previous_level_since is None or night.started_at >= self.previous_level_since]
+
+        def index(since: datetime) -> int:
+            return next((i for i, night in enumerate(kept) if night.started_at >= since), len(kept))
+
+        level = 0 if self.level_since is None else index(self.level_since)
+        tried = None
+        if self.judged_through is not None:
+            judged = [i for i, night in enumerate(kept) if night.started_at <= self.judged_through]
+            tried = judged[-1] if judged else None
+        if self.suspected is not None:
+            since = index(self.suspected_first)
+            return SeriesBaseline(nights=tuple(kept), level_start=level, carried=self.suspected, pooled_since=since,
+                                  suspected_since=since, tried_after=tried)
+        if self.change is not None and len(kept) - level + 1 <= SHIFT_RECENT:
+            return SeriesBaseline(nights=tuple(kept), level_start=level, carried=self.change, pooled_since=level,
+                                  tried_after=tried)
+        return SeriesBaseline(nights=tuple(kept), level_start=level, tried_after=tried)
+
+
+def series_alerts(run: Run, metric_ids: list[int]) -> dict[int, SeriesAlerts]:
+    """Per metric, what the alerts of its series (on ``run``'s machine and project, outside pull requests,
+    opened before ``run``) say; one query."""
+    rows = (
+        Alert.objects.filter(comparison__candidate__metric_id__in=metric_ids, first_run__machine_id=run.machine_id,
+                             first_run__project_id=run.project_id, first_run__started_at__lt=run.started_at)
+        .exclude(first_run__kind__in=OUTSIDE_SERIES)
+        .filter(~Q(comparison__candidate__run_id=run.pk))
+        .order_by("first_run__started_at", "pk")
+        .values_list("pk", "comparison__candidate__metric_id", "state", "status", "first_run__started_at",
+                     "comparison__candidate__run__started_at", "evidence__candidate__run__started_at")
+    )
+    found: dict[int, dict] = defaultdict(dict)
+    for pk, metric_id, state, status, first, opened, judged in rows:
+        current = found[metric_id]
+        if status in ACCEPTED or (status in UNTRIAGED and state == AlertState.CONFIRMED):
+            current.update(previous_level_since=current.get("level_since"), level_since=first, change=pk,
+                           suspected=None, suspected_first=None, judged_through=None)
+        elif status == AlertStatus.INVALID or state == AlertState.DISMISSED:
+            through = max(filter(None, (opened, judged)))
+            current["judged_through"] = max(through, current.get("judged_through") or through)
+        else:
+            current.update(suspected=pk, suspected_first=first)
+    return {metric_id: SeriesAlerts(**values) for metric_id, values in found.items()}

@@ -1,0 +1,191 @@
+"""Accumulating detection (spec §7, §8), end to end through ingestion and the comparison service: seeded
+nightly histories for every path a shift can take, from its first night to its settlement."""
+
+from datetime import timedelta
+
+import numpy as np
+import pytest
+
+from results import comparisons, confirmations
+from results.alerts import set_alert_status
+from results.models import Alert, AlertState, Comparison, Run
+from tests.factories import NIGHT_ZERO, post_results
+
+pytestmark = pytest.mark.django_db
+
+WITHIN_SD = 0.03
+READINGS = 30
+
+
+def nightly(levels: dict[str, np.ndarray], *, seed: int, first: int = 0, last: int | None = None,
+            readings: int = READINGS) -> list[Run]:
+    """Post and compare nights ``first … last − 1`` of each series: its night's level (run-to-run noise and any
+    shift included) times readings with a within-run sd of 3% (`readings` 1: one value per night)."""
+    rng = np.random.default_rng(seed)
+    runs = []
+    for night in range(first, last if last is not None else len(next(iter(levels.values())))):
+        results = []
+        for name, level in levels.items():
+            values = level[night] * (1.0 + rng.normal(0.0, WITHIN_SD, readings))
+            variance = float(values.var(ddof=1)) if readings > 1 else 0.0
+            results.append({"benchmark": name, "summary": {"mean": float(values.mean()), "subsession_size": 1,
+                                                           "variance": variance, "n": readings}})
+        run = post_results(results, night=night)
+        comparisons.compare_run(run_id=run.pk)
+        runs.append(run)
+    return runs
+
+
+def levels(nights: int, *, sd: float, seed: int, shift: np.ndarray | None = None) -> np.ndarray:
+    level = 1.0 + np.random.default_rng(seed).normal(0.0, sd, nights)
+    return level if shift is None else level + shift
+
+
+def alerts_of(name: str) -> list[Alert]:
+    return list(Alert.objects.filter(comparison__candidate__metric__benchmark__name=name)
+                .select_related("first_run__revision", "comparison__candidate__run__revision").order_by("pk"))
+
+
+def opened_on(alert: Alert) -> int:
+    return int(alert.comparison.candidate.run.revision.commit, 16)
+
+
+def first_night(alert: Alert) -> int:
+    return int(alert.first_run.revision.commit, 16)
+
+
+def step(nights: int, at: int, size: float) -> np.ndarray:
+    return np.where(np.arange(nights) >= at, size, 0.0)
+
+
+def flat_series(count: int, nights: int, *, sd: float, seed: int) -> dict[str, np.ndarray]:
+    return {f"flat {i}": levels(nights, sd=sd, seed=seed + i) for i in range(count)}
+
+
+def test_a_step_is_alerted_within_nights_naming_its_first_night_and_never_absorbed():
+    """A 5% step at a run-to-run sd of 1.5%, which one night's interval (±3.8%) cannot see for sure: the
+    nights since are pooled, the alert names the step's night, and the nights after it never become the
+    baseline of the old level (once confirmed, they are the new level)."""
+    series = {"step": levels(34, sd=0.015, seed=4, shift=step(34, 24, 0.05)), **flat_series(5, 34, sd=0.015, seed=40)}
+    nightly(series, seed=104)
+
+    (alert,) = alerts_of("step")
+    assert 24 <= opened_on(alert) <= 26 and abs(first_night(alert) - 24) <= 1
+    assert alert.comparison.method == "shift" and alert.comparison.qvalue < 0.05
+    assert Alert.objects.count() == 1  # the flat series: none
+    assert alert.state == AlertState.CONFIRMED
+    history = latest("step", "history")
+    assert min(nights_of(history.inputs["history_runs"])) >= first_night(alert)
+    assert history.verdict in ("no change", "inconclusive", "insufficient history")
+
+
+def test_a_suspected_shift_pools_evidence_until_it_is_confirmed():
+    """A 4% step at a run-to-run sd of 1.5% is first only suspected: significant, its interval crossing
+    1 + θ. Its nights stay out of the baseline while each later night adds to the nights pooled, until the
+    interval lies beyond the band."""
+    series = {"step": levels(45, sd=0.015, seed=5, shift=step(45, 26, 0.04)), **flat_series(3, 45, sd=0.015, seed=50)}
+    runs = nightly(series, seed=205, last=30)
+
+    (alert,) = alerts_of("step")
+    assert alert.comparison.verdict == "suspected regression" and first_night(alert) == 26 and opened_on(alert) == 28
+    assert Comparison.objects.get(pk=alert.evidence_id).candidate.run == runs[-1]  # night 29's evidence added
+    assert max(nights_of(latest("step", "history").inputs["history_runs"])) < 26  # night 29: kept out
+
+    nightly(series, seed=205, first=30, last=38)
+    alert.refresh_from_db()
+    assert alert.state == AlertState.CONFIRMED and alert.state_note.startswith("confirmed: ")
+    pooled = [len(c.inputs["pooled_runs"]) for c in Comparison.objects.filter(
+        candidate__metric__benchmark__name="step", method="shift", inputs__carried=True,
+        candidate__run__started_at__gt=runs[-1].started_at).order_by("candidate__run__started_at")]
+    assert pooled == list(range(pooled[0], pooled[0] + len(pooled)))  # one more night each night
+    assert alerts_of("step") == [alert]  # carried, never opened again
+
+
+def test_a_slow_drift_over_several_nights_is_alerted():
+    drift = np.clip(np.arange(40) - 22, 0, 8) * 0.008  # +0.8% a night for 8 nights: +6.4%
+    series = {"drift": levels(40, sd=0.01, seed=2, shift=drift), **flat_series(3, 40, sd=0.01, seed=20)}
+    nightly(series, seed=402)
+
+    (alert,) = alerts_of("drift")
+    assert opened_on(alert) == 26 and first_night(alert) == 25 and alert.state == AlertState.CONFIRMED
+
+
+def test_a_bimodal_flat_series_raises_no_alert():
+    """Each night lands in one of two modes 4% apart (a flat series with bimodal noise): no shift, although
+    a level's first nights often all fall in one mode (why a shift is tested against 10 nights at least)."""
+    rng = np.random.default_rng(2)
+    series = {f"bimodal {i}": 1.0 + 0.04 * rng.integers(0, 2, 40) + rng.normal(0, 0.003, 40) for i in range(4)}
+    nightly(series, seed=302)
+
+    assert Alert.objects.count() == 0
+    early = Comparison.objects.filter(method="shift", candidate__run__started_at__lt=NIGHT_ZERO + timedelta(days=10))
+    assert set(early.values_list("verdict", flat=True)) == {"insufficient history"}
+
+
+def test_one_value_per_night_is_compared_on_the_run_to_run_spread_alone():
+    series = {"single": levels(30, sd=0.01, seed=1, shift=step(30, 20, 0.06)), **flat_series(3, 30, sd=0.01, seed=10)}
+    nightly(series, seed=501, readings=1)
+
+    history = latest("single", "history")
+    assert history.ratio is not None and history.pvalue is not None
+    row = comparisons.stored_rows([(history.candidate, history)])[0]
+    assert "one value per night, so the run-to-run spread alone" in row.note
+    (alert,) = alerts_of("single")
+    assert (first_night(alert), opened_on(alert)) == (20, 21)
+
+
+def test_a_shift_dismissed_in_triage_gives_its_nights_back_and_is_not_raised_again(django_user_model):
+    """A one-night spike of 10% opens a suspected alert (a single night, or a spike and a normal night, is
+    never a confirmed level). A person marks it invalid: the nights since its first one rejoin the baseline,
+    and no shift starting at or before the last night it was judged on is tried again."""
+    spike = np.where(np.arange(36) == 25, 0.10, 0.0)
+    series = {"spike": levels(36, sd=0.01, seed=1, shift=spike), **flat_series(4, 36, sd=0.01, seed=10)}
+    nightly(series, seed=301, last=28)
+    (alert,) = alerts_of("spike")
+    assert (first_night(alert), alert.state) == (25, AlertState.SUSPECTED)
+    assert max(nights_of(latest("spike", "history").inputs["history_runs"])) < 25
+    set_alert_status(alert=alert, status="invalid", note="a noisy machine",
+                     user=django_user_model.objects.create(username="triager"))
+    nightly(series, seed=312, first=28)
+
+    assert alerts_of("spike") == [alert]
+    assert {25, 26, 27} <= set(nights_of(latest("spike", "history").inputs["history_runs"]))
+    assert all(int(Run.objects.get(pk=c.inputs["first_run"]).revision.commit, 16) > 27
+               for c in Comparison.objects.filter(candidate__metric__benchmark__name="spike", method="shift",
+                                                  candidate__run__started_at__gte=NIGHT_ZERO + timedelta(days=28))
+               if c.inputs.get("first_run"))
+
+
+def latest(name: str, method: str) -> Comparison:
+    return Comparison.objects.filter(candidate__metric__benchmark__name=name, method=method).latest(
+        "candidate__run__started_at")
+
+
+def nights_of(run_ids: list[int]) -> list[int]:
+    return [int(commit, 16) for commit in Run.objects.filter(pk__in=run_ids).values_list("revision__commit", flat=True)]
+
+
+def confirmation_runs(baseline_level: float, candidate_level: float, *, night: int, seed: int) -> tuple[Run, Run]:
+    """An interleaved A/B session's two runs of one benchmark: 40 readings each, within-run sd 1%."""
+    rng = np.random.default_rng(seed)
+    runs = []
+    for label, level in (("baseline", baseline_level), ("candidate", candidate_level)):
+        runs.append(post_results([{"benchmark": "step", "samples": (level * (1 + rng.normal(0, 0.01, 40))).tolist()}],
+                                 night=night, kind="confirmation", commit=f"{night:040x}"[:-1] + label[0]))
+    return runs[0], runs[1]
+
+
+@pytest.mark.parametrize(("candidate_level", "state"), [(1.06, AlertState.CONFIRMED), (1.0, AlertState.DISMISSED)])
+def test_a_confirmation_session_confirms_or_dismisses_a_suspected_alert(candidate_level, state):
+    series = {"step": levels(45, sd=0.015, seed=4, shift=step(45, 26, 0.04)), **flat_series(3, 45, sd=0.015, seed=40)}
+    nightly(series, seed=204, last=32)
+    (alert,) = alerts_of("step")
+    assert alert.state == AlertState.SUSPECTED
+
+    baseline, candidate = confirmation_runs(1.0, candidate_level, night=29, seed=4)
+    confirmations.settle_alert(alert_id=alert.pk, baseline_run_id=baseline.pk, candidate_run_id=candidate.pk,
+                               session_id=77)
+
+    alert.refresh_from_db()
+    assert alert.state == state and "session #77" in alert.state_note
+    assert not Comparison.objects.filter(candidate__run__in=[baseline, candidate]).exists()  # not nights
