@@ -1,27 +1,28 @@
-"""Change points of nightly histories: where a series of run means shifted, stored as annotations (spec §8).
+"""Change points of nightly histories: where a series of run means shifted, stored as decisions (spec §8).
 
 A series is one metric on one machine over the completed runs of one branch (the project's default
-branch unless told otherwise; pull-request runs are one-offs, never part of a history). Its units are
-the runs: each run contributes its mean, and run-to-run variation is the noise a shift must stand out
-from (spec §8; Kalibera & Jones §8.4.2). The change points are placed by E-Divisive with Medians (spec
-§4; James, Kejariwal & Matteson 2014), each one is then sized by comparing the segment after it with
-the segment before it (Welch's test and Fieller's ratio, spec §5–§6, the runs of a segment as its units).
-Both are :mod:`results.stats` (:func:`~results.stats.locate_shifts`, :func:`~results.stats.compare_summaries`);
-this module reads the histories and stores what they find.
+branch unless told otherwise; pull-request runs and A/B confirmations are never part of a history). Its
+units are the runs: each run contributes its mean, and run-to-run variation is the noise a shift must
+stand out from (spec §8; Kalibera & Jones §8.4.2). A split is found and kept by a permutation-tested rank
+scan (:func:`results.stats.rank_shifts`: robust to heavy tails and two-mode noise), sized by comparing the
+segment after it with the segment before it (Welch's test and Fieller's ratio, spec §5–§6, the runs of a
+segment as its units), and stored only when its size is at least the metric's threshold θ.
 
-Cost: EDM over a 500-night series takes about 50 ms. The per-run trigger therefore re-examines only the
-series whose history comparison was not "no change" (:func:`series_to_check`); a daily scan
-(:func:`scan_change_points`) walks every series in chunks, so shifts too small for one night's verdict
-are still found once enough nights show them.
+A stored change point is never deleted: a later scan that finds it again within ``MOVE_NIGHTS`` nights
+moves it (and records the move); one it no longer finds stays, with its p-value, as the decision it was.
+
+Cost: a 500-night series takes about 25 ms. The per-run trigger examines only the series whose shift test
+flagged a change (:func:`series_to_check`); a daily scan (:func:`scan_change_points`) walks every series
+in chunks.
 """
 
 from collections import defaultdict
-from datetime import datetime
 
 import numpy as np
 from django.db import transaction
 from django.db.models import F, Q, Window
 from django.db.models.functions import RowNumber
+from django.utils import timezone
 
 from . import stats
 from .models import (
@@ -36,13 +37,18 @@ from .models import (
     Verdict,
 )
 
-# Newest runs per series: a year and a half of nightlies, about 50 ms of EDM per series.
+# Newest runs per series: a year and a half of nightlies, about 25 ms of rank scan per series.
 HISTORY_LIMIT = 500
 # Metrics per machine analysed in one transaction of the daily scan.
 CHUNK_SIZE = 200
-# History verdicts after which a run's series are re-examined: everything but "no change" (and
-# "insufficient history", too short for a change point anyway).
-FLAGGED = (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE)
+# Shift verdicts after which a run's series are re-examined: the changes the nightly detection flags.
+FLAGGED = (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.SUSPECTED_REGRESSION, Verdict.SUSPECTED_IMPROVEMENT)
+MIN_SEGMENT = 5
+"""Fewest runs in a segment: a working week, so one odd night cannot make a segment."""
+ALPHA = 0.01
+"""Level of each split's permutation test: about 1% of shift-free series of 80 to 300 nights get one."""
+MOVE_NIGHTS = MIN_SEGMENT
+"""A change point found again within this many runs of a stored one moves it instead of adding one."""
 
 LIMIT_TOO_SMALL = "limit must be at least {minimum} runs (two segments of the shortest); got {limit}."
 
@@ -50,22 +56,18 @@ LIMIT_TOO_SMALL = "limit must be at least {minimum} runs (two segments of the sh
 @transaction.atomic
 def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str | None = None,
                          limit: int = HISTORY_LIMIT) -> list[ChangePoint]:
-    """Find, size and store the change points of each metric's history on a machine.
+    """Find, size and store the change points of each metric's history on a machine; return those stored or
+    moved.
 
-    The history of a metric is its completed, non-pull-request runs on `branch` (each project's default
-    branch when None), the newest `limit` of them, in time order. Every change point found by
-    :func:`results.stats.locate_shifts` is stored at the first run of its new segment with the ratio of the mean of the
-    run means after it to the mean before it (up to the neighbouring change points), the Fieller interval
-    at the metric's confidence level and Welch's p-value (:func:`results.stats.compare_summaries`: a
-    segment's mean, variance (ddof=1) and number of runs). A shift away from a zero mean has no ratio and
-    is not stored.
-
-    The series' earlier change points within the analysed window (from its oldest analysed run on) are
-    replaced in the same transaction; older ones, beyond `limit`, are kept as history. Three queries (read,
-    delete, insert), whatever the number of series.
+    The history of a metric is its completed runs on `branch` (each project's default branch when None)
+    outside pull requests and confirmations, the newest `limit` of them, in time order. Every split
+    :func:`results.stats.rank_shifts` keeps (seeded by the metric, so a scan is reproducible) is sized by
+    :func:`results.stats.compare_summaries` on the run means of the segments either side of it (up to the
+    neighbouring splits) at the metric's confidence level, and stored at the first run of its new segment
+    when the ratio is at least θ away from 1. A shift away from a zero mean has no ratio and is not stored.
     """
-    if limit < 2 * stats.SHIFT_MIN_SEGMENT:
-        raise ValueError(LIMIT_TOO_SMALL.format(minimum=2 * stats.SHIFT_MIN_SEGMENT, limit=limit))
+    if limit < 2 * MIN_SEGMENT:
+        raise ValueError(LIMIT_TOO_SMALL.format(minimum=2 * MIN_SEGMENT, limit=limit))
     on_branch = Q(run__revision__branch=F("run__project__default_branch") if branch is None else branch)
     rows = (
         Result.objects.filter(on_branch, metric_id__in=metric_ids, run__machine_id=machine_id,
@@ -75,39 +77,65 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
                               order_by=[F("run__started_at").desc(), F("run_id").desc()]))
         .filter(newness__lte=limit)
         .order_by()  # sorted per series below; the models' default ordering would join four more tables
-        .values("metric_id", "run_id", "run__started_at", "mean", "metric__confidence_level")
+        .values("metric_id", "run_id", "run__started_at", "mean", "metric__confidence_level", "metric__threshold")
     )
     series: dict[int, list[dict]] = defaultdict(list)
     for row in rows:
         series[row["metric_id"]].append(row)
 
-    window_start: dict[datetime, list[int]] = defaultdict(list)
-    found: list[tuple[int, int, float]] = []  # (metric, run, confidence) of every change point
+    found: list[tuple[int, int, float, float]] = []  # (metric, run, confidence, permutation p) of every split
     before: list[np.ndarray] = []
     after: list[np.ndarray] = []
+    thresholds: list[float] = []
     for metric_id, history in series.items():
         history.sort(key=lambda row: (row["run__started_at"], row["run_id"]))
-        window_start[history[0]["run__started_at"]].append(metric_id)
         means = np.array([row["mean"] for row in history])
-        bounds = (0, *stats.locate_shifts(means), means.size)
-        for start, split, stop in zip(bounds, bounds[1:-1], bounds[2:]):
-            found.append((metric_id, history[split]["run_id"], history[split]["metric__confidence_level"]))
+        shifts = stats.rank_shifts(means, min_segment=MIN_SEGMENT, alpha=ALPHA, seed=metric_id)
+        bounds = (0, *shifts.indices, means.size)
+        for start, split, stop, pvalue in zip(bounds, bounds[1:-1], bounds[2:], shifts.pvalues):
+            found.append((metric_id, history[split]["run_id"], history[split]["metric__confidence_level"], pvalue))
             before.append(means[start:split])
             after.append(means[split:stop])
+            thresholds.append(history[split]["metric__threshold"])
+    sized = [point for point, threshold in zip(_sized(found, before, after, machine_id=machine_id), thresholds)
+             if point is not None and abs(point.ratio - 1.0) >= threshold]
+    return _store(sized, series, machine_id=machine_id)
 
-    stale = Q()
-    for since, metrics in window_start.items():
-        stale |= Q(metric_id__in=metrics, run__started_at__gte=since)
-    if stale:
-        ChangePoint.objects.filter(stale, on_branch, machine_id=machine_id).delete()
-    return ChangePoint.objects.bulk_create(_sized(found, before, after, machine_id=machine_id))
+
+def _store(points: list[ChangePoint], series: dict[int, list[dict]], *, machine_id: int) -> list[ChangePoint]:
+    """Insert the new change points; one found within MOVE_NIGHTS runs of a stored one updates it instead,
+    recording the move. Stored change points not found again are kept."""
+    position = {(metric_id, row["run_id"]): i for metric_id, history in series.items()
+                for i, row in enumerate(history)}
+    stored: dict[int, list[ChangePoint]] = defaultdict(list)
+    for point in ChangePoint.objects.filter(metric_id__in=list(series), machine_id=machine_id):
+        stored[point.metric_id].append(point)
+    new, moved = [], []
+    for point in points:
+        at = position[point.metric_id, point.run_id]
+        near = [old for old in stored[point.metric_id] if (point.metric_id, old.run_id) in position
+                and abs(position[point.metric_id, old.run_id] - at) <= MOVE_NIGHTS]
+        if not near:
+            new.append(point)
+            continue
+        old = min(near, key=lambda old: abs(position[point.metric_id, old.run_id] - at))
+        stored[point.metric_id].remove(old)
+        if old.run_id != point.run_id:
+            old.moves = [*old.moves, {"from_run": old.run_id, "to_run": point.run_id,
+                                      "at": timezone.now().isoformat()}]
+        old.run_id, old.ratio, old.ci_low, old.ci_high, old.pvalue = (
+            point.run_id, point.ratio, point.ci_low, point.ci_high, point.pvalue)
+        moved.append(old)
+    if moved:
+        ChangePoint.objects.bulk_update(moved, ["run", "ratio", "ci_low", "ci_high", "pvalue", "moves"])
+    return [*moved, *ChangePoint.objects.bulk_create(new)]
 
 
 def series_to_check(*, run_id: int) -> list[int]:
     """The metrics of a run whose comparison with history was not "no change": the series a new run may
     have shifted. The rest wait for the daily scan."""
     return list(
-        Comparison.objects.filter(candidate__run_id=run_id, method=ComparisonMethod.HISTORY, verdict__in=FLAGGED)
+        Comparison.objects.filter(candidate__run_id=run_id, method=ComparisonMethod.SHIFT, verdict__in=FLAGGED)
         .order_by("candidate__metric_id").values_list("candidate__metric_id", flat=True)
     )
 
@@ -155,21 +183,20 @@ def series_chunks(*, chunk_size: int = CHUNK_SIZE) -> list[tuple[int, list[int]]
             for machine_id, metric_ids in by_machine.items() for i in range(0, len(metric_ids), chunk_size)]
 
 
-def _sized(found: list[tuple[int, int, float]], before: list[np.ndarray], after: list[np.ndarray], *,
-           machine_id: int) -> list[ChangePoint]:
-    """Change points with the ratio after/before, its Fieller interval and Welch's p, sized in one call, each
-    at its metric's confidence level."""
+def _sized(found: list[tuple[int, int, float, float]], before: list[np.ndarray], after: list[np.ndarray], *,
+           machine_id: int) -> list[ChangePoint | None]:
+    """Each split as a change point with the ratio after/before and its Fieller interval, sized in one call at
+    its metric's confidence level (None where the ratio is not finite), its p-value the permutation test's."""
     if not found:
         return []
     (mean, variance, n), (base_mean, base_variance, base_n) = (
         np.array([[part.mean(), part.var(ddof=1), part.size] for part in parts]).T for parts in (after, before))
     result = stats.compare_summaries(mean, variance, n.astype(np.int64), base_mean, base_variance,
-                                     base_n.astype(np.int64), confidence=np.array([level for _, _, level in found]))
-    ratio, low, high, bounded, pvalue = np.broadcast_arrays(
-        result.ratio, result.low, result.high, result.bounded, result.pvalue)
+                                     base_n.astype(np.int64), confidence=np.array([level for _, _, level, _ in found]))
+    ratio, low, high, bounded = np.broadcast_arrays(result.ratio, result.low, result.high, result.bounded)
     return [
         ChangePoint(metric_id=metric_id, machine_id=machine_id, run_id=run_id, ratio=float(ratio[i]),
                     ci_low=float(low[i]) if bounded[i] else None, ci_high=float(high[i]) if bounded[i] else None,
-                    pvalue=float(pvalue[i]))
-        for i, (metric_id, run_id, _) in enumerate(found) if np.isfinite(ratio[i])
+                    pvalue=float(pvalue)) if np.isfinite(ratio[i]) else None
+        for i, (metric_id, run_id, _, pvalue) in enumerate(found)
     ]

@@ -344,7 +344,10 @@ class Comparison(models.Model):
 
 
 class ChangePoint(models.Model):
-    """Where a series of run means shifted (E-Divisive with Medians over the history)."""
+    """Where a series of run means shifted: a decision (spec §8). A rank scan found the split, a permutation
+    test kept it (``pvalue``), and its size, the ratio of the segment after it to the one before with
+    Fieller's interval, is at least the metric's threshold. Re-scans may move it (``moves`` records each
+    move); none deletes it."""
 
     metric = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="change_points")
     machine = models.ForeignKey(Machine, on_delete=models.CASCADE, related_name="change_points")
@@ -353,7 +356,9 @@ class ChangePoint(models.Model):
     ratio = models.FloatField(help_text="Mean after / mean before.")
     ci_low = models.FloatField(null=True, blank=True)
     ci_high = models.FloatField(null=True, blank=True)
-    pvalue = models.FloatField(null=True, blank=True)
+    pvalue = models.FloatField(null=True, blank=True, help_text="The permutation test's p-value of the split.")
+    moves = models.JSONField(default=list, blank=True,
+                             help_text="Each move by a re-scan: the run it was at, the run it moved to, when.")
     detected_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -15,6 +15,7 @@ from ._hierarchical import (
     predicted_half_width,
     variance_components,
 )
+from ._rank_shifts import RankShifts, rank_shifts
 from ._recent_shift import RecentShift, recent_shift, shift_since
 from ._ratio import RatioResult, ratio_bootstrap, ratio_fieller, ratio_fieller_from_stats
 from ._subsessions import (
@@ -33,7 +34,6 @@ from ._verdict import Direction, Verdict, format_change, verdict
 
 # Warm-up / cool-down removal (spec §4): change points, stable phase, WPS model.
 from ._changepoint import EDMResult, StablePhaseResult, edm, stable_phase
-from ._shifts import SHIFT_MIN_SEGMENT, SHIFT_PENALTY, locate_shifts
 from ._transient import TruncationResult, mser_truncation
 from ._wps import WPSResult, round_increment, work_amounts, wps_fit
 
@@ -67,6 +67,8 @@ __all__ = [
     "ratio_fieller",
     "ratio_fieller_from_stats",
     "recent_shift",
+    "RankShifts",
+    "rank_shifts",
     "shift_since",
     "required_subsessions",
     "subsessions",
@@ -81,9 +83,6 @@ __all__ = [
     "TruncationResult",
     "WPSResult",
     "edm",
-    "locate_shifts",
-    "SHIFT_MIN_SEGMENT",
-    "SHIFT_PENALTY",
     "mser_truncation",
     "round_increment",
     "stable_phase",

@@ -1,4 +1,5 @@
-"""Change points of nightly histories: located, sized, stored, replaced, and found in constant queries.
+"""Change points of nightly histories: located, tested, sized, stored, moved (never deleted), and found in
+constant queries.
 
 The histories are simulated with a known truth (a seeded night-to-night noise of 1% around a step or a
 creep), as ruptures' tests do with `pw_constant`, and stored through the real ingestion service.
@@ -68,7 +69,7 @@ def test_a_step_is_located_within_a_night_and_sized_with_an_interval_covering_it
     assert change.ratio == pytest.approx(1.05, abs=0.005)
     assert change.ci_low < 1.05 < change.ci_high
     assert change.ci_high - change.ci_low < 0.02  # 40 runs a side at 1% noise: about ±0.45%
-    assert change.pvalue < 1e-6
+    assert change.pvalue == pytest.approx(0.001)  # no ordering of 999 beat it: the smallest p there is
     assert (change.metric_id, change.machine_id) == (metric("sort"), machine())
 
 
@@ -106,23 +107,38 @@ def test_a_step_between_perfectly_repeatable_nights_is_found_and_a_constant_seri
 
     change = ChangePoint.objects.get()
     assert change.metric_id == metric("repeatable") and change.run.started_at == START + timedelta(days=20)
-    assert (change.ratio, change.ci_low, change.ci_high, change.pvalue) == pytest.approx((1.05, 1.05, 1.05, 0.0))
+    assert (change.ratio, change.ci_low, change.ci_high, change.pvalue) == pytest.approx((1.05, 1.05, 1.05, 0.001))
 
 
-def test_detecting_again_replaces_the_change_points_in_the_analysed_window_and_keeps_older_ones():
+def test_a_rescan_moves_a_change_point_it_finds_again_and_deletes_none():
     runs = post_history({"sort": step(80, 40, 1.05)}, seed=1)
     sort, bench = metric("sort"), machine()
     before_window = ChangePoint.objects.create(metric_id=sort, machine_id=bench, run=runs[10], ratio=0.9)
-    stale = ChangePoint.objects.create(metric_id=sort, machine_id=bench, run=runs[25], ratio=1.2)
+    elsewhere = ChangePoint.objects.create(metric_id=sort, machine_id=bench, run=runs[25], ratio=1.2)
+    nearby = ChangePoint.objects.create(metric_id=sort, machine_id=bench, run=runs[37], ratio=1.04)
 
-    # The newest 60 runs are nights 20–79: the stale point at night 25 is replaced, night 10 is history.
+    # The newest 60 runs are nights 20–79: the shift at 40 is found again and moves the point at 37.
     first = changepoints.detect_change_points(metric_ids=[sort], machine_id=bench, limit=60)
     again = changepoints.detect_change_points(metric_ids=[sort], machine_id=bench, limit=60)
 
-    assert len(first) == len(again) == 1 and first[0].run_id == again[0].run_id
-    stored = set(ChangePoint.objects.values_list("pk", flat=True))
-    assert stored == {before_window.pk, again[0].pk}
-    assert stale.pk not in stored and abs(runs.index(again[0].run) - 40) <= 1
+    assert [point.pk for point in first] == [point.pk for point in again] == [nearby.pk]
+    nearby.refresh_from_db()
+    assert abs(runs.index(nearby.run) - 40) <= 1 and nearby.ratio == pytest.approx(1.05, abs=0.005)
+    assert nearby.moves[0]["from_run"] == runs[37].pk and nearby.moves[0]["to_run"] == nearby.run_id
+    assert len(nearby.moves) == 1  # found at the same run again: no second move
+    assert set(ChangePoint.objects.values_list("pk", flat=True)) == {before_window.pk, elsewhere.pk, nearby.pk}
+
+
+def test_change_points_survive_the_window_moving_past_them():
+    runs = post_history({"sort": step(60, 20, 1.05)}, seed=13)
+    sort, bench = metric("sort"), machine()
+    (found,) = changepoints.detect_change_points(metric_ids=[sort], machine_id=bench)
+    assert abs(runs.index(found.run) - 20) <= 1
+
+    # The newest 30 runs are nights 30–59: the shift is no longer in the window, or at its edge.
+    assert changepoints.detect_change_points(metric_ids=[sort], machine_id=bench, limit=30) == []
+    assert changepoints.detect_change_points(metric_ids=[sort], machine_id=bench, limit=21) == []
+    assert list(ChangePoint.objects.values_list("pk", "run_id")) == [(found.pk, found.run_id)]
 
 
 def test_the_number_of_queries_does_not_grow_with_the_number_of_series():
@@ -132,12 +148,15 @@ def test_the_number_of_queries_does_not_grow_with_the_number_of_series():
 
     with CaptureQueriesContext(connection) as three:
         few = changepoints.detect_change_points(metric_ids=metric_ids[:3], machine_id=bench)
-    with CaptureQueriesContext(connection) as twenty:
-        many = changepoints.detect_change_points(metric_ids=metric_ids, machine_id=bench)
+    with CaptureQueriesContext(connection) as seventeen:
+        many = changepoints.detect_change_points(metric_ids=metric_ids[3:], machine_id=bench)
+    with CaptureQueriesContext(connection) as again:
+        moved = changepoints.detect_change_points(metric_ids=metric_ids, machine_id=bench)
 
-    assert {c.metric_id for c in few} == set(metric_ids[:3]) and {c.metric_id for c in many} == set(metric_ids)
-    # A savepoint, the read, the delete, the insert, the release.
-    assert len(three.captured_queries) == len(twenty.captured_queries) == 5
+    assert {c.metric_id for c in few} == set(metric_ids[:3]) and {c.metric_id for c in many} == set(metric_ids[3:])
+    # A savepoint, the read, the stored change points, the insert, the release; found again: an update instead.
+    assert len(three.captured_queries) == len(seventeen.captured_queries) == len(again.captured_queries) == 5
+    assert {c.pk for c in moved} == {c.pk for c in [*few, *many]}
 
 
 def test_only_the_given_machine_and_branch_are_examined():
