@@ -1,11 +1,12 @@
 """What each nightly series is compared against (reads only): its baseline nights, and the nights its
 accumulating detection pools (spec §8).
 
-A series is one metric on one machine over the completed, non-pull-request runs of the project's
-default branch. Its alerts decide which nights count as its level:
+A series is one metric on one machine over the completed runs of the project's default branch (pull
+requests and A/B confirmations are never nights). Its alerts and change points decide which nights count
+as its level:
 
-* a change confirmed by measurement, or accepted by a person (fixed, won't fix), starts a new level:
-  the nights before its first night no longer count;
+* a change confirmed by measurement, accepted by a person (fixed, won't fix), or found by a change point
+  (a tested decision, :mod:`results.changepoints`) starts a new level: the nights before it no longer count;
 * a *suspected* change that nobody has triaged keeps its nights out of the baseline, so a shift the
   nightly comparison missed is never absorbed; each night, the nights since it are pooled against the
   nights before it (:func:`results.stats.shift_since`);
@@ -19,7 +20,7 @@ from datetime import datetime
 
 from django.db.models import Q
 
-from .models import OUTSIDE_SERIES, Alert, AlertState, AlertStatus, Run, RunStatus
+from .models import OUTSIDE_SERIES, Alert, AlertState, AlertStatus, ChangePoint, Run, RunStatus
 
 SHIFT_HISTORY = 30
 """K of the accumulating detection: nights before a start it is compared with (see results.stats.recent_shift)."""
@@ -33,6 +34,8 @@ SHIFT_MIN_HISTORY = 10
 nights a series whose nights fall in one of two modes (bimodal noise) often has all of them in one mode, and
 the first night in the other looks like a shift (3 alerts on 4 such series over 40 nights with 3)."""
 
+MATCH_NIGHTS = 5
+"""A change point this many nights or fewer from a suspected shift's first night is that shift, settled."""
 UNTRIAGED = (AlertStatus.NEW, AlertStatus.ACKNOWLEDGED)
 ACCEPTED = (AlertStatus.FIXED, AlertStatus.WONT_FIX)
 
@@ -99,7 +102,8 @@ def series_baselines(run: Run, metric_ids: list[int], *, history_size: int) -> d
 
 @dataclass(frozen=True)
 class SeriesAlerts:
-    """What a series' alerts say of its nights (times are first nights' and judged nights' starts)."""
+    """What a series' alerts and change points say of its nights (times are first nights' and judged nights'
+    starts, and change points' runs')."""
 
     level_since: datetime | None = None
     previous_level_since: datetime | None = None
@@ -107,32 +111,45 @@ class SeriesAlerts:
     suspected: int | None = None
     suspected_first: datetime | None = None
     judged_through: datetime | None = None
+    change_points: tuple[datetime, ...] = ()
 
     def baseline(self, nights: list[Night]) -> SeriesBaseline:
-        kept = [night for night in nights
-                if self.previous_level_since is None or night.started_at >= self.previous_level_since]
-
         def index(since: datetime) -> int:
-            return next((i for i, night in enumerate(kept) if night.started_at >= since), len(kept))
+            return next((i for i, night in enumerate(nights) if night.started_at >= since), len(nights))
 
-        level = 0 if self.level_since is None else index(self.level_since)
+        points = [index(point) for point in self.change_points]
+        bounds = sorted({0, *points, *(index(since) for since in (self.level_since, self.previous_level_since)
+                                       if since is not None)})
+        carry = None if self.change is None else (self.change, index(self.level_since))
+        suspected = self.suspected
+        if suspected is not None:
+            first = index(self.suspected_first)
+            # A change point at (or after) a suspected shift settles it: the level moved (spec §8).
+            settling = [point for point in points if point >= first - MATCH_NIGHTS]
+            if settling:
+                nearest = min(settling, key=lambda point: abs(point - first))
+                if abs(nearest - first) <= MATCH_NIGHTS:
+                    carry = (suspected, nearest)
+                suspected = None
+        level, previous = bounds[-1], bounds[-2] if len(bounds) > 1 else 0
+        kept = tuple(nights[previous:])
         tried = None
         if self.judged_through is not None:
             judged = [i for i, night in enumerate(kept) if night.started_at <= self.judged_through]
             tried = judged[-1] if judged else None
-        if self.suspected is not None:
-            since = index(self.suspected_first)
-            return SeriesBaseline(nights=tuple(kept), level_start=level, carried=self.suspected, pooled_since=since,
+        if suspected is not None:
+            since = max(index(self.suspected_first), level) - previous
+            return SeriesBaseline(nights=kept, level_start=level - previous, carried=suspected, pooled_since=since,
                                   suspected_since=since, tried_after=tried)
-        if self.change is not None and len(kept) - level + 1 <= SHIFT_RECENT:
-            return SeriesBaseline(nights=tuple(kept), level_start=level, carried=self.change, pooled_since=level,
-                                  tried_after=tried)
-        return SeriesBaseline(nights=tuple(kept), level_start=level, tried_after=tried)
+        if carry is not None and carry[1] == level and len(nights) - level + 1 <= SHIFT_RECENT:
+            return SeriesBaseline(nights=kept, level_start=level - previous, carried=carry[0],
+                                  pooled_since=level - previous, tried_after=tried)
+        return SeriesBaseline(nights=kept, level_start=level - previous, tried_after=tried)
 
 
 def series_alerts(run: Run, metric_ids: list[int]) -> dict[int, SeriesAlerts]:
     """Per metric, what the alerts of its series (on ``run``'s machine and project, outside pull requests,
-    opened before ``run``) say; one query."""
+    opened before ``run``) and its change points before ``run`` say; two queries."""
     rows = (
         Alert.objects.filter(comparison__candidate__metric_id__in=metric_ids, first_run__machine_id=run.machine_id,
                              first_run__project_id=run.project_id, first_run__started_at__lt=run.started_at)
@@ -153,4 +170,9 @@ def series_alerts(run: Run, metric_ids: list[int]) -> dict[int, SeriesAlerts]:
             current["judged_through"] = max(through, current.get("judged_through") or through)
         else:
             current.update(suspected=pk, suspected_first=first)
+    points = (ChangePoint.objects.filter(metric_id__in=metric_ids, machine_id=run.machine_id, retracted_at__isnull=True,
+                                         run__project_id=run.project_id, run__started_at__lt=run.started_at)
+              .order_by("run__started_at").values_list("metric_id", "run__started_at"))
+    for metric_id, started in points:
+        found[metric_id]["change_points"] = (*found[metric_id].get("change_points", ()), started)
     return {metric_id: SeriesAlerts(**values) for metric_id, values in found.items()}

@@ -9,7 +9,8 @@ segment after it with the segment before it (Welch's test and Fieller's ratio, s
 segment as its units), and stored only when its size is at least the metric's threshold θ.
 
 A stored change point is never deleted: a later scan that finds it again within ``MOVE_NIGHTS`` nights
-moves it (and records the move); one it no longer finds stays, with its p-value, as the decision it was.
+moves it (and records the move); one that a scan with enough nights after it no longer finds is retracted
+(kept, marked), and the window moving past a change point leaves it as it is.
 
 Cost: a 500-night series takes about 25 ms. The per-run trigger examines only the series whose shift test
 flagged a change (:func:`series_to_check`); a daily scan (:func:`scan_change_points`) walks every series
@@ -104,31 +105,39 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
 
 def _store(points: list[ChangePoint], series: dict[int, list[dict]], *, machine_id: int) -> list[ChangePoint]:
     """Insert the new change points; one found within MOVE_NIGHTS runs of a stored one updates it instead,
-    recording the move. Stored change points not found again are kept."""
+    recording the move (and taking back a retraction). A stored one not found again is retracted when the
+    scan had at least ``2 · MIN_SEGMENT`` runs after it (enough to know); one outside the scanned runs, or
+    too close to the newest, is left as it is."""
     position = {(metric_id, row["run_id"]): i for metric_id, history in series.items()
                 for i, row in enumerate(history)}
     stored: dict[int, list[ChangePoint]] = defaultdict(list)
     for point in ChangePoint.objects.filter(metric_id__in=list(series), machine_id=machine_id):
-        stored[point.metric_id].append(point)
-    new, moved = [], []
+        if (point.metric_id, point.run_id) in position:
+            stored[point.metric_id].append(point)
+    now = timezone.now()
+    new, changed = [], []
     for point in points:
         at = position[point.metric_id, point.run_id]
-        near = [old for old in stored[point.metric_id] if (point.metric_id, old.run_id) in position
-                and abs(position[point.metric_id, old.run_id] - at) <= MOVE_NIGHTS]
+        near = [old for old in stored[point.metric_id]
+                if abs(position[point.metric_id, old.run_id] - at) <= MOVE_NIGHTS]
         if not near:
             new.append(point)
             continue
-        old = min(near, key=lambda old: abs(position[point.metric_id, old.run_id] - at))
+        old = min(near, key=lambda old: (old.retracted_at is not None, abs(position[point.metric_id, old.run_id] - at)))
         stored[point.metric_id].remove(old)
         if old.run_id != point.run_id:
-            old.moves = [*old.moves, {"from_run": old.run_id, "to_run": point.run_id,
-                                      "at": timezone.now().isoformat()}]
-        old.run_id, old.ratio, old.ci_low, old.ci_high, old.pvalue = (
-            point.run_id, point.ratio, point.ci_low, point.ci_high, point.pvalue)
-        moved.append(old)
-    if moved:
-        ChangePoint.objects.bulk_update(moved, ["run", "ratio", "ci_low", "ci_high", "pvalue", "moves"])
-    return [*moved, *ChangePoint.objects.bulk_create(new)]
+            old.moves = [*old.moves, {"from_run": old.run_id, "to_run": point.run_id, "at": now.isoformat()}]
+        old.run_id, old.ratio, old.ci_low, old.ci_high, old.pvalue, old.retracted_at = (
+            point.run_id, point.ratio, point.ci_low, point.ci_high, point.pvalue, None)
+        changed.append(old)
+    retracted = [old for metric_id, left in stored.items() for old in left if old.retracted_at is None
+                 and len(series[metric_id]) - position[metric_id, old.run_id] >= 2 * MIN_SEGMENT]
+    for old in retracted:
+        old.retracted_at = now
+    if changed or retracted:
+        ChangePoint.objects.bulk_update([*changed, *retracted],
+                                        ["run", "ratio", "ci_low", "ci_high", "pvalue", "moves", "retracted_at"])
+    return [*changed, *ChangePoint.objects.bulk_create(new)]
 
 
 def series_to_check(*, run_id: int) -> list[int]:

@@ -347,7 +347,8 @@ class ChangePoint(models.Model):
     """Where a series of run means shifted: a decision (spec §8). A rank scan found the split, a permutation
     test kept it (``pvalue``), and its size, the ratio of the segment after it to the one before with
     Fieller's interval, is at least the metric's threshold. Re-scans may move it (``moves`` records each
-    move); none deletes it."""
+    move) or, when one with at least twice the fewest segment's nights after it no longer finds it,
+    retract it (``retracted_at``); none deletes it, and the window moving past it changes nothing."""
 
     metric = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="change_points")
     machine = models.ForeignKey(Machine, on_delete=models.CASCADE, related_name="change_points")
@@ -359,6 +360,8 @@ class ChangePoint(models.Model):
     pvalue = models.FloatField(null=True, blank=True, help_text="The permutation test's p-value of the split.")
     moves = models.JSONField(default=list, blank=True,
                              help_text="Each move by a re-scan: the run it was at, the run it moved to, when.")
+    retracted_at = models.DateTimeField(null=True, blank=True,
+                                        help_text="When a re-scan with more nights no longer found it.")
     detected_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -412,7 +412,7 @@ def metric_history(*, metric_id: int, machines: list[str] | None = None, branch:
         row["comparison"] = shown.get(row["id"])
     change_points = []
     if rows:
-        found = ChangePoint.objects.filter(metric=metric, machine__name__in=chosen,
+        found = ChangePoint.objects.filter(metric=metric, machine__name__in=chosen, retracted_at__isnull=True,
                                            run__started_at__gte=rows[0]["started_at"],
                                            run__started_at__lte=rows[-1]["started_at"])
         for row in found.order_by("run__started_at").values(

@@ -110,7 +110,7 @@ def test_a_step_between_perfectly_repeatable_nights_is_found_and_a_constant_seri
     assert (change.ratio, change.ci_low, change.ci_high, change.pvalue) == pytest.approx((1.05, 1.05, 1.05, 0.001))
 
 
-def test_a_rescan_moves_a_change_point_it_finds_again_and_deletes_none():
+def test_a_rescan_moves_a_change_point_it_finds_again_retracts_one_it_does_not_and_deletes_none():
     runs = post_history({"sort": step(80, 40, 1.05)}, seed=1)
     sort, bench = metric("sort"), machine()
     before_window = ChangePoint.objects.create(metric_id=sort, machine_id=bench, run=runs[10], ratio=0.9)
@@ -127,6 +127,10 @@ def test_a_rescan_moves_a_change_point_it_finds_again_and_deletes_none():
     assert nearby.moves[0]["from_run"] == runs[37].pk and nearby.moves[0]["to_run"] == nearby.run_id
     assert len(nearby.moves) == 1  # found at the same run again: no second move
     assert set(ChangePoint.objects.values_list("pk", flat=True)) == {before_window.pk, elsewhere.pk, nearby.pk}
+    # Night 25 has 54 scanned nights after it and no shift: retracted, kept; night 10 was not scanned.
+    elsewhere.refresh_from_db()
+    before_window.refresh_from_db()
+    assert elsewhere.retracted_at is not None and before_window.retracted_at is None and nearby.retracted_at is None
 
 
 def test_change_points_survive_the_window_moving_past_them():

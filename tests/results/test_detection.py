@@ -8,7 +8,7 @@ import pytest
 
 from results import comparisons, confirmations
 from results.alerts import set_alert_status
-from results.models import Alert, AlertState, Comparison, Run
+from results.models import Alert, AlertState, ChangePoint, Comparison, Run
 from tests.factories import NIGHT_ZERO, post_results
 
 pytestmark = pytest.mark.django_db
@@ -154,6 +154,23 @@ def test_a_shift_dismissed_in_triage_gives_its_nights_back_and_is_not_raised_aga
                for c in Comparison.objects.filter(candidate__metric__benchmark__name="spike", method="shift",
                                                   candidate__run__started_at__gte=NIGHT_ZERO + timedelta(days=28))
                if c.inputs.get("first_run"))
+
+
+def test_a_change_point_at_a_suspected_shift_accepts_it_as_the_new_level():
+    """Spec §8: a suspected shift is resolved by a confirmed change point too; the nights since it are then the
+    series' level, no longer kept out."""
+    series = {"step": levels(45, sd=0.015, seed=5, shift=step(45, 26, 0.04)), **flat_series(3, 45, sd=0.015, seed=50)}
+    runs = nightly(series, seed=205, last=29)
+    (alert,) = alerts_of("step")
+    assert alert.state == AlertState.SUSPECTED and first_night(alert) == 26
+
+    ChangePoint.objects.create(metric=alert.comparison.candidate.metric, machine=runs[26].machine, run=runs[26],
+                               ratio=1.04, pvalue=0.001)
+    nightly(series, seed=205, first=29, last=30)
+
+    assert min(nights_of(latest("step", "history").inputs["history_runs"])) == 26  # the new level
+    shift = latest("step", "shift")  # the alert's evidence still pools since its first night
+    assert shift.inputs["carried"] and shift.inputs["first_run"] == runs[26].pk
 
 
 def latest(name: str, method: str) -> Comparison:

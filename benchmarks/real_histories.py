@@ -1,0 +1,228 @@
+"""Change points and alerts on public benchmark histories nobody here wrote, beside MongoDB's E-Divisive
+means (`signal-processing-algorithms`) and Apache Otava on the same series.
+
+    .venv/bin/python benchmarks/real_histories.py                       # every file in benchmarks/data/histories
+    .venv/bin/python benchmarks/real_histories.py --peers-python /path/to/python
+
+The histories (source repository, commit and paths printed; see benchmarks/data/histories/README.md) go
+through the product end to end in a child process on a fresh SQLite file: each source is a project, night i
+one run holding the i-th value of each of its series as a result of one value (n = 1), posted through
+``results.services.ingest_run`` and compared by ``results.comparisons.compare_run`` (the nightly
+comparison and the accumulating detection: alerts), its flagged series re-examined by
+``results.changepoints.detect_change_points_for_run``, and the daily ``scan_change_points`` run at the end:
+the change points stored are the product's. The peers run in their own virtual environment
+(``.venv-peers``, made on first use from PyPI: signal-processing-algorithms 2.1.6 and apache-otava 0.8.0,
+which pin dependencies this project does not share), with their defaults (benchmarks/peer_change_points.py).
+
+Reference changes: the labels a source publishes for a series (its tests' expected change points, or an
+annotated dataset's) where it has them, else the peers' agreement (a point both peers report within
+±TOLERANCE points of each other, which favours the peers: each finds all of them by construction). Printed
+per source: change points found, precision and recall against the reference (a found point matches a
+reference one within ±TOLERANCE points, each at most once), change points on series where neither the
+reference nor either peer has one (flat series), and among those on two-mode series (bimodality
+coefficient > 5/9); and the points from a reference change to the product's first alert naming a first
+point within ±TOLERANCE of it.
+
+Target (issue 14): recall ≥ the better peer, precision ≥ the better peer, no change point on a flat or
+two-mode series.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+from scipy import stats  # noqa: E402
+
+from benchmarks.databases import measure_in_child  # noqa: E402
+from benchmarks.histories import load_histories  # noqa: E402
+
+TOLERANCE = 5
+PEERS = ("signal-processing-algorithms==2.1.6", "apache-otava==0.8.0")
+PEERS_VENV = ROOT / ".venv-peers"
+START = datetime(2020, 1, 1, 2, tzinfo=timezone.utc)
+WITHIN = (1, 3, 8)
+
+
+def peers_python(given: str | None) -> str:
+    """The given interpreter, or ``.venv-peers``'s, made (and the peers installed) if missing."""
+    if given:
+        return given
+    python = PEERS_VENV / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(PEERS_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PEERS], check=True)
+    return str(python)
+
+
+def peer_change_points(python: str, series: dict[str, list[float]]) -> dict[str, dict[str, list[int]]]:
+    finished = subprocess.run([python, str(ROOT / "benchmarks" / "peer_change_points.py")], check=True,
+                              input=json.dumps(series), capture_output=True, text=True)
+    return json.loads(finished.stdout)
+
+
+def measure(path: str) -> dict:
+    """The child: every source through the product; change points and alerts per series, as point indices."""
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pilotweb.settings")
+    django.setup()
+    from django.core.management import call_command
+
+    from results import changepoints, comparisons, services
+    from results.models import Alert, ChangePoint
+    from results.schemas import RunIn
+
+    call_command("migrate", verbosity=0)
+    histories = json.loads(Path(path).read_text())
+    for source, entries in histories.items():
+        length = max(len(entry["values"]) for entry in entries)
+        for night in range(length):
+            results = [{"benchmark": entry["name"], "unit": entry["unit"] or "1",
+                        "direction": "higher_is_better" if entry["lower_is_better"] is False else "lower_is_better",
+                        "summary": {"mean": entry["values"][night], "subsession_size": 1, "variance": 0.0, "n": 1}}
+                       for entry in entries if night < len(entry["values"])]
+            document = RunIn.model_validate({
+                "project": {"name": source}, "machine": {"name": "history"}, "kind": "nightly",
+                "revision": {"commit": f"{night:040x}", "branch": "main"},
+                "started_at": START + timedelta(days=night), "results": results})
+            run = services.ingest_run(document=document, user=None).run
+            comparisons.compare_run(run_id=run.pk)
+            changepoints.detect_change_points_for_run(run_id=run.pk)
+    changepoints.scan_change_points()
+
+    def night(started) -> int:
+        return (started - START).days
+
+    found: dict[str, dict] = defaultdict(lambda: {"change_points": [], "alerts": []})
+    for project, name, started in ChangePoint.objects.values_list(
+            "metric__benchmark__project__name", "metric__benchmark__name", "run__started_at"):
+        found[f"{project}\t{name}"]["change_points"].append(night(started))
+    for project, name, opened, first, state in Alert.objects.values_list(
+            "comparison__candidate__run__project__name", "comparison__candidate__metric__benchmark__name",
+            "comparison__candidate__run__started_at", "first_run__started_at", "state"):
+        found[f"{project}\t{name}"]["alerts"].append([night(opened), night(first), state])
+    return found
+
+
+def matched(found: list[int], reference: list[int]) -> int:
+    """Reference points matched by a found point within ±TOLERANCE, each point used once (nearest first)."""
+    pairs = sorted((abs(f - r), i, j) for i, f in enumerate(found) for j, r in enumerate(reference)
+                   if abs(f - r) <= TOLERANCE)
+    used_found, used_reference = set(), set()
+    for _, i, j in pairs:
+        if i not in used_found and j not in used_reference:
+            used_found.add(i)
+            used_reference.add(j)
+    return len(used_reference)
+
+
+def agreement(first: list[int], second: list[int]) -> list[int]:
+    return [point for point in first if any(abs(point - other) <= TOLERANCE for other in second)]
+
+
+def two_mode(values: np.ndarray) -> bool:
+    """Sarle's bimodality coefficient above 5/9, the value of a uniform distribution."""
+    n = values.size
+    if n < 4 or np.ptp(values) == 0:
+        return False
+    skew, kurtosis = stats.skew(values, bias=False), stats.kurtosis(values, bias=False)
+    return (skew**2 + 1) / (kurtosis + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3))) > 5 / 9
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--peers-python", help="A Python with signal-processing-algorithms and apache-otava.")
+    parser.add_argument("--files", nargs="+", help="Only these history files (names, e.g. otava_tigerbeetle.json).")
+    parser.add_argument("--max-length", type=int, default=1000,
+                        help="Leave out longer series (MongoDB's profiling series repeat another up to 28 times).")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    if arguments.child:
+        print(json.dumps(measure(arguments.child)))
+        return
+
+    loaded = [h for h in load_histories() if not arguments.files or h.file in arguments.files]
+    # Ratios need positive values (TCPD and two test fixtures hold zeros or negative values).
+    histories = [h for h in loaded if h.values.size <= arguments.max_length and np.all(h.values > 0)]
+    print(f"{len(histories)} series of {len(loaded)} read: {len(loaded) - len(histories)} left out (longer than "
+          f"{arguments.max_length} points, or values not all positive)")
+    by_source: dict[str, list] = defaultdict(list)
+    for history in histories:
+        by_source[history.file].append(history)
+    python = peers_python(arguments.peers_python)
+    peers = {}
+    for file, entries in by_source.items():
+        found = peer_change_points(python, {h.name: h.values.tolist() for h in entries})
+        peers.update({(file, name): value for name, value in found.items()})
+    payload = {file: [{"name": h.name, "values": h.values.tolist(), "unit": h.unit,
+                       "lower_is_better": h.lower_is_better} for h in entries] for file, entries in by_source.items()}
+    scratch = ROOT / "var" / "real_histories.json"
+    scratch.parent.mkdir(exist_ok=True)
+    scratch.write_text(json.dumps(payload))
+    ours = measure_in_child(__file__, [str(scratch)], database="sqlite")
+    scratch.unlink()
+
+    methods = ("ours", "edivisive", "otava")
+    print(f"Change points within ±{TOLERANCE} points; product end to end on SQLite (one value per night, θ = 2%),"
+          " peers with their defaults")
+    print("ref: series with published labels (the others: the peers' agreement)")
+    print(f"{'source':<28} {'series':>6} {'ref':>9} {'method':>9} {'found':>6} {'precision':>10} {'recall':>7} "
+          f"{'flat series: CPs':>17} {'two-mode: CPs':>14}")
+    totals = {method: [0, 0, 0, 0] for method in methods}  # found, correct, reference, flat change points
+    delays: list[int | None] = []
+    for file, entries in by_source.items():
+        first = entries[0]
+        print(f"# {first.source} @ {first.commit}: {', '.join(first.paths)}")
+        reference = {}
+        for h in entries:
+            peer = peers[file, h.name]
+            reference[h.name] = list(h.labels) if h.labels is not None else agreement(peer["edivisive"], peer["otava"])
+        labelled = sum(h.labels is not None for h in entries)
+        flat = [h for h in entries if not reference[h.name] and not any(peers[file, h.name].values())]
+        bimodal = [h for h in flat if two_mode(h.values)]
+        for method in methods:
+            points = {h.name: (ours.get(f"{file}\t{h.name}", {}).get("change_points", []) if method == "ours"
+                               else peers[file, h.name][method]) for h in entries}
+            found = sum(len(p) for p in points.values())
+            correct = sum(matched(points[h.name], reference[h.name]) for h in entries)
+            total = sum(len(r) for r in reference.values())
+            on_flat = sum(len(points[h.name]) for h in flat)
+            on_bimodal = sum(len(points[h.name]) for h in bimodal)
+            for index, value in enumerate((found, correct, total, on_flat)):
+                totals[method][index] += value
+            print(f"{Path(file).stem[:28]:<28} {len(entries):>6} {f'{labelled} lab.':>9} "
+                  f"{method:>9} {found:>6} {_share(correct, found):>10} {_share(correct, total):>7} "
+                  f"{f'{on_flat} on {len(flat)}':>17} {f'{on_bimodal} on {len(bimodal)}':>14}")
+        for h in entries:
+            alerts = ours.get(f"{file}\t{h.name}", {}).get("alerts", [])
+            for change in reference[h.name]:
+                opened = [o for o, f, _ in alerts if o >= change - 1 and abs(f - change) <= TOLERANCE]
+                delays.append(min(opened) - change + 1 if opened else None)
+    print(f"{'all':<28} {len(histories):>6} {'':>9}", end="")
+    for position, method in enumerate(methods):
+        found, correct, total, on_flat = totals[method]
+        print(("" if position == 0 else f"{'':<45}") + f" {method:>9} {found:>6} {_share(correct, found):>10} "
+              f"{_share(correct, total):>7} {on_flat:>17}")
+    if delays:
+        hits = [d for d in delays if d is not None]
+        print(f"Alerts: {len(delays)} reference changes; first alert naming its point (±{TOLERANCE}) within "
+              + ", ".join(f"{m} point{'s' if m > 1 else ''}: {sum(d <= m for d in hits) / len(delays):.0%}"
+                          for m in WITHIN)
+              + f"; never: {1 - len(hits) / len(delays):.0%}; median {np.median(hits) if hits else float('nan'):g}")
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole}" if whole else "—"
+
+
+if __name__ == "__main__":
+    main()
