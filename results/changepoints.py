@@ -110,26 +110,41 @@ def _store(points: list[ChangePoint], series: dict[int, list[dict]], *, machine_
     too close to the newest, is left as it is."""
     position = {(metric_id, row["run_id"]): i for metric_id, history in series.items()
                 for i, row in enumerate(history)}
+    at_run: dict[tuple[int, int], ChangePoint] = {}
     stored: dict[int, list[ChangePoint]] = defaultdict(list)
     for point in ChangePoint.objects.filter(metric_id__in=list(series), machine_id=machine_id):
+        at_run[point.metric_id, point.run_id] = point
         if (point.metric_id, point.run_id) in position:
             stored[point.metric_id].append(point)
     now = timezone.now()
-    new, changed = [], []
+    changed: list[ChangePoint] = []
+
+    def update(old: ChangePoint, point: ChangePoint) -> None:
+        stored[point.metric_id].remove(old)
+        old.run_id, old.ratio, old.ci_low, old.ci_high, old.pvalue, old.retracted_at = (
+            point.run_id, point.ratio, point.ci_low, point.ci_high, point.pvalue, None)
+        changed.append(old)
+
+    # Found again at the same run first; then moves, only ever to runs no change point was at (so no two
+    # rows ever share a run, whatever order the database updates them in).
+    elsewhere = []
     for point in points:
+        old = at_run.get((point.metric_id, point.run_id))
+        if old is None:
+            elsewhere.append(point)
+        else:
+            update(old, point)
+    new = []
+    for point in elsewhere:
         at = position[point.metric_id, point.run_id]
         near = [old for old in stored[point.metric_id]
                 if abs(position[point.metric_id, old.run_id] - at) <= MOVE_NIGHTS]
         if not near:
             new.append(point)
             continue
-        old = min(near, key=lambda old: (old.retracted_at is not None, abs(position[point.metric_id, old.run_id] - at)))
-        stored[point.metric_id].remove(old)
-        if old.run_id != point.run_id:
-            old.moves = [*old.moves, {"from_run": old.run_id, "to_run": point.run_id, "at": now.isoformat()}]
-        old.run_id, old.ratio, old.ci_low, old.ci_high, old.pvalue, old.retracted_at = (
-            point.run_id, point.ratio, point.ci_low, point.ci_high, point.pvalue, None)
-        changed.append(old)
+        old = min(near, key=lambda old: (abs(position[point.metric_id, old.run_id] - at), old.pk))
+        old.moves = [*old.moves, {"from_run": old.run_id, "to_run": point.run_id, "at": now.isoformat()}]
+        update(old, point)
     retracted = [old for metric_id, left in stored.items() for old in left if old.retracted_at is None
                  and len(series[metric_id]) - position[metric_id, old.run_id] >= 2 * MIN_SEGMENT]
     for old in retracted:

@@ -12,6 +12,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone as django_timezone
 
 from results import changepoints, comparisons, services, tasks
 from results.models import ChangePoint, Machine, Metric, Run
@@ -131,6 +132,21 @@ def test_a_rescan_moves_a_change_point_it_finds_again_retracts_one_it_does_not_a
     elsewhere.refresh_from_db()
     before_window.refresh_from_db()
     assert elsewhere.retracted_at is not None and before_window.retracted_at is None and nearby.retracted_at is None
+
+
+def test_a_change_point_found_at_the_run_of_a_retracted_one_takes_it_back_and_moves_no_other_onto_it():
+    runs = post_history({"sort": step(80, 40, 1.05)}, seed=1)
+    sort, bench = metric("sort"), machine()
+    (found,) = changepoints.detect_change_points(metric_ids=[sort], machine_id=bench)
+    ChangePoint.objects.filter(pk=found.pk).update(retracted_at=django_timezone.now())
+    neighbour = ChangePoint.objects.create(metric_id=sort, machine_id=bench, run=runs[runs.index(found.run) - 2],
+                                           ratio=1.05)
+
+    (again,) = changepoints.detect_change_points(metric_ids=[sort], machine_id=bench)
+
+    assert again.pk == found.pk and again.run_id == found.run_id and again.retracted_at is None
+    neighbour.refresh_from_db()
+    assert neighbour.run_id == runs[runs.index(found.run) - 2].pk and neighbour.retracted_at is not None
 
 
 def test_change_points_survive_the_window_moving_past_them():
