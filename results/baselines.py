@@ -5,8 +5,9 @@ A series is one metric on one machine over the completed runs of the project's d
 requests and A/B confirmations are never nights). Its alerts and change points decide which nights count
 as its level:
 
-* a change confirmed by measurement, accepted by a person (fixed, won't fix), or found by a change point
-  (a tested decision, :mod:`results.changepoints`) starts a new level: the nights before it no longer count;
+* a change confirmed by measurement, accepted by a person (fixed, won't fix), or settled by a change point
+  at its first night (a tested decision, :mod:`results.changepoints`) starts a new level: the nights
+  before it no longer count;
 * a *suspected* change that nobody has triaged keeps its nights out of the baseline, so a shift the
   nightly comparison missed is never absorbed; each night, the nights since it are pooled against the
   nights before it (:func:`results.stats.shift_since`);
@@ -117,20 +118,20 @@ class SeriesAlerts:
         def index(since: datetime) -> int:
             return next((i for i, night in enumerate(nights) if night.started_at >= since), len(nights))
 
-        points = [index(point) for point in self.change_points]
-        bounds = sorted({0, *points, *(index(since) for since in (self.level_since, self.previous_level_since)
-                                       if since is not None)})
+        boundaries = {0, *(index(since) for since in (self.level_since, self.previous_level_since)
+                           if since is not None)}
         carry = None if self.change is None else (self.change, index(self.level_since))
         suspected = self.suspected
         if suspected is not None:
             first = index(self.suspected_first)
-            # A change point at (or after) a suspected shift settles it: the level moved (spec §8).
-            settling = [point for point in points if point >= first - MATCH_NIGHTS]
+            # A change point at a suspected shift's first night settles it: the level moved (spec §8). One
+            # elsewhere moves no level by itself: nobody was alerted of it.
+            settling = [point for point in map(index, self.change_points) if abs(point - first) <= MATCH_NIGHTS]
             if settling:
                 nearest = min(settling, key=lambda point: abs(point - first))
-                if abs(nearest - first) <= MATCH_NIGHTS:
-                    carry = (suspected, nearest)
-                suspected = None
+                carry, suspected = (suspected, nearest), None
+                boundaries.add(nearest)
+        bounds = sorted(boundaries)
         level, previous = bounds[-1], bounds[-2] if len(bounds) > 1 else 0
         kept = tuple(nights[previous:])
         tried = None
