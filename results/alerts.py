@@ -3,6 +3,7 @@ announced once after commit; later nights, confirmation sessions and people sett
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.utils import timezone
 
 from .models import (
     Alert,
@@ -53,7 +54,7 @@ def open_alerts(run: Run, *, carried: dict[int, int]) -> None:
                       "pk", "verdict", "pvalue", "qvalue")
                   if is_significant(pvalue, qvalue)]
     else:
-        opened = []
+        opened, evidence = [], {}
         shifts = compared.filter(method=ComparisonMethod.SHIFT)
         for pk, metric_id, verdict, inputs, pvalue, qvalue in shifts.values_list(
                 "pk", "candidate__metric_id", "verdict", "inputs", "pvalue", "qvalue"):
@@ -62,10 +63,11 @@ def open_alerts(run: Run, *, carried: dict[int, int]) -> None:
             alerting = verdict in NIGHTLY_ALERTS and is_significant(pvalue, qvalue) and pvalue < SERIES_LEVEL
             if metric_id in carried:
                 if verdict != Verdict.INSUFFICIENT_HISTORY:
-                    _carry(carried[metric_id], evidence=(pk, verdict, inputs, alerting))
+                    evidence[carried[metric_id]] = (pk, verdict, inputs, alerting)
             elif alerting:
                 opened.append(Alert(comparison_id=pk, first_run_id=inputs["first_run"], evidence_id=pk,
                                     state=_state(verdict, inputs)))
+        _carry(evidence)
     if not opened:
         return
     group, _ = AlertGroup.objects.get_or_create(run=run)
@@ -88,20 +90,22 @@ def _consistent(inputs: dict) -> bool:
     return welch is not None and welch < ALPHA
 
 
-def _carry(alert_id: int, *, evidence: tuple) -> None:
-    """Add tonight's pooled evidence to an alert: a significant interval beyond the band on its side confirms
-    it, one inside the band (or beyond it on the other side) dismisses it (a confirmed change that
-    the nights since do not bear out was a transient, not a new level)."""
-    pk, verdict, inputs, significant = evidence
-    alert = Alert.objects.select_related("comparison").get(pk=alert_id)
-    side = DECIDED.get(alert.comparison.verdict)
-    nights = len(inputs.get("pooled_runs", []))
-    alert.evidence_id = pk
-    if verdict == side and significant and _consistent(inputs):
-        alert.state, alert.state_note = AlertState.CONFIRMED, f"confirmed: {nights} nights pooled, {verdict}"
-    elif verdict == Verdict.NO_CHANGE or (verdict in DECIDED and DECIDED[verdict] != side):
-        alert.state, alert.state_note = AlertState.DISMISSED, f"dismissed: {nights} nights pooled, {verdict}"
-    alert.save(update_fields=["evidence", "state", "state_note", "updated_at"])
+def _carry(evidence: dict[int, tuple]) -> None:
+    """Add tonight's pooled evidence to each alert (by alert id), in two queries: a significant interval beyond
+    the band on its side confirms it, one inside the band (or beyond it on the other side) dismisses it (a
+    confirmed change that the nights since do not bear out was a transient, not a new level)."""
+    alerts = list(Alert.objects.filter(pk__in=list(evidence)).select_related("comparison"))
+    now = timezone.now()
+    for alert in alerts:
+        pk, verdict, inputs, significant = evidence[alert.pk]
+        side = DECIDED.get(alert.comparison.verdict)
+        nights = len(inputs.get("pooled_runs", []))
+        alert.evidence_id, alert.updated_at = pk, now
+        if verdict == side and significant and _consistent(inputs):
+            alert.state, alert.state_note = AlertState.CONFIRMED, f"confirmed: {nights} nights pooled, {verdict}"
+        elif verdict == Verdict.NO_CHANGE or (verdict in DECIDED and DECIDED[verdict] != side):
+            alert.state, alert.state_note = AlertState.DISMISSED, f"dismissed: {nights} nights pooled, {verdict}"
+    Alert.objects.bulk_update(alerts, ["evidence", "state", "state_note", "updated_at"])
 
 
 def _announce(group_id: int, alert_ids: list[int]) -> None:
