@@ -11,18 +11,26 @@ SIDES = {Verdict.REGRESSION: "regression", Verdict.SUSPECTED_REGRESSION: "regres
 
 
 @transaction.atomic
-def settle_alert(*, alert_id: int, baseline_run_id: int, candidate_run_id: int, session_id: int) -> Alert:
+def settle_alert(*, alert_id: int, baseline_run_id: int | None, candidate_run_id: int | None,
+                 session_id: int) -> Alert:
     """Compare the session's baseline and candidate runs for the alert's metric; a significant change on the
     alert's side (decided or suspected) confirms it, no change or a change the other way dismisses it, and
-    an inconclusive one leaves it as it was (the note says so). Returns the alert."""
+    an inconclusive one, or a session that stored no run of a revision (None), leaves it as it was (the
+    note says so). Returns the alert."""
     alert = Alert.objects.select_for_update().select_related("comparison__candidate__metric__benchmark").get(
         pk=alert_id)
     metric = alert.comparison.candidate.metric
-    compared = comparisons.compare_stored_runs(baseline_id=baseline_run_id, candidate_id=candidate_run_id)
-    row = next((row for row in compared.rows if (row.benchmark, row.metric) == (metric.benchmark.name, metric.name)),
-               None)
+    row = None
+    if baseline_run_id is not None and candidate_run_id is not None:
+        compared = comparisons.compare_stored_runs(baseline_id=baseline_run_id, candidate_id=candidate_run_id)
+        row = next((row for row in compared.rows
+                    if (row.benchmark, row.metric) == (metric.benchmark.name, metric.name)), None)
     side = SIDES.get(alert.comparison.verdict)
-    if row is None:
+    if baseline_run_id is None or candidate_run_id is None:
+        missing = " and ".join(label for label, run_id in (("baseline", baseline_run_id),
+                                                           ("candidate", candidate_run_id)) if run_id is None)
+        note = f"not settled by session #{session_id}: no valid measurement of the {missing}"
+    elif row is None:
         note = f"session #{session_id} measured no comparable {metric.name} of {metric.benchmark.name}"
     else:
         found = f"session #{session_id}: {row.change or 'no ratio'}, p = {row.pvalue_text}, {row.verdict}"

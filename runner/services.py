@@ -408,9 +408,9 @@ def _finish(session: Session, outcome: session_loop.SessionOutcome) -> Session:
             run = result_services.ingest_run(document=document, user=session.requested_by).run
             session.runs.add(run)
             runs[document.environment["workload"]] = run.pk
-        if session.confirms_id is not None and {"baseline", "candidate"} <= runs.keys():
-            confirmations.settle_alert(alert_id=session.confirms_id, baseline_run_id=runs["baseline"],
-                                       candidate_run_id=runs["candidate"], session_id=session.pk)
+        if session.confirms_id is not None:
+            confirmations.settle_alert(alert_id=session.confirms_id, baseline_run_id=runs.get("baseline"),
+                                       candidate_run_id=runs.get("candidate"), session_id=session.pk)
         session.status = outcome.status.value
         session.finished_at = timezone.now()
         session.process_group = None

@@ -206,3 +206,16 @@ def test_a_confirmation_session_confirms_or_dismisses_a_suspected_alert(candidat
     alert.refresh_from_db()
     assert alert.state == state and "session #77" in alert.state_note
     assert not Comparison.objects.filter(candidate__run__in=[baseline, candidate]).exists()  # not nights
+
+
+def test_a_confirmation_session_without_a_run_of_a_revision_leaves_the_alert_and_says_why():
+    series = {"step": levels(45, sd=0.015, seed=4, shift=step(45, 26, 0.04)), **flat_series(3, 45, sd=0.015, seed=40)}
+    nightly(series, seed=204, last=32)
+    (alert,) = alerts_of("step")
+    baseline, _ = confirmation_runs(1.0, 1.06, night=32, seed=5)
+
+    confirmations.settle_alert(alert_id=alert.pk, baseline_run_id=baseline.pk, candidate_run_id=None, session_id=78)
+
+    alert.refresh_from_db()
+    assert alert.state == AlertState.SUSPECTED
+    assert alert.state_note == "not settled by session #78: no valid measurement of the candidate"
