@@ -261,7 +261,7 @@ def shift_rows(candidates: Sequence[Series], nights: Sequence[Sequence[Series]],
                                     confidence=levels))
         columns = {name: np.atleast_1d(getattr(found, name)) for name in (
             "start", "nights", "history_size", "ratio", "low", "high", "bounded", "statistic", "pvalue",
-            "unadjusted_pvalue")}
+            "unadjusted_pvalue", "mean_after", "mean_before", "pooled_variance")}
         for row, i in enumerate(members):
             values = {name: column[row] for name, column in columns.items()}
             rows[i] = _shift_row(candidates[i], nights[i], values, starts=1 if kind == "since" else count,
@@ -281,17 +281,15 @@ def _shift_row(series: Series, earlier: Sequence[Series], values: dict, *, start
         values["low"], values["high"], threshold=series.threshold, direction=series.direction)}
     means = np.array([s.summary.mean for s in earlier] + [series.summary.mean])
     before_means, after_means = means[first - k:first], means[first:]
-    # The test's pooled variance of a night mean (spec §8: the nights are the units).
-    pooled = float((np.sum((before_means - before_means.mean()) ** 2) + np.sum((after_means - after_means.mean()) ** 2))
-                   / max(k + m - 2, 1))
-    baseline = [float(before_means.mean()), pooled, k, 1, True]
+    pooled = float(values["pooled_variance"])
+    baseline = [float(values["mean_before"]), pooled, k, 1, True]
     # The nights since with their own spread (Welch): a one-night spike is significant against the history's
     # spread but not against its own, so it never confirms a new level (results.alerts).
-    welch = (float(stats.welch_test(after_means.mean(), after_means.var(ddof=1), m, before_means.mean(),
+    welch = (float(stats.welch_test(values["mean_after"], after_means.var(ddof=1), m, values["mean_before"],
                                     before_means.var(ddof=1), k).pvalue) if m >= 2 else None)
     row = _row(series, method=ComparisonMethod.SHIFT, alpha=ALPHA, numbers=numbers, verdict=str(numbers["verdict"]),
                baseline=Side(mean=baseline[0], variance=pooled, n=k),
-               candidate=Side(mean=float(after_means.mean()), variance=pooled, n=m), note=shift_note(m, k))
+               candidate=Side(mean=float(values["mean_after"]), variance=pooled, n=m), note=shift_note(m, k))
     return replace(row, inputs={
         "first_run": after[0], "pooled_runs": after, "history_runs": before, "starts_tried": starts,
         "carried": pooled_since, "unadjusted_pvalue": float(values["unadjusted_pvalue"]), "baseline": baseline,

@@ -53,6 +53,9 @@ class RecentShift:
         a statistic at least this large in magnitude.
     unadjusted_pvalue : float or ndarray
         The chosen start's own two-sided t p-value.
+    mean_after, mean_before, pooled_variance : float or ndarray
+        The mean of the m nights, of the K nights before them, and the pooled variance of a night mean
+        (``K + m − 2`` degrees of freedom) behind the statistic; NaN where nothing was tried.
     confidence_level : float or ndarray
     """
 
@@ -66,6 +69,9 @@ class RecentShift:
     statistic: float
     pvalue: float
     unadjusted_pvalue: float
+    mean_after: float
+    mean_before: float
+    pooled_variance: float
     confidence_level: float
 
 
@@ -248,7 +254,10 @@ def _result(start, nights, sizes, statistic, pvalue, unadjusted, summaries, *, s
     return RecentShift(
         start=shaped(start), nights=shaped(nights), history_size=shaped(sizes), ratio=shaped(ratio),
         low=shaped(low), high=shaped(high), bounded=shaped(bounded), statistic=shaped(statistic),
-        pvalue=shaped(pvalue), unadjusted_pvalue=shaped(unadjusted), confidence_level=confidence)
+        pvalue=shaped(pvalue), unadjusted_pvalue=shaped(unadjusted),
+        mean_after=shaped(np.where(tested, summaries[:, 0], np.nan)),
+        mean_before=shaped(np.where(tested, summaries[:, 1], np.nan)),
+        pooled_variance=shaped(np.where(tested, summaries[:, 2], np.nan)), confidence_level=confidence)
 
 
 def _scan(values, *, history, recent):

@@ -33,6 +33,11 @@ def test_the_chosen_start_is_scipys_pooled_t_test_with_the_largest_statistic():
         assert (result.nights, result.start, result.history_size) == (best, 16 - best, min(10, 16 - best))
         assert result.statistic == pytest.approx(tests[best].statistic, rel=1e-9)
         assert result.unadjusted_pvalue == pytest.approx(tests[best].pvalue, rel=1e-9)
+        after, before = means[16 - best:], means[max(0, 16 - best - 10):16 - best]
+        pooled = (np.sum((after - after.mean()) ** 2) + np.sum((before - before.mean()) ** 2)) / (
+            after.size + before.size - 2)
+        assert (result.mean_after, result.mean_before, result.pooled_variance) == pytest.approx(
+            (after.mean(), before.mean(), pooled), rel=1e-9)
         assert result.unadjusted_pvalue <= result.pvalue <= min(1.0, 8 * result.unadjusted_pvalue)
 
 
