@@ -17,9 +17,8 @@ from .models import (
     RunKind,
     Verdict,
 )
-from .presentation import ALPHA, is_significant
+from .presentation import ALPHA, CHANGE_SIDES, contradicts, is_significant
 from .signals import alerts_opened
-
 
 PULL_REQUEST_ALERTS = (Verdict.REGRESSION, Verdict.SUSPECTED_REGRESSION)
 NIGHTLY_ALERTS = (Verdict.REGRESSION, Verdict.SUSPECTED_REGRESSION, Verdict.IMPROVEMENT,
@@ -29,8 +28,6 @@ SERIES_LEVEL = 0.01
 """A nightly series alerts only when its own shift p-value (adjusted for the first nights tried) is below this,
 besides q < α: the false-alarm budget of spec §8, 0.5% per series-night. The q-value alone allows 5% per
 night in a project of one series (Benjamini–Hochberg over one test is the test)."""
-DECIDED = {Verdict.REGRESSION: "regression", Verdict.SUSPECTED_REGRESSION: "regression",
-           Verdict.IMPROVEMENT: "improvement", Verdict.SUSPECTED_IMPROVEMENT: "improvement"}
 
 
 def open_alerts(run: Run, *, carried: dict[int, int]) -> None:
@@ -98,12 +95,12 @@ def _carry(evidence: dict[int, tuple]) -> None:
     now = timezone.now()
     for alert in alerts:
         pk, verdict, inputs, significant = evidence[alert.pk]
-        side = DECIDED.get(alert.comparison.verdict)
+        side = CHANGE_SIDES.get(alert.comparison.verdict)
         nights = len(inputs.get("pooled_runs", []))
         alert.evidence_id, alert.updated_at = pk, now
         if verdict == side and significant and _consistent(inputs):
             alert.state, alert.state_note = AlertState.CONFIRMED, f"confirmed: {nights} nights pooled, {verdict}"
-        elif verdict == Verdict.NO_CHANGE or (verdict in DECIDED and DECIDED[verdict] != side):
+        elif contradicts(verdict, side):
             alert.state, alert.state_note = AlertState.DISMISSED, f"dismissed: {nights} nights pooled, {verdict}"
     Alert.objects.bulk_update(alerts, ["evidence", "state", "state_note", "updated_at"])
 

@@ -189,7 +189,7 @@ def _alert_hover(alert: Mapping, when: str) -> str:
 
 
 def _side(verdict: str) -> str:
-    return "improvement" if verdict and verdict.endswith("improvement") else "regression"
+    return presentation.CHANGE_SIDES.get(verdict, "regression")
 
 
 def history_bands(comparisons: Sequence[Mapping | None]) -> tuple[list[float | None], list[float | None]]:

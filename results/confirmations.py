@@ -4,10 +4,8 @@ on its machine; their runs, compared by the comparison service, confirm or dismi
 from django.db import transaction
 
 from . import comparisons
-from .models import Alert, AlertState, Verdict
-
-SIDES = {Verdict.REGRESSION: "regression", Verdict.SUSPECTED_REGRESSION: "regression",
-         Verdict.IMPROVEMENT: "improvement", Verdict.SUSPECTED_IMPROVEMENT: "improvement"}
+from .models import Alert, AlertState
+from .presentation import CHANGE_SIDES, contradicts
 
 
 @transaction.atomic
@@ -25,7 +23,7 @@ def settle_alert(*, alert_id: int, baseline_run_id: int | None, candidate_run_id
         compared = comparisons.compare_stored_runs(baseline_id=baseline_run_id, candidate_id=candidate_run_id)
         row = next((row for row in compared.rows
                     if (row.benchmark, row.metric) == (metric.benchmark.name, metric.name)), None)
-    side = SIDES.get(alert.comparison.verdict)
+    side = CHANGE_SIDES.get(alert.comparison.verdict)
     if baseline_run_id is None or candidate_run_id is None:
         missing = " and ".join(label for label, run_id in (("baseline", baseline_run_id),
                                                            ("candidate", candidate_run_id)) if run_id is None)
@@ -34,9 +32,9 @@ def settle_alert(*, alert_id: int, baseline_run_id: int | None, candidate_run_id
         note = f"session #{session_id} measured no comparable {metric.name} of {metric.benchmark.name}"
     else:
         found = f"session #{session_id}: {row.change or 'no ratio'}, p = {row.pvalue_text}, {row.verdict}"
-        if SIDES.get(row.verdict) == side and row.significant:
+        if CHANGE_SIDES.get(row.verdict) == side and row.significant:
             alert.state, note = AlertState.CONFIRMED, f"confirmed by {found}"
-        elif row.verdict == Verdict.NO_CHANGE or (row.verdict in SIDES and SIDES[row.verdict] != side):
+        elif contradicts(row.verdict, side):
             alert.state, note = AlertState.DISMISSED, f"dismissed by {found}"
         else:
             note = f"not settled by {found}"

@@ -40,6 +40,15 @@ SUSPECTED_REGRESSION, SUSPECTED_IMPROVEMENT = "suspected regression", "suspected
 """Significant (q < α) with the point estimate beyond the band, the interval still crossing its edge (spec §7);
 decided by the comparison service once the run's q-values are known, never by the numerical core alone."""
 
+CHANGE_SIDES = {Verdict.REGRESSION: "regression", SUSPECTED_REGRESSION: "regression",
+                Verdict.IMPROVEMENT: "improvement", SUSPECTED_IMPROVEMENT: "improvement"}
+"""Which way a verdict says the series changed, decided or suspected (alerts, their settlement, their markers)."""
+
+
+def contradicts(verdict: str, side: str | None) -> bool:
+    """A verdict that dismisses a change to ``side``: no change, or a change the other way."""
+    return verdict == Verdict.NO_CHANGE or CHANGE_SIDES.get(verdict, side) != side
+
 VERDICT_ORDER = {Verdict.REGRESSION: 0, SUSPECTED_REGRESSION: 1, Verdict.IMPROVEMENT: 2, SUSPECTED_IMPROVEMENT: 3,
                  Verdict.INCONCLUSIVE: 4, "insufficient history": 5, Verdict.NO_CHANGE: 6, NOT_COMPARED: 7}
 """Worst first: the order of rows in every table. Inconclusive rows (no evidence either way) are quiet."""
