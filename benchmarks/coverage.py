@@ -1,190 +1,440 @@
-"""Simulated coverage of the confidence intervals in ``results.stats`` (spec §9).
+"""Simulated coverage of every interval Pilot Web shows, against its target (spec §2a, §5, §6, §8, §9; issue 15).
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/coverage.py [--replications 10000] [--bootstrap-replications 500]
+    .venv/bin/python benchmarks/coverage.py [--replications 2000] [--bootstrap-replications N] [--processes 2]
+    .venv/bin/python benchmarks/coverage.py --quick          # smoke run, 200 replications
 
-Each row draws seeded data with a known true value, builds a 95% interval per replication and prints
-the fraction of intervals that contain the truth, with its binomial standard error. A correct method
-should be near 0.950; rows marked "wrong" show what ignoring autocorrelation or the hierarchy does.
-The last table is the A/A false-alarm rate (K&J §8.3) of the verdict for several thresholds.
+Every cell draws seeded data with a known truth, builds the product's 95% interval with the public functions of
+``results.stats`` and prints the fraction of intervals that contain the truth with its Wilson 95% bounds, the
+target beside it and whether the point estimate meets it. A ``*`` after the verdict means the Wilson interval
+still crosses the target's edge: at this many replications the cell cannot tell "met" from "missed".
+
+1. The mean's interval as stored: ``summarize_samples(x)`` (lugsail overlapping batch means, spec §2a) then
+   ``mean_interval(mean, variance, n)``, beside Pilot's rule ``summarize_samples(x, method="pilot")`` on the same
+   series; coverage among valid series (``independent``) and the share valid. ``--replications`` series per cell.
+2. Fieller's ratio interval on the top-level unit means of 3-level data (``ratio_fieller_from_stats``, the
+   product's default ν), and on two one-level series compared from their stored triples (``compare_summaries``).
+3. The bootstrap ratio interval ``ratio_bootstrap`` (default, and ``method="rrr"`` where it exists), 999
+   resamples, ``--bootstrap-replications`` per cell.
+4. Tonight against the last K = 10 nights (``compare_with_history``, spec §8) with no change: coverage of 1.0 and
+   the A/A rate of alarms (regression / improvement).
+5. False-positive rate of ``welch_test`` at α = 0.05 (Hsu's ν below 5 units) beside plain Welch (``small_side=2``).
+6. A/A false alarms of the pairwise verdict (``compare_summaries``) on 3-level data, several thresholds.
+
+The vectorised sections (2, 4, 6) use 10 × ``--replications`` replications per cell, and section 5 runs
+25 × ``--replications`` tests per cell. Where the target is "> Pilot's rule" (AR(1) ρ = 0.9 below n = 1000 and
+ρ = 0.7 below n = 300, spec §2a), "met" means the product's coverage is closer to 0.95 than Pilot's rule's, and
+``*`` that their Wilson intervals overlap.
+Every cell's seed depends only on the section, the cell and the chunk, never on the number of processes.
 """
 
 import argparse
+import inspect
+import multiprocessing
+import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from scipy import signal, stats
 
 # Import from this checkout whatever the working directory.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from results.stats import (
-    NotEnoughSamples,
+from results.stats import (  # noqa: E402
     Verdict,
+    compare_summaries,
+    compare_with_history,
     mean_interval,
+    mean_variance,
     ratio_bootstrap,
     ratio_fieller_from_stats,
-    subsessions,
-    verdict,
+    summarize_samples,
+    welch_test,
 )
 
-SHAPE = (20, 5, 5)  # builds x executions x measurements
-# Relative standard deviations of the random effects, bottom-up: measurement, execution, build.
-HIERARCHIES = {
-    "3-level normal, balanced (5%/5%/3%)": (0.05, 0.05, 0.03),
-    "3-level normal, build-dominated (1%/1%/5%)": (0.01, 0.01, 0.05),
-    "3-level normal, measurement-dominated (10%/2%/0.5%)": (0.10, 0.02, 0.005),
-}
+SEED = 15  # issue 15
+CONFIDENCE = 0.95
+BAND = (0.94, 0.965)
+ALPHA = 0.05
+WELCH_LIMIT = 0.06
+VECTORISED = 10  # replications of the vectorised coverage cells, per --replications
+WELCH_TESTS = 25  # Welch tests per cell, per --replications
+CHUNK = 250  # series per task of section 1
+BOOTSTRAP_CHUNK = 25  # replications per task of section 3
+RESAMPLES = 999
+
+# Section 1: (name, kind, parameter, n, truth). Pilot's rule is the target where the spec expects no estimator
+# to reach the band: AR(1) ρ = 0.9 below n = 1000 and ρ = 0.7 below n = 300 (spec §2a).
+MEAN_CELLS = (
+    [("i.i.d. normal", "normal", None, n, 10.0) for n in (20, 100)]
+    + [("log-normal σ=0.5", "lognormal", 0.5, n, 1.0) for n in (30, 300)]
+    + [(f"AR(1) ρ={rho}", "ar1", rho, n, 0.0) for rho in (0.5, 0.7, 0.9) for n in (120, 300, 1000, 4000)]
+)
+LEVELS = (20, 10, 30)  # top x middle x bottom
+TRUE_RATIO = 1.05
+# Relative standard deviations of the random effects, top, middle, bottom.
+LEVEL_CELLS = (
+    ("variance at the top (5% / 1% / 1%)", (0.05, 0.01, 0.01)),
+    ("variance at the bottom (0.5% / 1% / 10%)", (0.005, 0.01, 0.10)),
+)
+RRR_FIGURES = {0: "K&J ~0.915", 1: "K&J ~0.993"}
+# Section 4: K nights of history, readings per night, within-run sd, run-to-run sd (relative).
+HISTORY_NIGHTS = 10
+READINGS = 30
+WITHIN_SD = 0.03
+BETWEEN_SDS = (0.0, 0.015, 0.03)
+HISTORY_THRESHOLD = 0.02
+# Section 5: (units of the small side, units of the other) and the small side's variance over the other's.
+WELCH_SIZES = ((2, 10), (3, 3), (3, 30), (4, 20), (5, 15))
+WELCH_RATIOS = (1.0, 4.0, 25.0)
+# Section 6 (the old script's A/A table): builds x executions x measurements, relative sd top/middle/bottom.
+AA_LEVELS = (20, 5, 5)
+AA_DEVIATIONS = (0.03, 0.05, 0.05)
+AA_THRESHOLDS = (0.0, 0.01, 0.02, 0.05)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Data
 
 
 def ar1(rng, size, length, rho):
+    """`size` stationary AR(1) series of `length`, unit innovations: x_t = ρ x_{t−1} + e_t."""
     noise = rng.standard_normal((size, length))
-    series = np.empty_like(noise)
-    series[:, 0] = noise[:, 0] / np.sqrt(1 - rho**2)
-    for i in range(1, length):
-        series[:, i] = rho * series[:, i - 1] + noise[:, i]
-    return series
+    noise[:, 0] /= np.sqrt(1.0 - rho**2)
+    return signal.lfilter([1.0], [1.0, -rho], noise, axis=-1)
 
 
-def hierarchical(rng, mean, deviations, size, *, lognormal=False):
-    levels = len(SHAPE)
-    effects = np.zeros((size,) + SHAPE)
-    for level, deviation in enumerate(deviations):
-        effects = effects + deviation * rng.standard_normal((size,) + SHAPE[: levels - level] + (1,) * level)
-    if lognormal:
-        # Multiplicative effects; E[exp(sum)] = exp(sum of variances / 2), the same on both sides.
-        return mean * np.exp(effects - np.sum(np.square(deviations)) / 2)
-    return mean * (1.0 + effects)
+def draw_series(rng, kind, parameter, size, n):
+    if kind == "normal":
+        return rng.normal(10.0, 2.0, (size, n))
+    if kind == "lognormal":
+        return np.exp(parameter * rng.standard_normal((size, n)) - parameter**2 / 2.0)
+    return ar1(rng, size, n, parameter)
 
 
-def top_statistics(data):
+def levelled(rng, level, deviations, size, shape=LEVELS):
+    """`size` balanced data sets of `shape`, ``level · (1 + top + middle + bottom effect)``."""
+    effects = np.zeros((size,) + shape)
+    for depth, deviation in enumerate(deviations):
+        effects += deviation * rng.standard_normal((size,) + shape[: depth + 1] + (1,) * (len(shape) - depth - 1))
+    return level * (1.0 + effects)
+
+
+def top_level_triples(data):
+    """(mean, variance of the top-level unit means, their number) per data set: what summarize_samples stores."""
     top = data.reshape(data.shape[0], data.shape[1], -1).mean(axis=2)
     return top.mean(axis=1), top.var(axis=1, ddof=1), top.shape[1]
 
 
-def flat_statistics(data):
-    flat = data.reshape(data.shape[0], -1)
-    return flat.mean(axis=1), flat.var(axis=1, ddof=1), flat.shape[1]
+def check_triples(vectorised, samples, count=5):
+    """Assert that the vectorised triples equal summarize_samples' on the first `count` data sets."""
+    means, variances, ns = (np.broadcast_to(np.asarray(value), (len(samples),)) for value in vectorised)
+    for i in range(count):
+        summary = summarize_samples(samples[i])
+        expected = (summary.mean, summary.variance, summary.n)
+        if not (np.allclose((means[i], variances[i]), expected[:2], rtol=1e-12, atol=0.0) and ns[i] == expected[2]):
+            raise AssertionError(f"vectorised triple {(means[i], variances[i], ns[i])} != summarize_samples {expected}")
 
 
-def subsession_intervals(series, **options):
-    lows, highs = [], []
-    for x in series:
-        try:
-            interval = subsessions(x, **options).confidence_interval()
-        except NotEnoughSamples:
-            continue
-        lows.append(interval.low)
-        highs.append(interval.high)
-    return np.array(lows), np.array(highs)
+# ---------------------------------------------------------------------------------------------------------
+# Figures
 
 
-def mean_rows(replications):
-    rng = np.random.default_rng(1)
+def wilson(successes, trials):
+    """Wilson 95% bounds of a binomial proportion (scipy)."""
+    interval = stats.binomtest(int(successes), int(trials)).proportion_ci(confidence_level=0.95, method="wilson")
+    return interval.low, interval.high
+
+
+def proportion(successes, trials):
+    """``"0.950 [0.940, 0.959]"``, or a dash where there are no trials."""
+    if trials == 0:
+        return "—"
+    low, high = wilson(successes, trials)
+    return f"{successes / trials:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def in_band(successes, trials, band=BAND):
+    """("yes" / "NO", with "*" where the Wilson interval crosses an edge of the band)."""
+    if trials == 0:
+        return "NO"
+    rate = successes / trials
+    low, high = wilson(successes, trials)
+    unsure = low < band[0] <= high or low <= band[1] < high
+    return ("yes" if band[0] <= rate <= band[1] else "NO") + ("*" if unsure else "")
+
+
+def table(header, rows):
+    """Print `rows` in columns under `header`, a list of (title, align) with align "<" or ">"."""
+    rows = [[str(value) for value in row] for row in rows]
+    widths = [max(len(title), *(len(row[i]) for row in rows)) for i, (title, _) in enumerate(header)]
+    for row in [[title for title, _ in header]] + rows:
+        print("  ".join(f"{value:{align}{width}}" for value, (_, align), width in zip(row, header, widths)).rstrip())
+
+
+def covered(low, high, truth):
+    return (np.asarray(low) <= truth) & (truth <= np.asarray(high))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 1. The mean's interval
+
+
+def mean_task(task):
+    """(cell, product valid, product covered, Pilot valid, Pilot covered) for one chunk of series."""
+    cell, chunk, size = task
+    _, kind, parameter, n, truth = MEAN_CELLS[cell]
+    series = draw_series(np.random.default_rng([SEED, 1, cell, chunk]), kind, parameter, size, n)
+    counts = [cell]
+    for method in ("lugsail", "pilot"):
+        summaries = [summarize_samples(x, method=method) for x in series]
+        valid = [s for s in summaries if s.independent]
+        counts.append(len(valid))
+        if valid:
+            interval = mean_interval([s.mean for s in valid], [s.variance for s in valid], [s.n for s in valid],
+                                     confidence=CONFIDENCE)
+            counts.append(int(covered(interval.low, interval.high, truth).sum()))
+        else:
+            counts.append(0)
+    return counts
+
+
+def mean_section(pool, replications):
+    tasks = [(cell, chunk, min(CHUNK, replications - start))
+             for cell in range(len(MEAN_CELLS)) for chunk, start in enumerate(range(0, replications, CHUNK))]
+    totals = np.zeros((len(MEAN_CELLS), 4), dtype=int)
+    for cell, *counts in pool.imap_unordered(mean_task, tasks):
+        totals[cell] += counts
     rows = []
-    for name, series, truth in [
-        ("i.i.d. normal, n=300", rng.normal(10.0, 2.0, (replications, 300)), 10.0),
-        ("i.i.d. log-normal (sigma 0.5), n=300", rng.lognormal(0.0, 0.5, (replications, 300)), np.exp(0.125)),
-    ]:
-        rows.append((f"mean, {name}, subsessions", *subsession_intervals(series), truth, replications))
-    series = ar1(rng, replications, 1000, 0.7)
-    rows.append(("mean, AR(1) rho=0.7, n=1000, subsessions (rho_max 0.1)", *subsession_intervals(series), 0.0,
-                 replications))
-    rows.append(("mean, AR(1) rho=0.7, n=1000, subsessions (rho_max 0.05)",
-                 *subsession_intervals(series, max_autocorrelation=0.05), 0.0, replications))
-    naive = mean_interval(series.mean(axis=1), series.var(axis=1, ddof=1), series.shape[1])
-    rows.append(("mean, AR(1) rho=0.7, n=1000, raw samples q=1 (wrong)", naive.low, naive.high, 0.0, replications))
-    # Four times the data does not bring §2 to 0.95: the first q with |r_1| <= 0.1 leaves block means whose
-    # true lag-1 correlation is up to 0.1, so s_q^2/m underestimates Var(mean) by about 1 + 2 * 0.1 and the
-    # coverage tends to P(|Z| < 1.96 / sqrt(1.19)) = 0.93 however long the series.
-    series = ar1(rng, replications, 4000, 0.7)
-    rows.append(("mean, AR(1) rho=0.7, n=4000, subsessions (rho_max 0.1)", *subsession_intervals(series), 0.0,
-                 replications))
-    return rows
+    for cell, (name, kind, parameter, n, _) in enumerate(MEAN_CELLS):
+        valid, hits, pilot_valid, pilot_hits = totals[cell]
+        beside_pilot = kind == "ar1" and ((parameter == 0.9 and n < 1000) or (parameter == 0.7 and n < 300))
+        if beside_pilot:
+            target = "> Pilot's rule"
+            rate, pilot_rate = hits / max(valid, 1), pilot_hits / max(pilot_valid, 1)
+            met = "yes" if abs(rate - 0.95) < abs(pilot_rate - 0.95) else "NO"
+            (low, high), (pilot_low, pilot_high) = wilson(hits, valid), wilson(pilot_hits, pilot_valid)
+            met += "*" if low <= pilot_high and pilot_low <= high else ""
+        else:
+            target = f"[{BAND[0]:.3f}, {BAND[1]:.3f}]"
+            met = in_band(hits, valid)
+            if kind == "normal" and n == 20:
+                target += ", valid ≥ 0.99"
+                met = met if valid >= 0.99 * replications else "NO"
+        rows.append((name, n, proportion(hits, valid), f"{valid / replications:.3f}",
+                     proportion(pilot_hits, pilot_valid), f"{pilot_valid / replications:.3f}", target, met))
+    print(f"1. The mean's 95% interval: summarize_samples(x) -> mean_interval (spec §2a) beside Pilot's rule "
+          f"(method='pilot'); {replications} series per cell; coverage among valid series")
+    table([("cell", "<"), ("n", ">"), ("product [Wilson 95%]", "<"), ("valid", ">"),
+           ("Pilot's rule [Wilson]", "<"), ("valid", ">"), ("target", "<"), ("met", "<")], rows)
 
 
-def fieller_rows(replications):
-    rng = np.random.default_rng(2)
+# ---------------------------------------------------------------------------------------------------------
+# 2. Fieller's ratio interval
+
+
+def fieller_section(replications):
     rows = []
-    scenarios = [(name, deviations, False) for name, deviations in HIERARCHIES.items()]
-    scenarios.append(("3-level log-normal (5%/5%/3%)", HIERARCHIES["3-level normal, balanced (5%/5%/3%)"], True))
-    for name, deviations, lognormal in scenarios:
-        new = hierarchical(rng, 1.1, deviations, replications, lognormal=lognormal)
-        old = hierarchical(rng, 1.0, deviations, replications, lognormal=lognormal)
-        result = ratio_fieller_from_stats(*top_statistics(new), *top_statistics(old))
-        rows.append((f"ratio Fieller, {name}", result.low, result.high, 1.1, replications))
-        if not lognormal:
-            flat = ratio_fieller_from_stats(*flat_statistics(new), *flat_statistics(old))
-            rows.append((f"ratio Fieller, {name}, levels ignored (wrong)", flat.low, flat.high, 1.1, replications))
-    new = ar1(rng, replications, 1000, 0.7) + 110.0
-    old = ar1(rng, replications, 1000, 0.7) + 100.0
-    lows, highs = [], []
-    for a, b in zip(new, old):
-        try:
-            first, second = subsessions(a), subsessions(b)
-        except NotEnoughSamples:
-            continue
-        result = ratio_fieller_from_stats(first.mean, first.variance, first.n, second.mean, second.variance, second.n)
-        lows.append(result.low)
-        highs.append(result.high)
-    rows.append(("ratio Fieller, AR(1) rho=0.7 (sd 1.4 around 110/100), subsession means",
-                 np.array(lows), np.array(highs), 1.1, replications))
-    return rows
+    chunk = 500
+    for cell, (name, deviations) in enumerate(LEVEL_CELLS):
+        hits = 0
+        for index, start in enumerate(range(0, replications, chunk)):
+            size = min(chunk, replications - start)
+            rng = np.random.default_rng([SEED, 2, cell, index])
+            new = levelled(rng, TRUE_RATIO, deviations, size)
+            old = levelled(rng, 1.0, deviations, size)
+            new_triple, old_triple = top_level_triples(new), top_level_triples(old)
+            if index == 0:
+                check_triples(new_triple, new)
+            result = ratio_fieller_from_stats(*new_triple, *old_triple, confidence=CONFIDENCE)
+            hits += int((result.bounded & covered(result.low, result.high, TRUE_RATIO)).sum())
+        rows.append((f"3-level {'x'.join(map(str, LEVELS))}, {name}", proportion(hits, replications),
+                     f"[{BAND[0]:.3f}, {BAND[1]:.3f}]", in_band(hits, replications)))
+    # One-level results are compared from their stored (lugsail) triples: AR(1) ρ = 0.7, sd 1.4 around 105 / 100.
+    hits = 0
+    for index, start in enumerate(range(0, replications, chunk)):
+        size = min(chunk, replications - start)
+        rng = np.random.default_rng([SEED, 2, len(LEVEL_CELLS), index])
+        new = 100.0 * TRUE_RATIO + ar1(rng, size, 1000, 0.7)
+        old = 100.0 + ar1(rng, size, 1000, 0.7)
+        new_triple, old_triple = mean_variance(new).stored, mean_variance(old).stored
+        if index == 0:
+            check_triples(new_triple, new)
+        result = compare_summaries(*new_triple, *old_triple, confidence=CONFIDENCE)
+        hits += int((result.bounded & covered(result.low, result.high, TRUE_RATIO)).sum())
+    rows.append(("1-level AR(1) ρ=0.7 n=1000 each, stored triples", proportion(hits, replications),
+                 f"[{BAND[0]:.3f}, {BAND[1]:.3f}]", in_band(hits, replications)))
+    print(f"2. Fieller's ratio interval, true ratio {TRUE_RATIO}: ratio_fieller_from_stats on top-level unit means "
+          f"(default ν); {replications} replications per cell")
+    table([("cell", "<"), ("coverage [Wilson 95%]", "<"), ("target", "<"), ("met", "<")], rows)
 
 
-def bootstrap_rows(replications):
-    rng = np.random.default_rng(3)
+# ---------------------------------------------------------------------------------------------------------
+# 3. Bootstrap ratio interval
+
+
+def bootstrap_methods():
+    """The default, and "rrr" where ratio_bootstrap offers a method."""
+    if "method" in inspect.signature(ratio_bootstrap).parameters:
+        return (None, "rrr")
+    return (None,)
+
+
+def bootstrap_task(task):
+    """(cell, [covered count per method]) for one chunk of replications."""
+    cell, chunk, size = task
+    deviations = LEVEL_CELLS[cell][1]
+    data_rng, resample_rng = np.random.default_rng([SEED, 3, cell, chunk]).spawn(2)
+    hits = [0] * len(bootstrap_methods())
+    for _ in range(size):
+        new = levelled(data_rng, TRUE_RATIO, deviations, 1)[0]
+        old = levelled(data_rng, 1.0, deviations, 1)[0]
+        for position, method in enumerate(bootstrap_methods()):
+            options = {} if method is None else {"method": method}
+            result = ratio_bootstrap(new, old, confidence=CONFIDENCE, n_resamples=RESAMPLES, rng=resample_rng,
+                                     **options)
+            hits[position] += bool(result.bounded and result.low <= TRUE_RATIO <= result.high)
+    return cell, hits
+
+
+def bootstrap_section(pool, replications):
+    methods = bootstrap_methods()
+    tasks = [(cell, chunk, min(BOOTSTRAP_CHUNK, replications - start))
+             for cell in range(len(LEVEL_CELLS)) for chunk, start in enumerate(range(0, replications, BOOTSTRAP_CHUNK))]
+    totals = np.zeros((len(LEVEL_CELLS), len(methods)), dtype=int)
+    for cell, hits in pool.imap_unordered(bootstrap_task, tasks):
+        totals[cell] += hits
+    default = inspect.signature(ratio_bootstrap).parameters.get("method")
+    default_name = f"default ({default.default!r})" if default is not None else "default"
     rows = []
-    for name, deviations in HIERARCHIES.items():
-        new = hierarchical(rng, 1.1, deviations, replications)
-        old = hierarchical(rng, 1.0, deviations, replications)
-        results = [ratio_bootstrap(new[i], old[i], n_resamples=999, rng=i) for i in range(replications)]
-        rows.append((f"ratio bootstrap RRR (999 resamples), {name}",
-                     np.array([r.low for r in results]), np.array([r.high for r in results]), 1.1, replications))
-    return rows
+    for cell, (name, _) in enumerate(LEVEL_CELLS):
+        for position, method in enumerate(methods):
+            hits = totals[cell, position]
+            if method is None:
+                rows.append((name, default_name, proportion(hits, replications), f"[{BAND[0]:.3f}, {BAND[1]:.3f}]",
+                             in_band(hits, replications)))
+            else:
+                rows.append((name, repr(method), proportion(hits, replications), RRR_FIGURES[cell], "(reported)"))
+    print(f"3. Bootstrap ratio interval ratio_bootstrap, {'x'.join(map(str, LEVELS))}, true ratio {TRUE_RATIO}, "
+          f"{RESAMPLES} resamples; {replications} replications per cell")
+    table([("cell", "<"), ("method", "<"), ("coverage [Wilson 95%]", "<"), ("target", "<"),
+           ("met", "<")], rows)
 
 
-def false_alarm_rows(replications):
-    rng = np.random.default_rng(4)
-    deviations = HIERARCHIES["3-level normal, balanced (5%/5%/3%)"]
-    a = hierarchical(rng, 1.0, deviations, replications)
-    b = hierarchical(rng, 1.0, deviations, replications)
-    result = ratio_fieller_from_stats(*top_statistics(a), *top_statistics(b))
+# ---------------------------------------------------------------------------------------------------------
+# 4. Tonight against the history
+
+
+def history_section(replications):
     rows = []
-    for threshold in (0.0, 0.01, 0.02, 0.05):
-        verdicts = verdict(result.low, result.high, threshold=threshold)
-        alarms = np.isin(verdicts, [Verdict.REGRESSION, Verdict.IMPROVEMENT])
-        no_change = verdicts == Verdict.NO_CHANGE
-        rows.append((threshold, alarms.mean(), no_change.mean()))
-    return rows
+    for cell, between in enumerate(BETWEEN_SDS):
+        rng = np.random.default_rng([SEED, 4, cell])
+        # Night 0 is the candidate, nights 1..K its history; all at the same level (no change).
+        effects = between * rng.standard_normal((replications, HISTORY_NIGHTS + 1, 1))
+        readings = 1.0 + effects + WITHIN_SD * rng.standard_normal((replications, HISTORY_NIGHTS + 1, READINGS))
+        stored = mean_variance(readings).stored
+        check_triples(tuple(np.asarray(value)[:, 0] for value in stored), readings[:, 0])
+        mean, variance, n = (np.broadcast_to(np.asarray(value), readings.shape[:2]) for value in stored)
+        result = compare_with_history(mean[:, 0], variance[:, 0], n[:, 0], mean[:, 1:], variance[:, 1:], n[:, 1:],
+                                      threshold=HISTORY_THRESHOLD, confidence=CONFIDENCE)
+        hits = int((result.bounded & covered(result.low, result.high, 1.0)).sum())
+        alarms = int(np.isin(result.verdict, [Verdict.REGRESSION, Verdict.IMPROVEMENT]).sum())
+        quiet = int((result.verdict == Verdict.NO_CHANGE).sum())
+        rows.append((f"run-to-run sd {between:.1%}", proportion(hits, replications), proportion(alarms, replications),
+                     f"{quiet / replications:.3f}", f"[{BAND[0]:.3f}, {BAND[1]:.3f}]", in_band(hits, replications)))
+    print(f"4. Tonight vs the last K={HISTORY_NIGHTS} nights (compare_with_history, spec §8), no change: nights of "
+          f"{READINGS} readings, within-run sd {WITHIN_SD:.0%}, stored as summarize_samples would; "
+          f"θ={HISTORY_THRESHOLD:.0%}; {replications} replications per cell")
+    table([("cell", "<"), ("coverage of 1 [Wilson]", "<"), ("A/A alarms [Wilson]", "<"),
+           ("no change", ">"), ("target", "<"), ("met", "<")], rows)
 
 
-def print_coverage(rows):
-    print(f"{'scenario':<84} {'reps':>6} {'valid':>6} {'coverage':>9} {'s.e.':>6}")
-    for name, low, high, truth, replications in rows:
-        covered = (low <= truth) & (truth <= high)
-        coverage = covered.mean()
-        error = np.sqrt(coverage * (1 - coverage) / covered.size)
-        print(f"{name:<84} {replications:>6} {covered.size:>6} {coverage:>9.4f} {error:>6.4f}")
+# ---------------------------------------------------------------------------------------------------------
+# 5. Welch's false positives
+
+
+def welch_section(tests):
+    rows = []
+    for cell, ((small, other), ratio) in enumerate((sizes, ratio) for sizes in WELCH_SIZES for ratio in WELCH_RATIOS):
+        rng = np.random.default_rng([SEED, 5, cell])
+        a = np.sqrt(ratio) * rng.standard_normal((tests, small))
+        b = rng.standard_normal((tests, other))
+        sides = (a.mean(axis=1), a.var(axis=1, ddof=1), small, b.mean(axis=1), b.var(axis=1, ddof=1), other)
+        product = welch_test(*sides)
+        plain = welch_test(*sides, small_side=2)
+        rejections = int((product.pvalue < ALPHA).sum())
+        hsu = "Hsu" if np.all(product.conservative) else "W–S" if not np.any(product.conservative) else "mixed"
+        rate = rejections / tests
+        low, high = wilson(rejections, tests)
+        met = ("yes" if rate <= WELCH_LIMIT else "NO") + ("*" if low <= WELCH_LIMIT < high else "")
+        rows.append((f"{small} vs {other}", f"{ratio:g}x", proportion(rejections, tests), hsu,
+                     proportion(int((plain.pvalue < ALPHA).sum()), tests), f"≤ {WELCH_LIMIT}", met))
+    print(f"5. Welch's test false positives at α={ALPHA}, equal means, normal data: welch_test (Hsu's ν below 5 units) "
+          f"beside plain Welch (small_side=2); {tests} tests per cell")
+    table([("units", "<"), ("var", ">"), ("product [Wilson 95%]", "<"), ("ν", "<"),
+           ("plain Welch [Wilson]", "<"), ("target", "<"), ("met", "<")], rows)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 6. A/A false alarms of the verdict
+
+
+def false_alarm_section(replications):
+    rng = np.random.default_rng([SEED, 6])
+    a = levelled(rng, 1.0, AA_DEVIATIONS, replications, shape=AA_LEVELS)
+    b = levelled(rng, 1.0, AA_DEVIATIONS, replications, shape=AA_LEVELS)
+    rows = []
+    for threshold in AA_THRESHOLDS:
+        result = compare_summaries(*top_level_triples(a), *top_level_triples(b), threshold=threshold,
+                                   confidence=CONFIDENCE)
+        alarms = int(np.isin(result.verdict, [Verdict.REGRESSION, Verdict.IMPROVEMENT]).sum())
+        rows.append((f"{threshold:.0%}", proportion(alarms, replications),
+                     f"{np.mean(result.verdict == Verdict.NO_CHANGE):.3f}", f"{np.mean(result.pvalue < ALPHA):.3f}"))
+    print(f"6. A/A false alarms of the verdict (compare_summaries on top-level unit means), "
+          f"{'x'.join(map(str, AA_LEVELS))}, relative sd {' / '.join(f'{d:.0%}' for d in AA_DEVIATIONS)} "
+          f"top / middle / bottom; {replications} replications")
+    table([("θ", ">"), ("alarms [Wilson 95%]", "<"), ("no change", ">"), (f"p < {ALPHA}", ">")], rows)
+
+
+# ---------------------------------------------------------------------------------------------------------
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--replications", type=int, default=10_000)
-    parser.add_argument("--bootstrap-replications", type=int, default=500)
+    parser.add_argument("--replications", type=int, default=None,
+                        help="series per cell of sections 1 and 3 (default 2000; 200 with --quick)")
+    parser.add_argument("--bootstrap-replications", type=int, default=None,
+                        help="replications per bootstrap cell (default: --replications)")
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--quick", action="store_true", help="smoke run: 200 replications")
     options = parser.parse_args()
+    replications = options.replications or (200 if options.quick else 2000)
+    bootstrap_replications = options.bootstrap_replications or replications
+
     start = time.perf_counter()
-    print("95% interval coverage (seeded; 'valid' = replications where subsession analysis succeeded)\n")
-    rows = mean_rows(options.replications) + fieller_rows(options.replications)
-    rows += bootstrap_rows(options.bootstrap_replications)
-    print_coverage(rows)
-    print(f"\nA/A false alarms, Fieller, 3-level normal 5%/5%/3%, {SHAPE}, {options.replications} replications")
-    print(f"{'threshold':>9} {'alarm rate':>11} {'no change':>10}")
-    for threshold, alarms, no_change in false_alarm_rows(options.replications):
-        print(f"{threshold:>9.0%} {alarms:>11.4f} {no_change:>10.4f}")
-    print(f"\n({time.perf_counter() - start:.0f} s)")
+    load = os.getloadavg()
+    print(f"Coverage of Pilot Web's 95% intervals (seed {SEED}, {options.processes} processes, {os.cpu_count()} CPUs, "
+          f"load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} at start)")
+    print("met: the point estimate meets the target; * the Wilson interval still crosses the target's edge\n")
+    with multiprocessing.get_context("fork").Pool(options.processes) as pool:
+        sections = [
+            lambda: mean_section(pool, replications),
+            lambda: fieller_section(VECTORISED * replications),
+            lambda: bootstrap_section(pool, bootstrap_replications),
+            lambda: history_section(VECTORISED * replications),
+            lambda: welch_section(WELCH_TESTS * replications),
+            lambda: false_alarm_section(VECTORISED * replications),
+        ]
+        for section in sections:
+            began = time.perf_counter()
+            section()
+            print(f"({time.perf_counter() - began:.0f} s)\n")
+    load = os.getloadavg()
+    print(f"Elapsed {time.perf_counter() - start:.0f} s; load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} "
+          f"at the end")
 
 
 if __name__ == "__main__":

@@ -127,9 +127,13 @@ def pairwise_rows(pairs: Sequence[tuple[Series, Series]], *, method: str, alpha:
                                      direction=directions, confidence=levels)
     old_widths = _half_widths(old, levels)
     new_widths = _half_widths(new, levels)
-    columns = _columns(result, ("ratio", "low", "high", "bounded", "statistic", "pvalue", "df", "verdict"))
+    columns = _columns(result, ("ratio", "low", "high", "bounded", "statistic", "pvalue", "df", "conservative",
+                                "verdict"))
     rows = []
     for i, (base, cand) in enumerate(pairs):
+        extra = context(base, cand) if context else {}
+        if columns["conservative"][i]:
+            extra = {**extra, "note": SMALL_SIDES, "inputs": {**extra.get("inputs", {}), "df_rule": "hsu"}}
         resampled = _bootstrap(base, cand, confidence=float(levels[i]), options=bootstrap)
         verdict = columns["verdict"][i] if resampled is None else stats.verdict(
             resampled.low, resampled.high, threshold=thresholds[i], direction=cand.direction)
@@ -137,8 +141,7 @@ def pairwise_rows(pairs: Sequence[tuple[Series, Series]], *, method: str, alpha:
             cand, method=method, alpha=alpha, numbers={name: values[i] for name, values in columns.items()},
             verdict=str(verdict), baseline=_side(base, old_widths[i]), candidate=_side(cand, new_widths[i]),
             bootstrap=None if resampled is None else _interval(resampled),
-            verdict_from="fieller" if resampled is None else "bootstrap",
-            **(context(base, cand) if context else {})))
+            verdict_from="fieller" if resampled is None else "bootstrap", **extra))
     return rows
 
 
@@ -189,6 +192,8 @@ def history_rows(candidates: Sequence[Series], histories: Sequence[Sequence[Seri
     return rows
 
 
+SMALL_SIDES = ("a side has fewer than 5 subsessions: ν = min(n) − 1 (Hsu), for the test and the interval, "
+               "since Welch's ν would overstate the certainty")
 SINGLE_VALUES = "; one value per night, so the run-to-run spread alone (no within-run term, no bootstrap)"
 
 
@@ -466,7 +471,7 @@ def stored_rows(items: Sequence[tuple[Result, Comparison | None]], *, machines: 
         elif comparison.method == ComparisonMethod.SHIFT:
             note = shift_note(len(inputs.get("pooled_runs") or []), len(inputs.get("history_runs") or []))
         else:
-            note = ""
+            note = SMALL_SIDES if inputs.get("df_rule") == "hsu" else ""
         alert = alerts_by_comparison.get(comparison.pk) or (None, None)
         rows.append(ComparisonRow(
             **common, method=comparison.method,

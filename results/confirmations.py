@@ -1,43 +1,68 @@
-"""A/B confirmation settles an alert (writes): an interleaved session re-measured the alert's two revisions
-on its machine; their runs, compared by the comparison service, confirm or dismiss the change (spec §7)."""
+"""A/B confirmation settles an alert (writes): an interleaved session re-measured the alert's two revisions on
+its machine and decided, by its own sequential rule (spec §5), whether they differ; that decision confirms or
+dismisses the change (spec §7)."""
+
+from dataclasses import dataclass
 
 from django.db import transaction
 
-from . import comparisons
-from .models import Alert, AlertState
-from .presentation import CHANGE_SIDES, contradicts
+from .models import Alert, AlertState, Direction
+from .presentation import CHANGE_SIDES, format_probability
+from .stats import format_change
+
+DIFFERENT, EQUIVALENT, UNDECIDED = "different", "equivalent", "undecided"
+
+
+@dataclass(frozen=True)
+class PairDecision:
+    """What an A/B session decided about the alert's metric, candidate over baseline.
+
+    Attributes
+    ----------
+    decision : {"different", "equivalent", "undecided"}
+    ratio, low, high : float or None
+        Candidate mean over baseline mean and the interval the decision rests on (None: unbounded).
+    pvalue : float
+        The rule's evidence of a difference.
+    rule : str
+        The session's comparison rule (``anytime`` or ``pilot``).
+    """
+
+    decision: str
+    ratio: float | None
+    low: float | None
+    high: float | None
+    pvalue: float
+    rule: str
 
 
 @transaction.atomic
-def settle_alert(*, alert_id: int, baseline_run_id: int | None, candidate_run_id: int | None,
-                 session_id: int) -> Alert:
-    """Compare the session's baseline and candidate runs for the alert's metric; a significant change on the
-    alert's side (decided or suspected) confirms it, no change or a change the other way dismisses it, and
-    an inconclusive one, or a session that stored no run of a revision (None), leaves it as it was (the
-    note says so). Returns the alert."""
+def settle_alert(*, alert_id: int, session_id: int, decision: PairDecision | None) -> Alert:
+    """Settle the alert by the session's decision: a difference on the alert's side confirms it; no difference
+    that matters, or a difference the other way, dismisses it; an undecided session, or one that decided
+    nothing about the metric (None: no valid measurement of a revision), leaves it as it was. The note says
+    which, with the change, its interval and the rule's p. Returns the alert."""
     alert = Alert.objects.select_for_update().select_related("comparison__candidate__metric__benchmark").get(
         pk=alert_id)
     metric = alert.comparison.candidate.metric
-    row = None
-    if baseline_run_id is not None and candidate_run_id is not None:
-        compared = comparisons.compare_stored_runs(baseline_id=baseline_run_id, candidate_id=candidate_run_id)
-        row = next((row for row in compared.rows
-                    if (row.benchmark, row.metric) == (metric.benchmark.name, metric.name)), None)
     side = CHANGE_SIDES.get(alert.comparison.verdict)
-    if baseline_run_id is None or candidate_run_id is None:
-        missing = " and ".join(label for label, run_id in (("baseline", baseline_run_id),
-                                                           ("candidate", candidate_run_id)) if run_id is None)
-        note = f"not settled by session #{session_id}: no valid measurement of the {missing}"
-    elif row is None:
-        note = f"session #{session_id} measured no comparable {metric.name} of {metric.benchmark.name}"
+    if decision is None:
+        note = (f"not settled by session #{session_id}: no valid measurement of both revisions of "
+                f"{metric.name} of {metric.benchmark.name}")
     else:
-        found = f"session #{session_id}: {row.change or 'no ratio'}, p = {row.pvalue_text}, {row.verdict}"
-        if CHANGE_SIDES.get(row.verdict) == side and row.significant:
-            alert.state, note = AlertState.CONFIRMED, f"confirmed by {found}"
-        elif contradicts(row.verdict, side):
-            alert.state, note = AlertState.DISMISSED, f"dismissed by {found}"
+        change = "no ratio" if decision.ratio is None else format_change(decision.ratio, decision.low, decision.high)
+        found = f"session #{session_id}: {change}, p = {format_probability(decision.pvalue)} ({decision.rule})"
+        slower = decision.ratio is not None and decision.ratio > 1.0
+        worse = slower if metric.direction == Direction.LOWER_IS_BETTER else not slower
+        changed = "a regression" if worse else "an improvement"
+        if decision.decision == DIFFERENT and changed.endswith(side or "-"):
+            alert.state, note = AlertState.CONFIRMED, f"confirmed by {found}, {changed}"
+        elif decision.decision == DIFFERENT:
+            alert.state, note = AlertState.DISMISSED, f"dismissed by {found}, {changed}"
+        elif decision.decision == EQUIVALENT:
+            alert.state, note = AlertState.DISMISSED, f"dismissed by {found}, no difference that matters"
         else:
-            note = f"not settled by {found}"
+            note = f"not settled by {found}, no difference resolved"
     alert.state_note = note[:300]
     alert.save(update_fields=["state", "state_note", "updated_at"])
     return alert

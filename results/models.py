@@ -10,6 +10,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from .identifiers import BRANCH_MAX_LENGTH, COMMIT_MAX_LENGTH, validate_branch, validate_commit
+from .stats import VARIANCE_METHODS
 
 SAMPLE_DTYPE = np.dtype("<f8")
 
@@ -194,20 +195,28 @@ class Run(models.Model):
 
 
 class Result(models.Model):
-    """One metric measured in one run, summarised as Pilot prescribes.
+    """One metric measured in one run.
 
-    ``mean``, ``subsession_size``, ``variance`` (of the subsession means) and ``n`` (number
-    of subsessions) are all any later comparison needs; the raw samples, when given, are kept
-    as little-endian float64 bytes with their shape (axis 0 the top level, last axis the
-    measurements), so nothing is lost and bootstraps can resample them.
+    ``mean``, ``variance`` and ``n`` are all any later comparison needs: ``variance / n`` is the
+    variance of the mean and ``n − 1`` its degrees of freedom (spec §2a), however they were estimated
+    (``variance_method``). Pilot's subsession analysis is kept beside them (``subsession_size`` q,
+    ``subsession_variance`` s_q², ``subsessions`` m, ``autocorrelation`` r₁). The raw samples, when
+    given, are kept as little-endian float64 bytes with their shape (axis 0 the top level, last axis
+    the measurements), so nothing is lost and bootstraps can resample them.
     """
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
     metric = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="results")
     mean = models.FloatField()
-    subsession_size = models.PositiveIntegerField()
-    variance = models.FloatField(help_text="Variance (ddof=1) of the subsession means.")
-    n = models.PositiveIntegerField(help_text="Number of subsessions.")
+    subsession_size = models.PositiveIntegerField(help_text="Pilot's subsession size q (1 where none qualified).")
+    variance = models.FloatField(help_text="n times the variance of the mean (for units: their variance, ddof=1).")
+    n = models.PositiveIntegerField(help_text="The count whose n − 1 is the degrees of freedom of the variance.")
+    variance_method = models.CharField(
+        max_length=20, default="summary", choices=list(VARIANCE_METHODS.items()),
+        help_text="How the variance of the mean was estimated (spec §2a).")
+    subsession_variance = models.FloatField(null=True, blank=True,
+                                            help_text="Pilot's s_q², the variance of the subsession means.")
+    subsessions = models.PositiveIntegerField(null=True, blank=True, help_text="Pilot's m, the subsessions.")
     sample_count = models.PositiveBigIntegerField(help_text="Number of raw samples behind the summary.")
     confidence_level = models.FloatField(default=0.95)
     ci_low = models.FloatField(null=True, blank=True)
@@ -232,8 +241,10 @@ class Result(models.Model):
             models.CheckConstraint(condition=Q(variance__gte=0), name="result_variance_non_negative"),
             models.CheckConstraint(condition=Q(subsession_size__gte=1), name="result_subsession_size_positive"),
             models.CheckConstraint(condition=Q(n__gte=1), name="result_n_positive"),
+            models.CheckConstraint(condition=Q(sample_count__gte=F("n")), name="result_samples_cover_units"),
             models.CheckConstraint(
-                condition=Q(sample_count__gte=F("n") * F("subsession_size")), name="result_samples_cover_subsessions"
+                condition=Q(subsessions__isnull=True) | Q(sample_count__gte=F("subsessions") * F("subsession_size")),
+                name="result_samples_cover_subsessions",
             ),
             models.CheckConstraint(
                 condition=Q(confidence_level__gt=0, confidence_level__lt=1), name="result_confidence_level_in_0_1"

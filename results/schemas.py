@@ -6,7 +6,7 @@ rejects the whole document with its location named.
 
 import math
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from ninja import Schema
 import numpy as np
@@ -22,6 +22,7 @@ from pydantic import (
 
 from .identifiers import BRANCH_MAX_LENGTH, COMMIT_MAX_LENGTH, COMMIT_PATTERN, check_branch, check_commit
 from .models import SAMPLE_DTYPE, Direction, Run
+from .stats import VARIANCE_METHODS
 
 # Database integer columns: PositiveIntegerField and PositiveBigIntegerField hold these on every backend.
 INT32_MAX = 2**31 - 1
@@ -134,12 +135,16 @@ class RevisionIn(Schema):
 
 
 class SummaryIn(Schema):
-    """Pilot's three numbers and a count: what a comparison needs when raw samples are not kept."""
+    """What a comparison needs when raw samples are not kept: the mean, ``variance`` and ``n`` with
+    ``variance / n`` the variance of the mean and ``n − 1`` its degrees of freedom (for independent units:
+    their variance and number), and Pilot's subsession size q. ``variance_method`` says how the variance
+    was estimated (default: ``summary``, as posted)."""
 
     mean: float = Field(allow_inf_nan=False, ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE)
     subsession_size: Count
     variance: float = Field(ge=0, le=MAX_MAGNITUDE**2, allow_inf_nan=False)
     n: Count
+    variance_method: Literal[tuple(VARIANCE_METHODS)] = "summary"  # type: ignore[valid-type]
 
 
 class ResultIn(Schema):

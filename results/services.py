@@ -52,14 +52,15 @@ class IngestOutcome:
 
 def summarize_result(result: ResultIn) -> stats.SampleSummary:
     """A given summary is taken as given (a runner computed it after warm-up removal, or by WPS);
-    otherwise it is computed from the samples (spec §2, §6)."""
+    otherwise it is computed from the samples (spec §2a, §6)."""
     if result.summary is None:
         return stats.summarize_samples(result.samples)
     given = result.summary
     return stats.SampleSummary(
         mean=given.mean, subsession_size=given.subsession_size, variance=given.variance, n=given.n,
-        sample_count=max(given.n * given.subsession_size, 0 if result.samples is None else result.samples.size),
-        autocorrelation=math.nan, independent=True)
+        sample_count=given.n * given.subsession_size if result.samples is None or result.samples.size < given.n
+        else result.samples.size,
+        autocorrelation=math.nan, independent=True, variance_method=given.variance_method)
 
 
 def _intervals(summaries: list[stats.SampleSummary], levels: list[float]) -> list[tuple[float | None, float | None]]:
@@ -165,7 +166,9 @@ def _write_run(*, document: RunIn, project_slug: str, digest: str, user: Abstrac
             confidence_level=result.confidence_level, ci_low=ci_low, ci_high=ci_high,
             warmup_removed=result.warmup_removed,
             autocorrelation=None if math.isnan(summary.autocorrelation) else summary.autocorrelation,
-            independent=summary.independent, converged=converged,
+            independent=summary.independent, converged=converged, variance_method=summary.variance_method,
+            subsession_variance=None if math.isnan(summary.subsession_variance) else summary.subsession_variance,
+            subsessions=summary.subsessions or None,
             samples=None if samples is None else samples.tobytes(),
             samples_shape=None if samples is None else list(samples.shape),
             metadata=result.metadata,

@@ -8,18 +8,16 @@ from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
 from results.models import Alert
-from results.presentation import format_probability
 
 from .models import Session
+from .pairs import session_pairs
 
 
 def confirmation_sessions(alerts: Sequence[Alert]) -> dict[int, SafeString]:
     """HTML by alert id for the alerts a session confirmed or is confirming; one query."""
     sessions = defaultdict(list)
-    for session in Session.objects.filter(confirms__in=alerts).order_by("queued_at", "id"):
-        pairs = [{**pair, "p": format_probability(pair.get("pvalue"))}
-                 for pair in (session.outcome or {}).get("comparisons", [])]
-        sessions[session.confirms_id].append((session, pairs))
+    for session in Session.objects.filter(confirms__in=alerts).select_related("job").order_by("queued_at", "id"):
+        sessions[session.confirms_id].append((session, session_pairs(session)))
     return {alert_id: mark_safe(render_to_string("runner/_alert_confirmations.html", {"confirmations": listed}))
             for alert_id, listed in sessions.items()}
 

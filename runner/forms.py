@@ -187,6 +187,7 @@ class JobForm(forms.ModelForm):
             "reading_mode", "metrics", "component",
             "confidence_level", "target_width", "max_autocorrelation", "work_min", "work_max", "min_round_duration",
             "round_timeout", "budget_seconds", "budget_rounds", "warmup", "overhead_rounds",
+            "comparison_rule", "comparison_alpha", "comparison_threshold", "require_width_in_comparison",
         )
 
     def __init__(self, *args, **kwargs):

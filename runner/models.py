@@ -69,6 +69,23 @@ class Job(models.Model):
     confidence_level = models.FloatField(default=0.95)
     target_width = models.FloatField(default=0.10, help_text="Target full CI width, relative to the mean.")
     max_autocorrelation = models.FloatField(default=0.1)
+    comparison_alpha = models.FloatField(
+        default=0.01, verbose_name="Comparison α",
+        help_text="A/B sessions: the chance of a wrong decision about a pair, however often the session looks "
+                  "(default 1%).")
+    comparison_threshold = models.FloatField(
+        default=0.02, verbose_name="Smallest difference that matters",
+        help_text="A/B sessions: θ relative to the mean (default 0.02 = 2%); a pair whose ratio interval lies "
+                  "within 1 ± θ ends as no difference that matters.")
+    comparison_rule = models.CharField(
+        max_length=10, choices=[("anytime", "Anytime-valid (mixture SPRT)"), ("pilot", "Pilot's rule")],
+        default="anytime",
+        help_text="A/B sessions: Pilot's rule looks at Welch's p after every round and declared identical "
+                  "workloads different in 6–22% of sessions at α = 1%; the anytime-valid rule holds α.")
+    require_width_in_comparison = models.BooleanField(
+        default=True, verbose_name="Comparisons also reach the target width",
+        help_text="A/B sessions: stop only once every CI is also as narrow as the target width (Pilot's third "
+                  "rule; default on).")
     work_min = models.FloatField(default=1.0, help_text="Smallest valid work amount.")
     work_max = models.FloatField(default=1000.0, help_text="Largest valid work amount.")
     min_round_duration = models.FloatField(default=0.05, help_text="Shorter rounds are stored but not analysed.")
@@ -103,6 +120,12 @@ class Job(models.Model):
             models.CheckConstraint(condition=Q(confidence_level__gt=0, confidence_level__lt=1),
                                    name="job_confidence_level_in_0_1"),
             models.CheckConstraint(condition=Q(target_width__gt=0), name="job_target_width_positive"),
+            models.CheckConstraint(condition=Q(comparison_alpha__gt=0, comparison_alpha__lt=1),
+                                   name="job_comparison_alpha_in_0_1"),
+            models.CheckConstraint(condition=Q(comparison_threshold__gt=0, comparison_threshold__lt=1),
+                                   name="job_comparison_threshold_in_0_1"),
+            models.CheckConstraint(condition=Q(comparison_rule__in=["anytime", "pilot"]),
+                                   name="job_comparison_rule_valid"),
             models.CheckConstraint(condition=Q(max_autocorrelation__gt=0, max_autocorrelation__lt=1),
                                    name="job_max_autocorrelation_in_0_1"),
             models.CheckConstraint(condition=Q(work_min__gt=0, work_max__gt=F("work_min")),
@@ -160,7 +183,9 @@ class Job(models.Model):
             confidence=self.confidence_level, target_width=self.target_width,
             max_autocorrelation=self.max_autocorrelation, work_range=(self.work_min, self.work_max),
             min_round_duration=self.min_round_duration, budget_seconds=self.budget_seconds,
-            budget_rounds=self.budget_rounds, warmup=self.warmup,
+            budget_rounds=self.budget_rounds, warmup=self.warmup, alpha=self.comparison_alpha,
+            threshold=self.comparison_threshold, comparison_rule=self.comparison_rule,
+            require_width_in_comparison=self.require_width_in_comparison,
         )
 
     def component_under_test(self) -> str | None:

@@ -45,7 +45,8 @@ JOB_FIELDS = {
     "project", "name", "benchmark", "machine", "workload_kind", "builtin", "parameters", "command", "setup_command",
     "working_directory", "environment", "reading_mode", "metrics", "round_timeout", "confidence_level",
     "target_width", "max_autocorrelation", "work_min", "work_max", "min_round_duration", "budget_seconds",
-    "budget_rounds", "warmup", "component", "overhead_rounds", "enabled",
+    "budget_rounds", "warmup", "component", "overhead_rounds", "enabled", "comparison_alpha", "comparison_threshold",
+    "comparison_rule", "require_width_in_comparison",
 }
 
 
@@ -409,8 +410,8 @@ def _finish(session: Session, outcome: session_loop.SessionOutcome) -> Session:
             session.runs.add(run)
             runs[document.environment["workload"]] = run.pk
         if session.confirms_id is not None:
-            confirmations.settle_alert(alert_id=session.confirms_id, baseline_run_id=runs.get("baseline"),
-                                       candidate_run_id=runs.get("candidate"), session_id=session.pk)
+            confirmations.settle_alert(alert_id=session.confirms_id, session_id=session.pk,
+                                       decision=_alert_decision(session, outcome, runs))
         session.status = outcome.status.value
         session.finished_at = timezone.now()
         session.process_group = None
@@ -425,6 +426,22 @@ def _finish(session: Session, outcome: session_loop.SessionOutcome) -> Session:
         }
         session.save(update_fields=["status", "finished_at", "process_group", "outcome"])
     return session
+
+
+def _alert_decision(session: Session, outcome: session_loop.SessionOutcome,
+                    runs: dict[str, int]) -> confirmations.PairDecision | None:
+    """The session's decision about its alert's metric, candidate over baseline; None when it stored no run
+    of a revision or decided nothing about the metric."""
+    metric = session.confirms.comparison.candidate.metric.name
+    pair = next((pair for pair in outcome.comparisons if pair.metric == metric), None)
+    if pair is None or not {"baseline", "candidate"} <= runs.keys():
+        return None
+    ratio, low, high = pair.ratio, pair.ratio_low, pair.ratio_high
+    if pair.first == "candidate" and ratio:
+        # The pair is second over first: invert it to candidate over baseline (positive means).
+        ratio, low, high = 1.0 / ratio, (1.0 / high if high else None), (1.0 / low if low else None)
+    return confirmations.PairDecision(decision=pair.decision, ratio=ratio, low=low, high=high, pvalue=pair.pvalue,
+                                      rule=pair.rule)
 
 
 def _run_documents(session: Session, outcome: session_loop.SessionOutcome) -> list[RunIn]:
@@ -471,7 +488,8 @@ def _result_document(*, spec: session_loop.MetricSpec, estimate: session_loop.Me
         "confidence_level": job.confidence_level, "warmup_removed": estimate.warmup_removed,
         "converged": estimate.converged,
         "summary": {"mean": estimate.mean, "subsession_size": estimate.subsession_size,
-                    "variance": estimate.variance, "n": estimate.n},
+                    "variance": estimate.variance, "n": estimate.n,
+                    "variance_method": "wps" if estimate.method == "wps" else estimate.variance_method},
         "samples": None if samples is None or samples.size == 0 else samples.tolist(),
         "metadata": {"method": estimate.method, "message": estimate.message, "bottlenecks": bottlenecks},
     }

@@ -19,6 +19,7 @@ from results.access import readable
 from . import selectors, services
 from .forms import JobForm
 from .models import Job, Session
+from .pairs import session_pairs
 from .progress import progress_view
 
 
@@ -102,6 +103,7 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
         raise Http404(f"No session {session_id}.") from None
     return render(request, "runner/session.html", {
         "session": session, "view": progress_view(session), "rounds": session.rounds.all(),
+        "pairs": session_pairs(session),
     })
 
 

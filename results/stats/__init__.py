@@ -5,7 +5,7 @@ numpy and scipy only; nothing here imports Django. The formulas are stated in
 """
 
 from ._base import ConfidenceInterval, NotEnoughSamples, StatisticsError
-from ._compare import WelchResult, welch_required_subsessions, welch_test
+from ._compare import SMALL_SIDE, WelchResult, welch_degrees_of_freedom, welch_required_subsessions, welch_test
 from ._history import HistoryComparison, compare_with_history
 from ._pairwise import PairwiseComparison, compare_summaries
 from ._hierarchical import (
@@ -15,9 +15,11 @@ from ._hierarchical import (
     predicted_half_width,
     variance_components,
 )
+from ._long_run import MeanVariance, StoredMean, mean_variance, overlapping_batch_means
 from ._rank_shifts import RankShifts, rank_shifts
 from ._recent_shift import RecentShift, recent_shift, shift_since
 from ._ratio import RatioResult, ratio_bootstrap, ratio_fieller, ratio_fieller_from_stats
+from ._sequential import SequentialComparison, sequential_comparison, sequential_half_width
 from ._subsessions import (
     MAX_AUTOCORRELATION,
     MIN_SUBSESSIONS,
@@ -29,7 +31,7 @@ from ._subsessions import (
     required_subsessions,
     subsessions,
 )
-from ._summary import SampleSummary, summarize_samples
+from ._summary import VARIANCE_METHODS, SampleSummary, summarize_samples
 from ._verdict import Direction, Verdict, format_change, verdict
 
 # Warm-up / cool-down removal (spec §4): change points, stable phase, WPS model.
@@ -40,6 +42,8 @@ from ._wps import WPSResult, round_increment, work_amounts, wps_fit
 __all__ = [
     "MAX_AUTOCORRELATION",
     "MIN_SUBSESSIONS",
+    "SMALL_SIDE",
+    "VARIANCE_METHODS",
     "PairwiseComparison",
     "compare_summaries",
     "HistoryComparison",
@@ -47,12 +51,15 @@ __all__ = [
     "ConfidenceInterval",
     "Direction",
     "MeanInterval",
+    "MeanVariance",
     "NotEnoughSamples",
     "RatioResult",
     "RecentShift",
     "RepetitionPlan",
     "StatisticsError",
     "SampleSummary",
+    "StoredMean",
+    "SequentialComparison",
     "SubsessionResult",
     "VarianceComponents",
     "Verdict",
@@ -61,6 +68,8 @@ __all__ = [
     "autocorrelation_by_size",
     "format_change",
     "mean_interval",
+    "mean_variance",
+    "overlapping_batch_means",
     "plan_repetitions",
     "predicted_half_width",
     "ratio_bootstrap",
@@ -71,10 +80,13 @@ __all__ = [
     "rank_shifts",
     "shift_since",
     "required_subsessions",
+    "sequential_comparison",
+    "sequential_half_width",
     "subsessions",
     "summarize_samples",
     "variance_components",
     "verdict",
+    "welch_degrees_of_freedom",
     "welch_required_subsessions",
     "welch_test",
     # Warm-up / cool-down removal (spec §4).

@@ -20,7 +20,10 @@ class PairwiseComparison:
         ``candidate mean / baseline mean`` and its Fieller limits (±inf where unbounded).
     bounded : bool or ndarray of bool
     statistic, pvalue, df : float or ndarray
-        Welch's t, two-sided p and Welch–Satterthwaite df (:func:`welch_test`).
+        Welch's t, two-sided p and its degrees of freedom (:func:`welch_test`: Welch–Satterthwaite's, or
+        Hsu's where a side has fewer than 5 units), which Fieller's h uses too.
+    conservative : bool or ndarray of bool
+        Where Hsu's ν was used.
     verdict : Verdict or ndarray of Verdict
         §7, from the ratio interval, the threshold and the direction.
     confidence_level : float or ndarray
@@ -33,6 +36,7 @@ class PairwiseComparison:
     statistic: float
     pvalue: float
     df: float
+    conservative: bool
     verdict: object
     confidence_level: float
 
@@ -46,7 +50,7 @@ def compare_summaries(mean, variance, n, baseline_mean, baseline_variance, basel
     """Compare a candidate with a baseline from stored summaries; everything broadcasts.
 
     Welch's test (spec §5) on the subsession statistics, Fieller's interval for the ratio of
-    means (spec §6, one-level data: the subsessions are the top level, df ``n + n_b − 2``) and
+    means (spec §6, one-level data: the subsessions are the top level; h takes the test's ν, spec §5) and
     the verdict of that interval against the practical-significance band (spec §7).
 
     Parameters
@@ -68,10 +72,10 @@ def compare_summaries(mean, variance, n, baseline_mean, baseline_variance, basel
     confidence = as_confidence(confidence)
     welch = welch_test(mean, variance, n, baseline_mean, baseline_variance, baseline_n)
     ratio = ratio_fieller_from_stats(mean, variance, n, baseline_mean, baseline_variance, baseline_n,
-                                     confidence=confidence)
+                                     confidence=confidence, df=welch.df)
     return PairwiseComparison(
         ratio=ratio.ratio, low=ratio.low, high=ratio.high, bounded=ratio.bounded,
-        statistic=welch.statistic, pvalue=welch.pvalue, df=welch.df,
+        statistic=welch.statistic, pvalue=welch.pvalue, df=welch.df, conservative=welch.conservative,
         verdict=verdict(ratio.low, ratio.high, threshold=threshold, direction=direction),
         confidence_level=confidence,
     )

@@ -11,7 +11,8 @@ would have reached.
 - :mod:`.rounds`: one round's outcome and its stored record;
 - :mod:`.plan`: how much work the next round does;
 - :mod:`.analysis`: the rounds analysed (:func:`analyse`, :func:`compare`, :func:`progress`; pages
-  replay stored rounds with them);
+  replay stored rounds with them): each metric's interval on the variance of the mean of spec §2a, and
+  A/B pairs decided by an anytime-valid sequential rule (spec §5);
 - :mod:`.loop`: :func:`run_session`, the loop itself.
 """
 
@@ -29,9 +30,10 @@ from .analysis import (
 from .loop import SessionOutcome, SessionStatus, run_session
 from .plan import work_amount_plan
 from .rounds import RoundOutcome, RoundRecord, Workload
-from .targets import MetricSpec, SessionTargets, WarmupMethod
+from .targets import ComparisonRule, MetricSpec, SessionTargets, WarmupMethod
 
 __all__ = [
+    "ComparisonRule",
     "MetricEstimate",
     "MetricProgress",
     "MetricSpec",

@@ -16,7 +16,11 @@ from results.stats import (
     NotEnoughSamples,
     StatisticsError,
     mean_interval,
+    mean_variance,
+    ratio_fieller_from_stats,
     required_subsessions,
+    sequential_comparison,
+    sequential_half_width,
     stable_phase,
     subsessions,
     welch_required_subsessions,
@@ -24,12 +28,14 @@ from results.stats import (
     wps_fit,
 )
 
-from .targets import MetricSpec, WarmupMethod, check_metrics
+from .targets import ComparisonRule, MetricSpec, WarmupMethod, check_metrics
 
 NO_UNIT_READINGS = "No unit readings: warm-up could not be removed by EDM."
+DIFFERENT, EQUIVALENT, UNDECIDED = "different", "equivalent", "undecided"
 
 
 MSER_BATCH_SIZE = 5  # MSER-5 (White, Cobb & Spratt 2000)
+MIN_VALID_SAMPLES = 11  # the fewest for which the variance of the mean (spec §2a) can be estimated
 
 
 @dataclass(frozen=True)
@@ -42,25 +48,24 @@ class MetricEstimate:
     mean : float or None
         Mean of the subsession means (WPS: the stable per-unit value); None before any sample.
     subsession_size : int
-        q (WPS: rounds merged into one regression point).
+        Pilot's q, the diagnostic the pages show (1 where no size qualified; WPS: rounds merged into one
+        regression point).
     variance : float
-        Variance of the subsession means s_q² (WPS: ``n`` times the squared standard error, so
-        ``variance / n`` is the variance of the mean as for every other estimate).
+        ``n`` times the variance of the mean (spec §2a; WPS: ``n`` times the squared standard error), so
+        ``variance / n`` is the variance of the mean as for every stored result.
     n : int
-        Number of subsessions m (WPS: regression points).
+        The count whose ``n − 1`` is the degrees of freedom of the interval (WPS: regression points).
     sample_count : int
         Samples analysed: stable unit readings, round readings, or rounds for WPS.
     ci_low, ci_high : float or None
         The CI, None while it cannot be computed (or, WPS, is unbounded).
     autocorrelation : float or None
-        r_1 achieved.
+        Pilot's r₁ of the subsession means at q.
     warmup_removed : int
         Samples dropped as non-stable (unit readings outside the stable phase; WPS: rounds below
         α·v).
     converged : bool
-        Full width ≤ ``target_width · |mean|``, and (samples) also at every smaller subsession size
-        with at least ``min_subsessions`` blocks: the stop rule of a session (see
-        ``_narrow_at_smaller_sizes``).
+        Full width ≤ ``target_width · |mean|``: the stop rule of a session.
     stable_phase : bool
         False when some round had no dominant stable phase (its unit readings are not used).
     message : str
@@ -70,10 +75,11 @@ class MetricEstimate:
     confidence : float
         Level of the CI.
     shortfall : int or None
-        While the CI cannot be computed: the further samples :func:`results.stats.subsessions`
-        asks for (None for WPS).
+        While the CI cannot be computed: the further samples the variance of the mean needs (None for WPS).
     method : str
-        ``"samples"`` (subsession analysis of samples) or ``"wps"`` (regression).
+        ``"samples"`` or ``"wps"`` (regression).
+    variance_method : str
+        How the variance of the mean was estimated (a key of :data:`results.stats.VARIANCE_METHODS`).
     """
 
     metric: str
@@ -93,6 +99,7 @@ class MetricEstimate:
     confidence: float = 0.95
     shortfall: int | None = None
     method: str = "samples"
+    variance_method: str = "readings"
 
     @property
     def valid(self):
@@ -103,10 +110,10 @@ class MetricEstimate:
     def needed_samples(self):
         """Further samples needed to reach the target width (spec §3); 0 when converged, None if unknown.
 
-        ``required_subsessions × q − sample_count``, at least one subsession while not converged;
-        the shortfall while the CI cannot be computed. WPS counts rounds, assuming the width
-        shrinks as ``1/sqrt(rounds)``. Computed on first use: it iterates t quantiles, which a
-        loop that only needs `converged` should not pay for after every round.
+        The §3 count of units at the target width, each worth ``sample_count / n`` samples, beyond those
+        measured (at least one while not converged); the shortfall while the CI cannot be computed. WPS
+        counts rounds, assuming the width shrinks as ``1/sqrt(rounds)``. Computed on first use: it
+        iterates t quantiles, which a loop that only needs `converged` should not pay for after every round.
         """
         if self.converged:
             return 0
@@ -117,8 +124,9 @@ class MetricEstimate:
         if self.method == "wps":
             ratio = (self.ci_high - self.ci_low) / (2.0 * self.target_half_width)
             return max(math.ceil(self.sample_count * (ratio * ratio - 1.0)), self.subsession_size)
+        # Units of the variance of the mean (n of them) needed at the target, each worth sample_count / n samples.
         m = int(required_subsessions(self.variance, self.target_half_width, confidence=self.confidence))
-        return max(m * self.subsession_size - self.sample_count, self.subsession_size)
+        return max(math.ceil((m - self.n) * self.sample_count / self.n), 1)
 
     @property
     def relative_width(self):
@@ -135,25 +143,42 @@ class PairComparison:
     Attributes
     ----------
     metric : str
-    better, worse : str
-        Workloads, by the metric's direction (lower mean for lower-is-better).
-    better_mean, worse_mean : float
+    first, second : str
+        Workloads in the order of their means in the metric's direction (lower first for lower-is-better).
+        The order claims nothing: only ``decision == "different"`` says that `first` is better.
+    first_mean, second_mean : float
+    ratio, ratio_low, ratio_high : float or None
+        ``second_mean / first_mean`` and its interval: the anytime rule's confidence sequence (valid
+        whenever the session stopped), or Fieller's at the session's confidence with Welch's ν under the
+        pilot rule; None where unbounded.
     pvalue : float
-        Welch's two-sided p-value.
+        The rule's evidence of a difference: the anytime-valid p-value, or (pilot) Welch's p at this look.
     overlap : bool
         Whether the two CIs overlap.
-    resolved : bool
-        Non-overlapping CIs, or ``pvalue < alpha``. Unresolved never means "equal".
+    decision : {"different", "equivalent", "undecided"}
+        Different: the workloads differ (the ratio's interval excludes 1). Equivalent (anytime rule only):
+        the ratio's interval lies within ``1 ± threshold``, no difference that matters. Undecided: neither
+        yet; never "equal".
+    rule : {"anytime", "pilot"}
     """
 
     metric: str
-    better: str
-    worse: str
-    better_mean: float
-    worse_mean: float
+    first: str
+    second: str
+    first_mean: float
+    second_mean: float
+    ratio: float | None
+    ratio_low: float | None
+    ratio_high: float | None
     pvalue: float
     overlap: bool
-    resolved: bool
+    decision: str
+    rule: str
+
+    @property
+    def resolved(self):
+        """A decision was reached (a difference, or none that matters)."""
+        return self.decision != UNDECIDED
 
 
 @dataclass(frozen=True)
@@ -226,11 +251,14 @@ def analysed_samples(rounds, metric, workload, targets):
 
 
 def compare(estimates, metrics, targets):
-    """Rank workloads per metric and test every adjacent pair (Pilot §III-F; spec §5).
+    """Rank workloads per metric and decide every adjacent pair (Pilot §III-F; spec §5).
 
-    Workloads are ordered best first by mean (ascending for lower-is-better). A pair is resolved
-    when its CIs do not overlap or Welch's p < ``targets.alpha``. Metrics where some workload has
-    no valid CI yet give no pairs (rule 1 not met).
+    Workloads are ordered by mean in the metric's direction. Under ``targets.comparison_rule``
+    ``"anytime"`` a pair is decided by :func:`results.stats.sequential_comparison` at level
+    ``targets.alpha`` (different, or equivalent within ``targets.threshold``), a decision that holds
+    however many rounds were looked at; under ``"pilot"``, as Pilot does, when its CIs do not overlap or
+    Welch's p < ``targets.alpha``. Metrics where some workload has no valid CI yet give no pairs (rule 1
+    not met).
 
     Parameters
     ----------
@@ -250,19 +278,29 @@ def compare(estimates, metrics, targets):
             continue
         sign = 1.0 if spec.direction is Direction.LOWER_IS_BETTER else -1.0
         ranked = sorted(column, key=lambda name: sign * column[name].mean)
-        for better, worse in itertools.pairwise(ranked):
-            a, b = column[better], column[worse]
+        for first, second in itertools.pairwise(ranked):
+            a, b = column[first], column[second]
             overlap = a.ci_low <= b.ci_high and b.ci_low <= a.ci_high
-            pvalue = float(welch_test(a.mean, a.variance, a.n, b.mean, b.variance, b.n).pvalue)
+            if targets.comparison_rule is ComparisonRule.PILOT:
+                welch = welch_test(b.mean, b.variance, b.n, a.mean, a.variance, a.n)
+                ratio = ratio_fieller_from_stats(b.mean, b.variance, b.n, a.mean, a.variance, a.n,
+                                                 confidence=targets.confidence, df=welch.df)
+                pvalue, bounded = float(welch.pvalue), bool(ratio.bounded)
+                limits = (ratio.low, ratio.high)
+                decision = DIFFERENT if not overlap or pvalue < targets.alpha else UNDECIDED
+            else:
+                sequential = sequential_comparison(a.mean, a.variance, a.n, b.mean, b.variance, b.n,
+                                                   alpha=targets.alpha, mixture_scale=targets.threshold,
+                                                   threshold=targets.threshold)
+                pvalue, bounded = float(sequential.pvalue), bool(sequential.ratio_bounded)
+                limits = (sequential.ratio_low, sequential.ratio_high)
+                decision = DIFFERENT if sequential.different else EQUIVALENT if sequential.equivalent \
+                    else UNDECIDED
             pairs.append(PairComparison(
-                metric=spec.name,
-                better=better,
-                worse=worse,
-                better_mean=a.mean,
-                worse_mean=b.mean,
-                pvalue=pvalue,
-                overlap=overlap,
-                resolved=not overlap or pvalue < targets.alpha,
+                metric=spec.name, first=first, second=second, first_mean=a.mean, second_mean=b.mean,
+                ratio=b.mean / a.mean if a.mean else None,
+                ratio_low=float(limits[0]) if bounded else None, ratio_high=float(limits[1]) if bounded else None,
+                pvalue=pvalue, overlap=overlap, decision=decision, rule=str(targets.comparison_rule),
             ))
     return pairs
 
@@ -360,19 +398,25 @@ class _State:
         for pair in self.comparisons:
             if pair.resolved:
                 continue
-            a = self.estimates[pair.better][pair.metric]
-            b = self.estimates[pair.worse][pair.metric]
-            try:
-                m = welch_required_subsessions(a.mean, a.variance, b.mean, b.variance, alpha=targets.alpha)
-            except StatisticsError:
-                # Equal means: no number of samples is known to resolve them.
-                needed[pair.better] = needed[pair.worse] = None
-                continue
-            for name, estimate in ((pair.better, a), (pair.worse, b)):
+            a = self.estimates[pair.first][pair.metric]
+            b = self.estimates[pair.second][pair.metric]
+            if targets.comparison_rule is ComparisonRule.ANYTIME:
+                growth = _growth_to_decide(a, b, targets)
+                extra = {name: None if growth is None else
+                         max(math.ceil((growth - 1.0) * estimate.sample_count), estimate.subsession_size)
+                         for name, estimate in ((pair.first, a), (pair.second, b))}
+            else:
+                try:
+                    m = welch_required_subsessions(a.mean, a.variance, b.mean, b.variance, alpha=targets.alpha)
+                except StatisticsError:
+                    # Equal means: no number of samples is known to resolve them.
+                    needed[pair.first] = needed[pair.second] = None
+                    continue
                 # Still unresolved at m subsessions means at least one more subsession.
-                more = max(m * estimate.subsession_size - estimate.sample_count, estimate.subsession_size)
-                if needed[name] is not None:
-                    needed[name] = max(needed[name], more)
+                extra = {name: max(m * estimate.subsession_size - estimate.sample_count, estimate.subsession_size)
+                         for name, estimate in ((pair.first, a), (pair.second, b))}
+            for name, more in extra.items():
+                needed[name] = None if needed[name] is None or more is None else max(needed[name], more)
         return needed
 
     @functools.cached_property
@@ -524,7 +568,8 @@ class Analyser:
         samples, removed, unstable, flagged = self.samples(rounds, spec)
         message = ""
         if unstable:
-            message = f"No dominant stable phase in {unstable} of {len(rounds)} rounds; their unit readings are left out."
+            message = (f"No dominant stable phase in {unstable} of {len(rounds)} rounds; their unit readings are "
+                       "left out.")
         if flagged:
             message = " ".join(filter(None, (message, NO_UNIT_READINGS)))
         return self.from_samples(spec, samples, removed=removed, stable=not unstable, message=message)
@@ -561,73 +606,61 @@ class Analyser:
         return samples, removed, unstable, flagged
 
     def from_samples(self, spec, samples, *, removed, stable, message):
+        """The estimate of one metric from its samples: the interval on the variance of the mean of spec §2a
+        (:func:`results.stats.mean_variance`), Pilot's subsession size and r₁ beside it (spec §2)."""
         targets = self.targets
         count = int(samples.size)
         base = {"metric": spec.name, "sample_count": count, "warmup_removed": removed, "stable_phase": stable,
                 "confidence": targets.confidence}
-        try:
-            if count == 0:
-                raise NotEnoughSamples("No samples yet.", needed=targets.min_subsessions)
-            result = subsessions(samples, max_autocorrelation=targets.max_autocorrelation,
-                                 min_subsessions=targets.min_subsessions)
-        except NotEnoughSamples as error:
+        pilot = None
+        if count:
+            try:
+                pilot = subsessions(samples, max_autocorrelation=targets.max_autocorrelation,
+                                    min_subsessions=targets.min_subsessions)
+            except NotEnoughSamples:
+                pass
+        diagnostic = {"subsession_size": 1 if pilot is None else pilot.subsession_size,
+                      "autocorrelation": None if pilot is None else pilot.autocorrelation}
+        estimate = mean_variance(samples) if count else None
+        if estimate is None or not estimate.valid:
             mean = float(samples.mean()) if count else None
+            needed = MIN_VALID_SAMPLES if estimate is None else estimate.needed
+            why = f"{count} samples: {needed} more are needed for the variance of the mean (spec §2a)."
             return MetricEstimate(
-                mean=mean, subsession_size=1, variance=0.0, n=count, ci_low=None, ci_high=None,
-                autocorrelation=None, converged=False, message=" ".join(filter(None, (message, str(error)))),
+                mean=mean, variance=0.0, n=count, ci_low=None, ci_high=None, converged=False,
+                message=" ".join(filter(None, (message, why))),
                 target_half_width=None if mean is None else targets.target_width * abs(mean) / 2.0,
-                shortfall=error.needed, **base,
+                shortfall=needed, **diagnostic, **base,
             )
-        interval = mean_interval(result.mean, result.variance, result.n, confidence=targets.confidence)
-        half_width = targets.target_width * abs(result.mean) / 2.0
+        mean, variance, units = (float(value) for value in estimate.stored)
+        interval = mean_interval(mean, variance, int(units), confidence=targets.confidence)
+        half_width = targets.target_width * abs(mean) / 2.0
         if half_width == 0.0:
             message = " ".join(filter(None, (message, "The mean is zero: a relative width cannot be reached.")))
-        converged = bool(interval.high - interval.low <= 2.0 * half_width)
-        if converged and result.subsession_size > 1:
-            converged = _narrow_at_smaller_sizes(samples, result.subsession_size, half_width, targets)
         return MetricEstimate(
-            mean=result.mean, subsession_size=result.subsession_size, variance=result.variance, n=result.n,
-            ci_low=float(interval.low), ci_high=float(interval.high), autocorrelation=result.autocorrelation,
-            converged=converged, message=message, target_half_width=half_width, **base,
+            mean=mean, variance=variance, n=int(units), ci_low=float(interval.low), ci_high=float(interval.high),
+            converged=bool(interval.high - interval.low <= 2.0 * half_width), message=message,
+            target_half_width=half_width, variance_method=str(estimate.method), **diagnostic, **base,
         )
 
 
-def _narrow_at_smaller_sizes(samples, size, half_width, targets):
-    """Whether the §3 CI is within `half_width` at every subsession size below `size` too (the stop rule).
-
-    The session looks after every round, and §2 picks q afresh at each look; stopping at the first
-    narrow CI then favours looks whose q happened to give a low variance. For i.i.d. data §2 leaves
-    q = 1 on a chance |r_1| > ρ_max, which is as often a negative r_1, and then the block means of
-    q = 2 have a variance below the truth exactly when q = 1 was rejected: measured coverage of the
-    final 95% CI 0.91 (0.87–0.92 in the benchmark). So the session stops only when the CI is narrow at
-    every q' ≤ q with at least ``min_subsessions`` blocks: the variance of the mean estimated from
-    block means grows with the block size until it reaches the long-run variance, for positively
-    correlated data (batch means; Flyvbjerg & Petersen, J. Chem. Phys. 91, 1989, read the plateau as
-    the maximum), so a smaller q that shows *more* variance means the chosen q's estimate is low by
-    chance. It costs nothing while q = 1; on the same seeds it raises coverage from 0.9175 to 0.9375
-    (800 sessions, sd 20%, +10% samples) and, in ``benchmarks/time_to_decision.py``, from 0.89–0.92 to
-    0.925–0.94 at 0.98–1.19× the oracle. What remains on i.i.d. data is Chow & Robbins' O(1/n) deficit
-    of any sequential fixed-width t interval (a q = 1 sequential rule: 0.937 at n ≈ 20–40, 0.946 at
-    n ≈ 140). The reported CI is still §3's at §2's q; only the decision to stop is more careful.
-
-    Measured and not chosen: q non-decreasing over looks (the noisy |r_1| test at 10–20 blocks
-    ratchets i.i.d. data to q ≈ 10–20: 1.5–2× the samples, coverage not better), looks only after
-    10–20% more samples (group-sequential: +4–9% samples, coverage +0.00–0.01), a variance upper
-    confidence bound or a t quantile at a higher confidence in the stop rule (Chow & Robbins' O(1/n)
-    deficit of a sequential fixed-width interval shrinks only as the cost grows), and 20–30
-    subsessions before the first look (+30–130% samples at small n).
-    """
-    count = samples.size
-    sizes = np.arange(1, size)
-    sizes = sizes[count // sizes >= targets.min_subsessions]
-    if sizes.size == 0:
-        return True
-    variances = np.empty(sizes.size)
-    blocks = count // sizes
-    for index, (q, m) in enumerate(zip(sizes, blocks)):
-        variances[index] = samples[count - m * q:].reshape(m, q).mean(axis=1).var(ddof=1)
-    widths = mean_interval(0.0, variances, blocks, confidence=targets.confidence).half_width
-    return bool(np.all(np.atleast_1d(widths) <= half_width))
+def _growth_to_decide(a, b, targets):
+    """How many times the samples so far both workloads need before the anytime rule's confidence sequence
+    is narrow enough to decide a difference of θ (``targets.threshold``) either way: its half-width at
+    most θ·|mean|. None when the variance is unknown or zero. A fixed point, since the sequence's
+    critical value grows slowly (as sqrt(log)) as the variance of the difference shrinks."""
+    variance = a.variance / a.n + b.variance / b.n
+    scale = targets.threshold * abs(a.mean + b.mean) / 2.0
+    if not variance > 0.0 or not scale > 0.0:
+        return None
+    growth = 1.0
+    for _ in range(20):
+        critical = float(sequential_half_width(variance / growth, scale**2, alpha=targets.alpha))
+        updated = max(1.0, (critical * math.sqrt(variance) / scale) ** 2)
+        if abs(updated - growth) <= 1e-3 * growth:
+            break
+        growth = updated
+    return updated
 
 
 def _group(rounds):
@@ -635,3 +668,4 @@ def _group(rounds):
     for record in rounds:
         grouped.setdefault(record.workload, []).append(record)
     return grouped
+

@@ -42,8 +42,9 @@ class SessionOutcome:
     comparisons : list of PairComparison
         Adjacent pairs per metric, best first (comparison sessions only).
     additional_seconds_needed : float or None
-        When the budget ran out: the further time the §3 rule (required subsessions × q × seconds
-        per sample; §5 for unresolved pairs) estimates; None otherwise or when unknown.
+        When the budget ran out: the further time the §3 rule estimates (samples still needed × seconds
+        per sample); for undecided pairs, the time until the comparison could decide a difference of θ
+        either way; None otherwise or when unknown.
     rounds : list of RoundRecord
         Every round, the resumed ones included.
     elapsed : float
@@ -74,9 +75,10 @@ def run_session(
 
     One workload: rounds are planned by :func:`work_amount_plan` and the session stops when every
     metric has converged (Pilot §III-E). Two or more workloads: rounds are interleaved,
-    A1 B1 C1 A2 B2 C2 …, and the session stops when Pilot's comparing rule holds after a complete
-    cycle (§III-F; spec §5): every CI can be computed, every adjacent pair by mean is resolved
-    (:func:`compare`), and, if ``targets.require_width_in_comparison``, every CI is narrow enough.
+    A1 B1 C1 A2 B2 C2 …, and the session stops after a complete cycle when every CI can be computed,
+    every adjacent pair by mean is decided by ``targets.comparison_rule`` (:func:`compare`; by default
+    anytime-valid, so looking after every cycle costs no false decisions), and, if
+    ``targets.require_width_in_comparison``, every CI is narrow enough (Pilot §III-F; spec §5).
 
     Parameters
     ----------

@@ -136,7 +136,28 @@ def test_confirmation_sessions_are_shown_with_their_outcome(staff, monkeypatch):
     confirmations = html[html.index('class="alert-confirmations"'):]
     assert f'href="/jobs/sessions/{session.pk}/">Session #{session.pk}</a>' in confirmations
     assert "difference resolved" in confirmations and "The difference is resolved." in confirmations
-    assert "<strong>baseline</strong> better than candidate" in confirmations and "resolved)" in confirmations
+    # A session stored before the anytime rule reads as decided by Pilot's rule.
+    assert "baseline vs candidate +20.0% [unbounded]: <strong>baseline better than candidate</strong>" in confirmations
+    assert "Pilot&#x27;s rule" in confirmations
+
+
+def test_undecided_confirmations_claim_no_direction(staff, monkeypatch):
+    monkeypatch.setattr("runner.tasks.run_session", Undelivered())
+    run = regressed_run()
+    runner_services.create_job(user=staff, project=run.project, name="sort", benchmark="sort", machine=run.machine,
+                               workload_kind="builtin", builtin="sort")
+    [session] = runner_services.confirm_alerts(alert_ids=[Alert.objects.get().pk])
+    pair = {"metric": "time", "first": "candidate", "second": "baseline", "first_mean": 1.0, "second_mean": 1.01,
+            "ratio": 1.01, "ratio_low": 0.97, "ratio_high": 1.05, "pvalue": 0.41, "overlap": True,
+            "decision": "undecided", "rule": "anytime"}
+    Session.objects.filter(pk=session.pk).update(status=SessionStatus.UNRESOLVED, outcome={
+        "message": "No difference resolved within budget.", "comparisons": [pair]})
+
+    html = Client().get("/alerts/").content.decode()
+
+    confirmations = html[html.index('class="alert-confirmations"'):]
+    assert "candidate vs baseline +1.0% [-3.0%, +5.0%]: <strong>no difference resolved</strong>" in confirmations
+    assert "better than" not in confirmations and "anytime-valid" in confirmations
 
 
 def test_the_alerts_page_issues_a_fixed_number_of_queries(user, staff):

@@ -8,6 +8,7 @@ from django.test import Client
 from scipy import stats as scipy_stats
 
 from results.models import Benchmark, Machine, Metric, Project, Result, Revision, Run
+from tests.expected import lugsail_variance_of_mean
 from tests.factories import run_document
 
 pytestmark = pytest.mark.django_db
@@ -54,7 +55,7 @@ def test_raw_samples_are_summarised_and_kept_with_their_shape(api):
     assert result.metric.direction == "higher_is_better"
 
 
-def test_one_level_samples_go_through_subsession_analysis(api):
+def test_one_level_samples_store_the_variance_of_their_mean_with_pilots_subsessions_beside_it(api):
     rng = np.random.default_rng(7)
     # AR(1) with rho = 0.7: adjacent samples are correlated, so subsessions must merge them.
     noise = rng.normal(0, 1, 2000)
@@ -67,10 +68,14 @@ def test_one_level_samples_go_through_subsession_analysis(api):
     post(api, document)
 
     result = Result.objects.get()
-    assert result.subsession_size > 1
-    assert result.independent is True
-    assert abs(result.autocorrelation) <= 0.1
-    assert result.n * result.subsession_size <= 2000 == result.sample_count
+    variance_of_mean, df = lugsail_variance_of_mean(100 + x)
+    assert (result.variance_method, result.independent, result.n) == ("lugsail", True, df + 1)
+    assert result.variance / result.n == pytest.approx(variance_of_mean, rel=1e-9)
+    low, high = scipy_stats.t.interval(0.95, df, loc=(100 + x).mean(), scale=np.sqrt(variance_of_mean))
+    assert (result.ci_low, result.ci_high) == (pytest.approx(low), pytest.approx(high))
+    # Pilot's subsession analysis, beside it: q > 1 merges the correlated samples until |r1| <= 0.1.
+    assert result.subsession_size > 1 and abs(result.autocorrelation) <= 0.1
+    assert result.subsessions * result.subsession_size <= 2000 == result.sample_count
 
 
 def test_a_summary_without_samples_is_stored_as_given(api):

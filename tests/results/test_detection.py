@@ -192,19 +192,27 @@ def confirmation_runs(baseline_level: float, candidate_level: float, *, night: i
     return runs[0], runs[1]
 
 
-@pytest.mark.parametrize(("candidate_level", "state"), [(1.06, AlertState.CONFIRMED), (1.0, AlertState.DISMISSED)])
-def test_a_confirmation_session_confirms_or_dismisses_a_suspected_alert(candidate_level, state):
+@pytest.mark.parametrize(("candidate_level", "decision", "state", "note"), [
+    (1.06, confirmations.PairDecision("different", 1.06, 1.04, 1.08, 0.001, "anytime"), AlertState.CONFIRMED,
+     "confirmed by session #77: +6.0% [+4.0%, +8.0%], p = 0.001 (anytime), a regression"),
+    (1.0, confirmations.PairDecision("equivalent", 1.001, 0.99, 1.012, 1.0, "anytime"), AlertState.DISMISSED,
+     "dismissed by session #77: +0.1% [-1.0%, +1.2%]"),
+    (0.95, confirmations.PairDecision("different", 0.95, 0.93, 0.97, 0.002, "anytime"), AlertState.DISMISSED,
+     "dismissed by session #77: -5.0% [-7.0%, -3.0%], p = 0.002 (anytime), an improvement"),
+    (1.01, confirmations.PairDecision("undecided", 1.01, 0.97, 1.05, 0.4, "anytime"), AlertState.SUSPECTED,
+     "not settled by session #77"),
+])
+def test_a_confirmation_session_confirms_or_dismisses_a_suspected_alert(candidate_level, decision, state, note):
     series = {"step": levels(45, sd=0.015, seed=4, shift=step(45, 26, 0.04)), **flat_series(3, 45, sd=0.015, seed=40)}
     nightly(series, seed=204, last=32)
     (alert,) = alerts_of("step")
     assert alert.state == AlertState.SUSPECTED
 
     baseline, candidate = confirmation_runs(1.0, candidate_level, night=29, seed=4)
-    confirmations.settle_alert(alert_id=alert.pk, baseline_run_id=baseline.pk, candidate_run_id=candidate.pk,
-                               session_id=77)
+    confirmations.settle_alert(alert_id=alert.pk, session_id=77, decision=decision)
 
     alert.refresh_from_db()
-    assert alert.state == state and "session #77" in alert.state_note
+    assert alert.state == state and alert.state_note.startswith(note)
     assert not Comparison.objects.filter(candidate__run__in=[baseline, candidate]).exists()  # not nights
 
 
@@ -212,10 +220,10 @@ def test_a_confirmation_session_without_a_run_of_a_revision_leaves_the_alert_and
     series = {"step": levels(45, sd=0.015, seed=4, shift=step(45, 26, 0.04)), **flat_series(3, 45, sd=0.015, seed=40)}
     nightly(series, seed=204, last=32)
     (alert,) = alerts_of("step")
-    baseline, _ = confirmation_runs(1.0, 1.06, night=32, seed=5)
+    confirmation_runs(1.0, 1.06, night=32, seed=5)
 
-    confirmations.settle_alert(alert_id=alert.pk, baseline_run_id=baseline.pk, candidate_run_id=None, session_id=78)
+    confirmations.settle_alert(alert_id=alert.pk, session_id=78, decision=None)
 
     alert.refresh_from_db()
     assert alert.state == AlertState.SUSPECTED
-    assert alert.state_note == "not settled by session #78: no valid measurement of the candidate"
+    assert alert.state_note == "not settled by session #78: no valid measurement of both revisions of time of step"

@@ -60,6 +60,8 @@ def form_data(project, machine, **overrides) -> dict:
         "confidence_level": "0.95", "target_width": "0.1", "max_autocorrelation": "0.1", "work_min": "1",
         "work_max": "64", "min_round_duration": "0.05", "round_timeout": "300", "budget_seconds": "600",
         "budget_rounds": "1000", "warmup": "edm", "overhead_rounds": "0", "cron": "30 3 * * 1-5",
+        "comparison_rule": "anytime", "comparison_alpha": "0.01", "comparison_threshold": "0.02",
+        "require_width_in_comparison": "on",
     }
     return {**data, **overrides}
 

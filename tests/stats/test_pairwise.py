@@ -13,7 +13,10 @@ def test_welch_and_fieller_agree_with_independent_computations():
     scipy_welch = stats.ttest_ind_from_stats(1.06, np.sqrt(0.004), 30, 1.00, np.sqrt(0.003), 25, equal_var=False)
     assert (result.statistic, result.pvalue) == (pytest.approx(scipy_welch.statistic, rel=1e-12),
                                                  pytest.approx(scipy_welch.pvalue, rel=1e-10))
-    h2 = stats.t.ppf(0.975, 53) ** 2
+    errors = np.array([0.004 / 30, 0.003 / 25])
+    satterthwaite = errors.sum() ** 2 / (errors[0] ** 2 / 29 + errors[1] ** 2 / 24)
+    assert result.df == pytest.approx(satterthwaite)
+    h2 = stats.t.ppf(0.975, satterthwaite) ** 2  # the test's ν, not n + n_b − 2 (spec §5)
     a = 1.0 - h2 * 0.003 / 25
     product = 1.06
     root = np.sqrt(product**2 - a * (1.06**2 - h2 * 0.004 / 30))

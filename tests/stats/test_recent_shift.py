@@ -56,7 +56,7 @@ def test_the_ratio_interval_is_fiellers_on_the_two_segments():
     assert result.nights == 4 and result.start == 10
     after, before = means[10:], means[:10]
     pooled = (after.var(ddof=1) * 3 + before.var(ddof=1) * 9) / 12
-    low, high = fieller((after.mean(), pooled, 4), (before.mean(), pooled, 10))
+    low, high = fieller((after.mean(), pooled, 4), (before.mean(), pooled, 10), df=12)
     assert (result.ratio, result.low, result.high) == pytest.approx((after.mean() / before.mean(), low, high))
 
 

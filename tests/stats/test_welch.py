@@ -18,8 +18,10 @@ def reference(name):
 
 
 def from_samples(a, b):
+    """Welch's test as R, Go and scipy compute it: the Welch–Satterthwaite ν at every size (the reference
+    vectors' convention; the product uses Hsu's below 5 units, TestTinySamples)."""
     a, b = np.asarray(a, float), np.asarray(b, float)
-    return welch_test(a.mean(), a.var(ddof=1), a.size, b.mean(), b.var(ddof=1), b.size)
+    return welch_test(a.mean(), a.var(ddof=1), a.size, b.mean(), b.var(ddof=1), b.size, small_side=2)
 
 
 def welch_df(va, na, vb, nb):
@@ -33,7 +35,7 @@ class TestAgainstScipy:
         mean_a, mean_b = rng.normal(size=size), rng.normal(size=size)
         var_a, var_b = rng.gamma(2.0, size=size), rng.gamma(2.0, size=size)
         n_a, n_b = rng.integers(2, 60, size=size), rng.integers(2, 60, size=size)
-        result = welch_test(mean_a, var_a, n_a, mean_b, var_b, n_b)
+        result = welch_test(mean_a, var_a, n_a, mean_b, var_b, n_b, small_side=2)
         expected = stats.ttest_ind_from_stats(
             mean_a, np.sqrt(var_a), n_a, mean_b, np.sqrt(var_b), n_b, equal_var=False
         )
@@ -204,3 +206,38 @@ class TestRequiredSubsessions:
 def test_welch_validation(args, match):
     with pytest.raises(ValueError, match=match):
         welch_test(*args)
+
+
+class TestTinySamples:
+    """Spec §5 (revised): no significance claim may reject equal means in more than 1.2·α of tests, for any
+    n_A, n_B >= 2. Welch's ν is liberal with 2–3 units on a side (0.100 at α = 0.05 for 2 vs 10)."""
+
+    GRID = [(2, 10), (3, 3), (3, 30), (4, 20), (5, 15), (2, 2), (10, 40)]
+
+    @staticmethod
+    def false_positive_rate(n_a, n_b, sd_a, sd_b, *, small_side, alpha=0.05, replications=20_000, seed=0):
+        rng = np.random.default_rng(seed)
+        a = rng.normal(0.0, sd_a, (replications, n_a))
+        b = rng.normal(0.0, sd_b, (replications, n_b))
+        result = welch_test(a.mean(axis=1), a.var(axis=1, ddof=1), n_a, b.mean(axis=1), b.var(axis=1, ddof=1), n_b,
+                            small_side=small_side)
+        return np.mean(result.pvalue < alpha)
+
+    @pytest.mark.parametrize(("n_a", "n_b"), GRID)
+    @pytest.mark.parametrize("sd_a", [0.2, 1.0, 5.0])
+    def test_false_positive_rate_stays_within_1_2_alpha(self, n_a, n_b, sd_a):
+        # 20,000 tests: the rate's s.e. is 0.0015 at 0.05, so 0.06 is 6.5 s.e. above the level.
+        assert self.false_positive_rate(n_a, n_b, sd_a, 1.0, small_side=5) <= 0.06
+
+    def test_welch_satterthwaite_alone_is_liberal_where_the_rule_steps_in(self):
+        # The case the rule exists for: 2 units with the larger variance against 10.
+        assert self.false_positive_rate(2, 10, 5.0, 1.0, small_side=2) > 0.08
+
+    def test_hsu_df_is_used_and_said_below_five_units(self):
+        result = welch_test([1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [3, 5, 4], 0.0, 2.0, [30, 30, 5])
+        np.testing.assert_array_equal(result.conservative, [True, False, True])
+        np.testing.assert_allclose(result.df[[0, 2]], [2.0, 3.0])
+        np.testing.assert_allclose(result.pvalue[0], 2 * stats.t.sf(result.statistic[0], 2.0))
+        expected = stats.ttest_ind_from_stats(1.0, 1.0, 5, 0.0, np.sqrt(2.0), 30, equal_var=False)
+        assert result.pvalue[1] == pytest.approx(expected.pvalue, rel=1e-10)
+        assert not result.conservative[1]
