@@ -69,6 +69,13 @@ class WelchResult:
         )
 
 
+def two_summaries(mean_a, variance_a, n_a, mean_b, variance_b, n_b):
+    """Two sides' (mean, variance >= 0, count >= 2) validated, each message naming its parameter, and broadcast."""
+    return np.broadcast_arrays(
+        as_array(mean_a, "mean_a"), as_array(variance_a, "variance_a", minimum=0.0), as_counts(n_a, "n_a"),
+        as_array(mean_b, "mean_b"), as_array(variance_b, "variance_b", minimum=0.0), as_counts(n_b, "n_b"))
+
+
 def welch_degrees_of_freedom(variance_a, n_a, variance_b, n_b, *, small_side=SMALL_SIDE):
     """The degrees of freedom of Welch's test and of a ratio interval beside it (spec §5).
 
@@ -143,15 +150,7 @@ def welch_test(mean_a, variance_a, n_a, mean_b, variance_b, n_b, *, small_side=S
     In both all-zero cases the Welch–Satterthwaite df are 0/0; ``df`` is then
     reported as ``n_a + n_b - 2``, which does not affect the p-value.
     """
-    mean_a = as_array(mean_a, "mean_a")
-    variance_a = as_array(variance_a, "variance_a", minimum=0.0)
-    n_a = as_counts(n_a, "n_a")
-    mean_b = as_array(mean_b, "mean_b")
-    variance_b = as_array(variance_b, "variance_b", minimum=0.0)
-    n_b = as_counts(n_b, "n_b")
-    mean_a, variance_a, n_a, mean_b, variance_b, n_b = np.broadcast_arrays(
-        mean_a, variance_a, n_a, mean_b, variance_b, n_b
-    )
+    mean_a, variance_a, n_a, mean_b, variance_b, n_b = two_summaries(mean_a, variance_a, n_a, mean_b, variance_b, n_b)
 
     error_a = variance_a / n_a
     error_b = variance_b / n_b

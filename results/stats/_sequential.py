@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from ._base import as_array, as_counts, check_confidence, scalar_or_array
-from ._compare import welch_degrees_of_freedom
+from ._base import as_array, check_confidence, scalar_or_array
+from ._compare import two_summaries, welch_degrees_of_freedom
 from ._ratio import ratio_fieller_from_stats
 
 __all__ = ["SequentialComparison", "sequential_comparison", "sequential_half_width"]
@@ -143,14 +143,7 @@ def sequential_comparison(mean_a, variance_a, n_a, mean_b, variance_b, n_b, *, a
     alpha = check_confidence(alpha, "alpha")
     mixture_scale = float(as_array(mixture_scale, "mixture_scale", minimum=0.0, inclusive=False))
     threshold = float(as_array(threshold, "threshold", minimum=0.0))
-    mean_a = as_array(mean_a, "mean_a")
-    variance_a = as_array(variance_a, "variance_a", minimum=0.0)
-    n_a = as_counts(n_a, "n_a")
-    mean_b = as_array(mean_b, "mean_b")
-    variance_b = as_array(variance_b, "variance_b", minimum=0.0)
-    n_b = as_counts(n_b, "n_b")
-    mean_a, variance_a, n_a, mean_b, variance_b, n_b = np.broadcast_arrays(
-        mean_a, variance_a, n_a, mean_b, variance_b, n_b)
+    mean_a, variance_a, n_a, mean_b, variance_b, n_b = two_summaries(mean_a, variance_a, n_a, mean_b, variance_b, n_b)
 
     variance = variance_a / n_a + variance_b / n_b
     df = np.asarray(welch_degrees_of_freedom(variance_a, n_a, variance_b, n_b)[0], dtype=float)
