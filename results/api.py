@@ -27,7 +27,7 @@ from .alerts import set_alert_status
 from .extensions import alert_sessions
 from . import converters  # noqa: F401  (registers the "id" route converter)
 from .ingest import ImportFormatError, ImportTooLarge, import_document, unstorable_text
-from .models import Alert, AlertStatus, ApiToken, Metric, Result, Run
+from .models import Alert, AlertStatus, ApiToken, Metric, Result, Run, RunKind
 from .rows import ComparisonRow
 from .schemas import (
     Branch,
@@ -183,7 +183,16 @@ def _created(request: HttpRequest, outcome: services.IngestOutcome):
 @api.post("/runs", response={200: RunCreatedOut, 201: RunCreatedOut, 400: ErrorOut, 409: ErrorOut, 422: ErrorOut},
           url_name="run_create", summary="Post a run in the native format")
 def create_run(request: HttpRequest, document: RunIn):
-    return _created(request, services.ingest_run(document=document, user=request.auth))
+    return _created(request, services.ingest_run(document=_posted(document), user=request.auth))
+
+
+def _posted(document: RunIn) -> RunIn:
+    """A posted run may not claim to be an A/B confirmation: those runs are never nights of a series and are
+    made only by the runner's sessions, so a posted one would hide a night from its series."""
+    if document.kind == RunKind.CONFIRMATION:
+        raise services.IngestError("kind", "confirmation runs are made by the runner's A/B sessions; post "
+                                           "nightly, pr, manual or imported")
+    return document
 
 
 class ImportParams(Schema):
@@ -236,7 +245,7 @@ def import_run(request: HttpRequest, params: Query[ImportParams]):
         document = RunIn.model_validate(raw)
     except PydanticValidationError as error:
         return Status(422, describe_errors(error.errors()))
-    return _created(request, services.ingest_run(document=document, user=request.auth))
+    return _created(request, services.ingest_run(document=_posted(document), user=request.auth))
 
 
 class Pages(LimitOffsetPagination):

@@ -186,3 +186,16 @@ def test_a_nul_character_in_a_query_is_a_400_not_a_database_error(api, path):
     response = api.get(path)
 
     assert response.status_code == 400 and b"NUL" in response.content
+
+
+def test_a_posted_confirmation_run_is_a_400_and_stores_nothing(api):
+    # Confirmation runs are never nights of a series: a posted one would hide a night from its series.
+    document = {**run_document(), "kind": "confirmation"}
+    before = stored_rows()
+
+    for response in (post_raw(api, json.dumps(document)),
+                     api.post("/api/v1/runs/import?format=native&kind=confirmation", data=json.dumps(run_document()),
+                              content_type="application/json")):
+        assert response.status_code == 400, response.content
+        assert "kind" in response.json()["detail"] and "A/B sessions" in response.json()["detail"]
+    assert stored_rows() == before
