@@ -8,9 +8,7 @@ from django.db import transaction
 
 from .models import Alert, AlertState, Direction
 from .presentation import CHANGE_SIDES, format_probability
-from .stats import format_change
-
-DIFFERENT, EQUIVALENT, UNDECIDED = "different", "equivalent", "undecided"
+from .stats import DIFFERENT, EQUIVALENT, format_change
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,7 @@ decided by Pilot's rule.
 """
 
 from results.presentation import format_probability
-from results.stats import format_change
-
-from .session.analysis import DIFFERENT, EQUIVALENT
+from results.stats import DIFFERENT, EQUIVALENT, UNDECIDED, format_change
 
 RULES = {"anytime": "anytime-valid (mixture SPRT)", "pilot": "Pilot's rule (one look's Welch p)"}
 
@@ -23,7 +21,7 @@ def pair_view(pair: dict, *, threshold: float | None = None) -> dict:
     else:
         first, second = pair["better"], pair["worse"]
         first_mean, second_mean = pair["better_mean"], pair["worse_mean"]
-        decision = DIFFERENT if pair.get("resolved") else "undecided"
+        decision = DIFFERENT if pair.get("resolved") else UNDECIDED
     ratio = pair.get("ratio") if pair.get("ratio") is not None else (second_mean / first_mean if first_mean else None)
     change = format_change(float(ratio), pair.get("ratio_low"), pair.get("ratio_high")) if ratio is not None else "—"
     if decision == DIFFERENT:

@@ -19,7 +19,14 @@ from ._long_run import MeanVariance, StoredMean, mean_variance, overlapping_batc
 from ._rank_shifts import RankShifts, rank_shifts
 from ._recent_shift import RecentShift, recent_shift, shift_since
 from ._ratio import RatioResult, ratio_bootstrap, ratio_fieller, ratio_fieller_from_stats
-from ._sequential import SequentialComparison, sequential_comparison, sequential_half_width
+from ._sequential import (
+    DIFFERENT,
+    EQUIVALENT,
+    UNDECIDED,
+    SequentialComparison,
+    sequential_comparison,
+    sequential_half_width,
+)
 from ._subsessions import (
     MAX_AUTOCORRELATION,
     MIN_SUBSESSIONS,
@@ -40,6 +47,9 @@ from ._transient import TruncationResult, mser_truncation
 from ._wps import WPSResult, round_increment, work_amounts, wps_fit
 
 __all__ = [
+    "DIFFERENT",
+    "EQUIVALENT",
+    "UNDECIDED",
     "MAX_AUTOCORRELATION",
     "MIN_SUBSESSIONS",
     "SMALL_SIDE",

@@ -20,7 +20,12 @@ from ._base import as_array, check_confidence, scalar_or_array
 from ._compare import two_summaries, welch_degrees_of_freedom
 from ._ratio import ratio_fieller_from_stats
 
-__all__ = ["SequentialComparison", "sequential_comparison", "sequential_half_width"]
+__all__ = ["DIFFERENT", "EQUIVALENT", "UNDECIDED", "SequentialComparison", "sequential_comparison",
+           "sequential_half_width"]
+
+DIFFERENT, EQUIVALENT, UNDECIDED = "different", "equivalent", "undecided"
+"""What a comparison that may stop at any look decides: the means differ; they differ by less than θ; neither
+yet (never "equal")."""
 
 
 @dataclass(frozen=True)

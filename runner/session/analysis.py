@@ -12,6 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from results.stats import (
+    DIFFERENT,
+    EQUIVALENT,
+    UNDECIDED,
     Direction,
     NotEnoughSamples,
     StatisticsError,
@@ -31,7 +34,6 @@ from results.stats import (
 from .targets import ComparisonRule, MetricSpec, WarmupMethod, check_metrics
 
 NO_UNIT_READINGS = "No unit readings: warm-up could not be removed by EDM."
-DIFFERENT, EQUIVALENT, UNDECIDED = "different", "equivalent", "undecided"
 
 
 MSER_BATCH_SIZE = 5  # MSER-5 (White, Cobb & Spratt 2000)
