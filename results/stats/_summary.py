@@ -76,7 +76,8 @@ def summarize_samples(samples, *, method="lugsail", max_autocorrelation=MAX_AUTO
     """Summarise raw samples for storage and comparison (spec §2, §2a, §6).
 
     One-level samples: the variance of the mean by :func:`mean_variance` (lugsail overlapping batch means,
-    never below the sample variance), with Pilot's subsession analysis (:func:`subsessions`) beside it;
+    never below the sample variance), with Pilot's subsession analysis (:func:`subsessions`) beside it; where
+    that diagnostic finds the readings independent (q = 1), their sample variance with n − 1 degrees of freedom;
     ``method="pilot"`` takes Pilot's subsession statistics themselves as the stored triple, as Pilot reports
     them. Too few readings for either: the readings are kept as units and marked not independent. Samples
     with levels (two or more dimensions, the first the top level, e.g. process runs) take the top-level
@@ -130,6 +131,14 @@ def summarize_samples(samples, *, method="lugsail", max_autocorrelation=MAX_AUTO
     if method == "pilot" and pilot is not None:
         return SampleSummary(mean=pilot.mean, variance=pilot.variance, n=pilot.n, sample_count=samples.size,
                              independent=True, variance_method="pilot", **diagnostic)
+    if method == "lugsail" and pilot is not None and pilot.subsession_size == 1:
+        # Pilot's diagnostic finds the readings independent: their sample variance, with all n − 1 degrees of
+        # freedom. Batch means would pay for robustness nobody needs: on i.i.d. readings they covered 0.974 at
+        # n = 20 and 0.968 at n = 100 (never below s²), and an A/B session needed 165 readings a side to decide
+        # a 5% difference where the fixed-sample test needs 121.
+        n = samples.size
+        return SampleSummary(mean=float(samples.mean()), variance=float(np.var(samples, ddof=1)), n=n,
+                             sample_count=n, independent=True, variance_method="independent", **diagnostic)
     estimate = mean_variance(samples) if method == "lugsail" else None
     if estimate is not None and estimate.valid:
         mean, variance, count = estimate.stored

@@ -19,13 +19,12 @@ from results.stats import (
     NotEnoughSamples,
     StatisticsError,
     mean_interval,
-    mean_variance,
     ratio_fieller_from_stats,
     required_subsessions,
     sequential_comparison,
     sequential_half_width,
     stable_phase,
-    subsessions,
+    summarize_samples,
     welch_required_subsessions,
     welch_test,
     wps_fit,
@@ -613,44 +612,43 @@ class Analyser:
         return samples, removed, unstable, flagged
 
     def from_samples(self, spec, samples, *, removed, stable, message):
-        """The estimate of one metric from its samples: the interval on the variance of the mean of spec §2a
-        (:func:`results.stats.mean_variance`), Pilot's subsession size and r₁ beside it (spec §2)."""
+        """The estimate of one metric from its samples, as a result stores it (:func:`results.stats.summarize_samples`:
+        the variance of the mean of spec §2a, Pilot's subsession size and r₁ beside it)."""
         targets = self.targets
         count = int(samples.size)
         base = {"metric": spec.name, "sample_count": count, "warmup_removed": removed, "stable_phase": stable,
                 "confidence": targets.confidence}
-        pilot = None
-        if count:
-            try:
-                pilot = subsessions(samples, max_autocorrelation=targets.max_autocorrelation,
+        if not count:
+            return MetricEstimate(
+                mean=None, subsession_size=1, variance=0.0, n=0, ci_low=None, ci_high=None, autocorrelation=None,
+                converged=False, message=" ".join(filter(None, (message, "No samples yet."))), target_half_width=None,
+                shortfall=MIN_VALID_SAMPLES, **base,
+            )
+        summary = summarize_samples(samples, max_autocorrelation=targets.max_autocorrelation,
                                     min_subsessions=targets.min_subsessions)
-            except NotEnoughSamples:
-                pass
-        diagnostic = {"subsession_size": 1 if pilot is None else pilot.subsession_size,
-                      "autocorrelation": None if pilot is None else pilot.autocorrelation}
-        estimate = mean_variance(samples) if count else None
-        if estimate is None or not estimate.valid:
-            mean = float(samples.mean()) if count else None
-            needed = MIN_VALID_SAMPLES if estimate is None else estimate.needed
+        diagnostic = {"subsession_size": summary.subsession_size,
+                      "autocorrelation": None if math.isnan(summary.autocorrelation) else summary.autocorrelation}
+        if not summary.independent:
+            needed = max(MIN_VALID_SAMPLES - count, 1)
             why = f"{count} samples: {needed} more are needed for the variance of the mean (spec §2a)."
             return MetricEstimate(
-                mean=mean, variance=0.0, n=count, ci_low=None, ci_high=None, converged=False,
+                mean=summary.mean, variance=0.0, n=count, ci_low=None, ci_high=None, converged=False,
                 message=" ".join(filter(None, (message, why))),
-                target_half_width=None if mean is None else targets.target_width * abs(mean) / 2.0,
-                shortfall=needed, **diagnostic, **base,
+                target_half_width=targets.target_width * abs(summary.mean) / 2.0, shortfall=needed,
+                **diagnostic, **base,
             )
-        mean, variance, units = (float(value) for value in estimate.stored)
-        interval = mean_interval(mean, variance, int(units), confidence=targets.confidence)
+        mean, variance, units = summary.mean, summary.variance, summary.n
+        interval = mean_interval(mean, variance, units, confidence=targets.confidence)
         half_width = targets.target_width * abs(mean) / 2.0
         if half_width == 0.0:
             message = " ".join(filter(None, (message, "The mean is zero: a relative width cannot be reached.")))
         # Readings Pilot's diagnostic finds autocorrelated (q > 1) get their variance of the mean from batch means,
         # whose few degrees of freedom at a first look let a session stop on a low estimate by chance.
-        settled = pilot is None or pilot.subsession_size == 1 or units - 1 >= MIN_BATCHED_DF
+        settled = summary.subsession_size == 1 or units - 1 >= MIN_BATCHED_DF
         return MetricEstimate(
             mean=mean, variance=variance, n=int(units), ci_low=float(interval.low), ci_high=float(interval.high),
             converged=bool(settled and interval.high - interval.low <= 2.0 * half_width), message=message,
-            target_half_width=half_width, variance_method=str(estimate.method), **diagnostic, **base,
+            target_half_width=half_width, variance_method=summary.variance_method, **diagnostic, **base,
         )
 
 

@@ -21,13 +21,10 @@ def obm(x, b):
     return n * b / ((n - b) * (n - b + 1)) * np.sum((batches - x.mean()) ** 2)
 
 
-def test_independent_readings_keep_their_sample_variance_when_it_is_the_larger():
+def test_readings_pilots_diagnostic_finds_independent_keep_their_sample_variance():
     x = np.random.default_rng(1).normal(10.0, 1.0, size=200)
-    assert abs(lag1(x)) <= 0.1
+    assert abs(lag1(x)) <= 0.1  # Pilot's q = 1
     summary = summarize_samples(x)
-    b = 14  # ⌊√200⌋
-    lugsail = 2 * obm(x, b) - obm(x, b // 3)
-    assert lugsail < x.var(ddof=1)
     assert (summary.variance_method, summary.n, summary.sample_count, summary.independent) == \
         ("independent", 200, 200, True)
     assert summary.mean == pytest.approx(x.mean()) and summary.variance == pytest.approx(x.var(ddof=1))
@@ -62,6 +59,17 @@ def test_too_few_readings_are_kept_as_units_but_marked():
     x = np.arange(10.0)
     summary = summarize_samples(x)
     assert (summary.n, summary.independent, summary.variance_method) == (10, False, "readings")
+    assert summary.variance == pytest.approx(x.var(ddof=1))
+
+
+def test_the_sample_variance_is_a_floor_where_pilots_diagnostic_sees_correlation():
+    # Alternating blocks of ±1: Pilot merges them (q > 1), and batches of ⌊√n⌋ average to nearly nothing, so
+    # the lugsail estimate falls below s², which is used instead.
+    x = np.tile([1.0, 1.0, 1.0, -1.0, -1.0, -1.0], 40) + np.random.default_rng(4).normal(0.0, 0.01, 240)
+    summary = summarize_samples(x)
+    b = 15  # ⌊√240⌋
+    assert summary.subsession_size > 1 and 2 * obm(x, b) - obm(x, b // 3) < x.var(ddof=1)
+    assert (summary.variance_method, summary.n) == ("independent", 240)
     assert summary.variance == pytest.approx(x.var(ddof=1))
 
 
