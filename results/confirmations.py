@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from .models import Alert, AlertState, Direction
+from .models import Alert, AlertState
 from .presentation import CHANGE_SIDES, format_probability
-from .stats import DIFFERENT, EQUIVALENT, format_change
+from .stats import DIFFERENT, EQUIVALENT, format_change, verdict
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,9 @@ def settle_alert(*, alert_id: int, session_id: int, decision: PairDecision | Non
     else:
         change = "no ratio" if decision.ratio is None else format_change(decision.ratio, decision.low, decision.high)
         found = f"session #{session_id}: {change}, p = {format_probability(decision.pvalue)} ({decision.rule})"
-        slower = decision.ratio is not None and decision.ratio > 1.0
-        worse = slower if metric.direction == Direction.LOWER_IS_BETTER else not slower
+        # The side of the change by the one verdict rule (spec §7), at its point estimate and θ = 0.
+        point = 1.0 if decision.ratio is None else decision.ratio
+        worse = CHANGE_SIDES.get(verdict(point, point, threshold=0.0, direction=metric.direction)) == "regression"
         changed = "a regression" if worse else "an improvement"
         if decision.decision == DIFFERENT and changed.endswith(side or "-"):
             alert.state, note = AlertState.CONFIRMED, f"confirmed by {found}, {changed}"

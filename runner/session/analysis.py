@@ -16,17 +16,16 @@ from results.stats import (
     EQUIVALENT,
     UNDECIDED,
     Direction,
+    compare_summaries,
     NotEnoughSamples,
     StatisticsError,
     mean_interval,
-    ratio_fieller_from_stats,
     required_subsessions,
     sequential_comparison,
     sequential_half_width,
     stable_phase,
     summarize_samples,
     welch_required_subsessions,
-    welch_test,
     wps_fit,
 )
 
@@ -288,11 +287,11 @@ def compare(estimates, metrics, targets):
             a, b = column[first], column[second]
             overlap = a.ci_low <= b.ci_high and b.ci_low <= a.ci_high
             if targets.comparison_rule is ComparisonRule.PILOT:
-                welch = welch_test(b.mean, b.variance, b.n, a.mean, a.variance, a.n)
-                ratio = ratio_fieller_from_stats(b.mean, b.variance, b.n, a.mean, a.variance, a.n,
-                                                 confidence=targets.confidence, df=welch.df)
-                pvalue, bounded = float(welch.pvalue), bool(ratio.bounded)
-                limits = (ratio.low, ratio.high)
+                # The comparison every other page shows: Welch's test and Fieller's interval with the test's ν.
+                pilot = compare_summaries(b.mean, b.variance, b.n, a.mean, a.variance, a.n,
+                                          confidence=targets.confidence, direction=spec.direction)
+                pvalue, bounded = float(pilot.pvalue), bool(pilot.bounded)
+                limits = (pilot.low, pilot.high)
                 decision = DIFFERENT if not overlap or pvalue < targets.alpha else UNDECIDED
             else:
                 sequential = sequential_comparison(a.mean, a.variance, a.n, b.mean, b.variance, b.n,
