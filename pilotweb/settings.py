@@ -186,6 +186,12 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = PILOTWEB_MAX_UPLOAD_BYTES
 # Anonymous visitors may read the dashboard (never write) when this is true.
 PILOTWEB_PUBLIC_READ = env_bool("PILOTWEB_PUBLIC_READ", True)
 
+# A "night" runs from this hour (in TIME_ZONE) to the same hour the next day and is named by the date it
+# starts on: suites that start at 23:00 and finish at 03:00 post into one night.
+PILOTWEB_NIGHT_STARTS_AT = int(os.environ.get("PILOTWEB_NIGHT_STARTS_AT", "12"))
+if not 0 <= PILOTWEB_NIGHT_STARTS_AT <= 23:
+    raise ImproperlyConfigured(f"PILOTWEB_NIGHT_STARTS_AT must be an hour from 0 to 23, not {PILOTWEB_NIGHT_STARTS_AT}")
+
 if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
     CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)

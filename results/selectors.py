@@ -1,8 +1,8 @@
 """Reads. Each selector issues a fixed number of queries, whatever the number of rows."""
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import date, datetime
 
 from django.core.paginator import Page, Paginator
 from django.db.models import (
@@ -11,11 +11,10 @@ from django.db.models import (
     F,
     FilteredRelation,
     Max,
-    OuterRef,
+    Min,
     Prefetch,
     Q,
     QuerySet,
-    Subquery,
     Value,
     When,
     Window,
@@ -37,7 +36,7 @@ from .models import (
     Run,
     Verdict,
 )
-from . import presentation
+from . import nights, presentation
 from .presentation import NOT_COMPARED, VERDICT_ORDER
 from .rows import ComparisonRow, Sparkline
 
@@ -143,11 +142,12 @@ def alert_page(*, status: str | None = None, project: str | None = None, page: s
 SPARKLINE_POINTS = 20
 
 
-def _sparklines(series: set[tuple[int, int]], *, projects: set[int],
-               limit: int = SPARKLINE_POINTS) -> dict[tuple[int, int], Sparkline]:
-    """The means of each (metric id, machine id) in the newest ``limit`` nightly runs of its project on
-    that machine, from one query (the runs are picked by a window in a subquery, so only their results
-    are read, however long the history)."""
+def _sparklines(series: set[tuple[int, int]], *, projects: set[int], limit: int = SPARKLINE_POINTS,
+                runs_per_point: int = 1) -> dict[tuple[int, int], Sparkline]:
+    """The newest ``limit`` means of each (metric id, machine id) in the newest ``limit × runs_per_point``
+    nightly runs of its project on that machine (several suites may post a run each per night), from one
+    query (the runs are picked by a window in a subquery, so only their results are read, however long
+    the history)."""
     if not series:
         return {}
     machine_ids = {machine for _, machine in series}
@@ -156,7 +156,7 @@ def _sparklines(series: set[tuple[int, int]], *, projects: set[int],
     recent_runs = (
         Run.objects.filter(project_id__in=projects, machine_id__in=machine_ids, kind=Run.Kind.NIGHTLY,
                            status=Run.Status.COMPLETED)
-        .annotate(recency=recency).filter(recency__lte=limit).values("pk")
+        .annotate(recency=recency).filter(recency__lte=limit * runs_per_point).values("pk")
     )
     rows = (
         Result.objects.filter(run_id__in=recent_runs, metric_id__in={metric for metric, _ in series})
@@ -166,7 +166,7 @@ def _sparklines(series: set[tuple[int, int]], *, projects: set[int],
     for metric, machine, mean in rows:
         if (metric, machine) in series:
             means[metric, machine].append(mean)
-    return {key: Sparkline.of(values) for key, values in means.items()}
+    return {key: Sparkline.of(values[-limit:]) for key, values in means.items()}
 
 
 ROW_LIMIT = 200
@@ -193,9 +193,12 @@ def _history_comparison(result: Result) -> Comparison | None:
 
 @dataclass(frozen=True)
 class OverviewGroup:
-    """The latest nightly run of one project on one machine, and its rows (the most notable ``limit``)."""
+    """One project's night on one machine: each series' newest nightly result of that night (from however
+    many runs the suites posted), and its rows (the most notable ``limit``)."""
 
-    run: Run
+    machine: Machine
+    night: date
+    runs: list[Run]
     rows: list[ComparisonRow]
     counts: dict[str, int]
     insufficient: list[ComparisonRow]
@@ -204,6 +207,11 @@ class OverviewGroup:
     @property
     def truncated(self) -> bool:
         return self.total > len(self.rows)
+
+    @property
+    def pending(self) -> list[Run]:
+        """The night's runs whose comparisons have not been computed yet."""
+        return [run for run in self.runs if run.compared_at is None]
 
 
 @dataclass(frozen=True)
@@ -214,40 +222,67 @@ class ProjectOverview:
 
 @dataclass(frozen=True)
 class NightlyOverview:
+    """The overview of one night, or of each project and machine's newest night.
+
+    ``earlier`` and ``later`` are the nearest nights before and after the shown ones that have a nightly
+    run (under the same project and machine filters), for the page's previous/next links."""
+
     projects: list[ProjectOverview]
     all_projects: list[Project]
     all_machines: list[Machine]
+    night: date | None = None
+    earlier: date | None = None
+    later: date | None = None
 
 
 def nightly_overview(*, project: str | None = None, machine: str | None = None, benchmark: str | None = None,
-                     verdict: str | None = None, limit: int | None = ROW_LIMIT) -> NightlyOverview:
-    """The latest completed nightly run of each project on each machine against its history.
+                     verdict: str | None = None, night: date | None = None,
+                     limit: int | None = ROW_LIMIT) -> NightlyOverview:
+    """Each series' newest completed nightly result of a night against its history, per project and machine.
 
-    Filters: project slug, machine name, benchmark name (substring, case-insensitive) and the
-    history comparison's verdict. Each run shows its ``limit`` most notable series (by verdict,
-    then size of change; None: all); its counts are those of the whole run, its total that of the
-    filtered series. Eight queries, whatever the number of projects, machines, runs and rows.
+    The night is `night` where given (projects and machines without a nightly run that night are left
+    out), else each project and machine's newest night (:mod:`results.nights`): every suite that posted a
+    run that night is shown, not only the last one. Filters: project slug, machine name, benchmark name
+    (substring, case-insensitive) and the history comparison's verdict. Each group shows its ``limit``
+    most notable series (by verdict, then size of change; None: all); its counts are those of all its
+    series, its total that of the filtered series. A fixed number of queries, whatever the number of
+    projects, machines, runs and rows.
     """
     all_projects = list(Project.objects.order_by("name"))
     all_machines = list(Machine.objects.order_by("name"))
-    nightly = {"kind": Run.Kind.NIGHTLY, "status": Run.Status.COMPLETED}
-    newest = Run.objects.filter(project=OuterRef("project"), machine=OuterRef("machine"), **nightly).order_by(
-        "-started_at", "-id").values("pk")[:1]
-    latest = Run.objects.filter(pk=Subquery(newest), **nightly).select_related("project", "machine", "revision")
+    nightly = Run.objects.filter(kind=Run.Kind.NIGHTLY, status=Run.Status.COMPLETED)
     if project:
-        latest = latest.filter(project__slug=project)
+        nightly = nightly.filter(project__slug=project)
     if machine:
-        latest = latest.filter(machine__name=machine)
-    latest_runs = sorted(latest, key=lambda run: (run.project.name, run.machine.name))
-    run_ids = [run.pk for run in latest_runs]
+        nightly = nightly.filter(machine__name=machine)
+    newest = nightly
+    if night is not None:
+        newest = newest.filter(started_at__lt=nights.night_bounds(night)[1])
+    windows: dict[tuple[int, int], tuple[datetime, datetime]] = {}
+    for row in newest.values("project_id", "machine_id").annotate(newest=Max("started_at")).order_by():
+        shown_night = nights.night_of(row["newest"])
+        if night is None or shown_night == night:
+            windows[row["project_id"], row["machine_id"]] = nights.night_bounds(shown_night)
+    within = Q(pk__in=[])
+    for (project_id, machine_id), (start, end) in windows.items():
+        within |= Q(project_id=project_id, machine_id=machine_id, started_at__gte=start, started_at__lt=end)
+    night_runs = list(nightly.filter(within).select_related("project", "machine", "revision")
+                      .order_by("started_at", "id"))
+    run_ids = [run.pk for run in night_runs]
 
-    matching = Result.objects.filter(run_id__in=run_ids).annotate(history_comparison=FilteredRelation(
+    # Each series' newest result of its night: a re-run of a suite replaces its earlier run's numbers.
+    newest_results = (Result.objects.filter(run_id__in=run_ids).annotate(recency=Window(
+        RowNumber(), partition_by=[F("metric_id"), F("run__machine_id")],
+        order_by=[F("run__started_at").desc(), F("run_id").desc()])).filter(recency=1).values("pk"))
+    matching = Result.objects.filter(pk__in=newest_results).annotate(history_comparison=FilteredRelation(
         "comparisons", condition=Q(comparisons__method=ComparisonMethod.HISTORY)))
     if benchmark:
         matching = matching.filter(metric__benchmark__name__icontains=benchmark)
     if verdict:
         matching = matching.filter(history_comparison__verdict=verdict)
-    totals = dict(matching.values("run_id").annotate(count=Count("id")).values_list("run_id", "count").order_by())
+    group_fields = ("run__project_id", "run__machine_id")
+    totals = {(row["run__project_id"], row["run__machine_id"]): row["count"]
+              for row in matching.values(*group_fields).annotate(count=Count("id")).order_by()}
     results = matching.select_related("metric__benchmark").defer("samples")
     if limit is not None:
         rank = Case(*[When(history_comparison__verdict=value, then=Value(order))
@@ -255,41 +290,56 @@ def nightly_overview(*, project: str | None = None, machine: str | None = None, 
                     default=Value(VERDICT_ORDER[NOT_COMPARED]))
         size = Coalesce(Abs(F("history_comparison__ratio") - 1.0), Value(0.0))
         results = results.annotate(notability=Window(
-            RowNumber(), partition_by=[F("run_id")],
+            RowNumber(), partition_by=[F(name) for name in group_fields],
             order_by=[rank.asc(), size.desc(), F("metric__benchmark__name").asc(), F("metric__name").asc()],
         )).filter(notability__lte=limit)
     # The history comparison's fields come with the result (no second query, no prefetch).
     results = list(results.annotate(**{f"history_{name}": F(f"history_comparison__{name}")
                                        for name in _HISTORY_FIELDS}))
-    counts: dict[int, dict[str, int]] = defaultdict(dict)
-    for row in (Comparison.objects.filter(candidate__run_id__in=run_ids, method=ComparisonMethod.HISTORY)
-                .values("candidate__run_id", "verdict").annotate(count=Count("id")).order_by()):
-        counts[row["candidate__run_id"]][row["verdict"]] = row["count"]
+    counts: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
+    for row in (Comparison.objects.filter(candidate_id__in=newest_results, method=ComparisonMethod.HISTORY)
+                .values("candidate__run__project_id", "candidate__run__machine_id", "verdict")
+                .annotate(count=Count("id")).order_by()):
+        counts[row["candidate__run__project_id"], row["candidate__run__machine_id"]][row["verdict"]] = row["count"]
 
-    runs_by_id = {run.pk: run for run in latest_runs}
+    runs_by_id = {run.pk: run for run in night_runs}
     for result in results:
         result.run = runs_by_id[result.run_id]
+    runs_per_night = max(Counter((run.project_id, run.machine_id) for run in night_runs).values(), default=1)
     sparklines = _sparklines({(result.metric_id, result.run.machine_id) for result in results},
-                             projects={run.project_id for run in latest_runs})
+                             projects={run.project_id for run in night_runs}, limit=SPARKLINE_POINTS,
+                             runs_per_point=runs_per_night)
     rows = _with_sparklines(
         stored_rows([(result, _history_comparison(result)) for result in results],
-                    machines={run.pk: run.machine.name for run in latest_runs}),
-        sparklines, machine_ids={run.pk: run.machine_id for run in latest_runs})
-    rows_by_run: dict[int, list[ComparisonRow]] = defaultdict(list)
+                    machines={run.pk: run.machine.name for run in night_runs}),
+        sparklines, machine_ids={run.pk: run.machine_id for run in night_runs})
+    rows_by_group: dict[tuple[int, int], list[ComparisonRow]] = defaultdict(list)
     for row in rows:
-        rows_by_run[row.run_id].append(row)
+        run = runs_by_id[row.run_id]
+        rows_by_group[run.project_id, run.machine_id].append(row)
+    runs_by_group: dict[tuple[int, int], list[Run]] = defaultdict(list)
+    for run in night_runs:
+        runs_by_group[run.project_id, run.machine_id].append(run)
     groups_by_project: dict[int, list[OverviewGroup]] = defaultdict(list)
-    for run in latest_runs:
-        run_counts = counts.get(run.pk, {})
-        run_rows = rows_by_run.get(run.pk, [])
-        groups_by_project[run.project_id].append(OverviewGroup(
-            run=run, rows=run_rows, counts=presentation.in_verdict_order(run_counts),
-            insufficient=[row for row in run_rows if row.verdict == Verdict.INSUFFICIENT_HISTORY],
-            total=totals.get(run.pk, 0)))
+    for key, group_runs in sorted(runs_by_group.items(), key=lambda item: item[1][0].machine.name):
+        group_rows = rows_by_group.get(key, [])
+        groups_by_project[key[0]].append(OverviewGroup(
+            machine=group_runs[0].machine, night=nights.night_of(group_runs[0].started_at), runs=group_runs,
+            rows=group_rows, counts=presentation.in_verdict_order(counts.get(key, {})),
+            insufficient=[row for row in group_rows if row.verdict == Verdict.INSUFFICIENT_HISTORY],
+            total=totals.get(key, 0)))
+    earlier = later = None
+    if windows or night is not None:
+        first = min((start for start, _ in windows.values()), default=None) or nights.night_bounds(night)[0]
+        last = max((end for _, end in windows.values()), default=None) or nights.night_bounds(night)[1]
+        before = nightly.filter(started_at__lt=first).aggregate(at=Max("started_at"))["at"]
+        after = nightly.filter(started_at__gte=last).aggregate(at=Min("started_at"))["at"]
+        earlier = None if before is None else nights.night_of(before)
+        later = None if after is None else nights.night_of(after)
     shown = [p for p in all_projects if not project or p.slug == project]
     return NightlyOverview(
         projects=[ProjectOverview(project=p, groups=groups_by_project.get(p.pk, [])) for p in shown],
-        all_projects=all_projects, all_machines=all_machines)
+        all_projects=all_projects, all_machines=all_machines, night=night, earlier=earlier, later=later)
 
 
 RECENT_RUNS = 200

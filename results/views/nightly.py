@@ -1,6 +1,6 @@
 """Server-rendered pages that answer "did tonight regress?". Each view parses input, calls one selector, renders.
 
-* ``/``: the latest nightly run of each project on each machine against its history;
+* ``/``: every series of a night (the newest by default) per project and machine against its history;
 * ``/compare/?baseline=<run>&candidate=<run>``: any two runs compared on the fly;
 * ``/runs/<run>/pr/``: a pull-request run against its base, with a Markdown summary for the PR.
 
@@ -10,7 +10,8 @@ Every view is a GET whose parameters are the permalink.
 from datetime import timezone as dt_timezone
 
 from django import forms
-from django.http import Http404, HttpRequest, HttpResponse
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 
 from .. import comparisons, presentation, selectors
@@ -24,7 +25,9 @@ class OverviewFilters(forms.Form):
     machine = forms.CharField(required=False, max_length=200)
     benchmark = forms.CharField(required=False, max_length=200, strip=True)
     verdict = forms.ChoiceField(required=False, choices=[("", "any verdict"), *Verdict.choices])
-    all = forms.BooleanField(required=False, help_text="Every series, not only the most notable of each run.")
+    night = forms.DateField(required=False, input_formats=["%Y-%m-%d"],
+                            help_text="The night to show; empty: each project and machine's newest night.")
+    all = forms.BooleanField(required=False, help_text="Every series, not only the most notable of each night.")
 
 
 class CompareForm(forms.Form):
@@ -35,18 +38,28 @@ class CompareForm(forms.Form):
 
 @readable
 def home(request: HttpRequest) -> HttpResponse:
-    """The nightly overview: tonight's runs against history, worst first, filterable by GET parameters."""
+    """The nightly overview: every series of the newest night (or ``?night=``) against its history, worst
+    first, filterable by GET parameters."""
     form = OverviewFilters(request.GET)
     filters = form.cleaned_data if form.is_valid() else {}
     overview = selectors.nightly_overview(
         project=filters.get("project") or None, machine=filters.get("machine") or None,
         benchmark=filters.get("benchmark") or None, verdict=filters.get("verdict") or None,
-        limit=None if filters.get("all") else selectors.ROW_LIMIT)
+        night=filters.get("night"), limit=None if filters.get("all") else selectors.ROW_LIMIT)
     return render(request, "results/home.html", {
         "form": form, "overview": overview, "filtered": any(filters.values()),
+        "night_query": _without(request.GET, "night"), "time_zone": settings.TIME_ZONE,
+        "night_starts": f"{settings.PILOTWEB_NIGHT_STARTS_AT:02d}:00",
         "verdicts": [(value, VERDICT_ICONS[value]) for value in VERDICT_ORDER if value != NOT_COMPARED],
         "alpha": ALPHA, "sparkline_points": selectors.SPARKLINE_POINTS,
     })
+
+
+def _without(query: QueryDict, name: str) -> str:
+    """The query string without `name`, ready for ``?{{ query }}&name=…`` links."""
+    kept = query.copy()
+    kept.pop(name, None)
+    return kept.urlencode()
 
 
 @readable

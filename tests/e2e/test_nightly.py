@@ -10,6 +10,7 @@ from tests.factories import posted_run
 from tests.results.test_overview_pages import (
     compared,
     pull_request_against_base,
+    suites_of_one_night,
     tonight_with_every_verdict,
 )
 
@@ -54,6 +55,33 @@ def test_the_nightly_overview_marks_regressions_and_inconclusive_rows(page, scre
     page.click("form.filters button[type=submit]")
     expect(page).to_have_url(re.compile(r"verdict=inconclusive"))
     assert page.locator("tr.verdict-row").count() == 1
+
+
+def test_the_overview_shows_every_suite_of_the_night_and_opens_earlier_nights(page, screenshot):
+    for night in range(6):
+        for run in suites_of_one_night(night):
+            compared(run)
+    tonight = [compared(run) for run in suites_of_one_night(6, regressed=1.2)]
+
+    page.goto("/")
+
+    # The regression came in the night's first run; two more suites posted after it.
+    expect(page.locator("tr[data-verdict=regression]")).to_have_count(1)
+    regression = page.locator("tr[data-verdict=regression]")
+    expect(regression).to_contain_text("parse")
+    expect(regression.locator("a.from-run")).to_have_text(f"run #{tonight[0].pk}")
+    expect(page.locator("tr.verdict-row")).to_have_count(5)
+    expect(page.locator("ul.night-runs li")).to_have_count(3)
+    expect(page.locator("h3")).to_have_text("bench-1 · night of 2026-10-06")
+    screenshot("nightly-overview-suites")
+
+    page.fill("input[name=night]", "2026-10-03")
+    page.click("form.filters button[type=submit]")
+    expect(page).to_have_url(re.compile(r"night=2026-10-03"))
+    expect(page.locator("h3")).to_have_text("bench-1 · night of 2026-10-03")
+    expect(page.locator("tr[data-verdict=regression]")).to_have_count(0)
+    page.click("a[rel=next]")
+    expect(page.locator("h3")).to_have_text("bench-1 · night of 2026-10-04")
 
 
 def test_two_runs_are_compared_from_the_form(page, screenshot):

@@ -127,7 +127,7 @@ def test_the_overview_groups_by_project_and_machine_and_filters_by_get_parameter
     assert len(rows_of(only_regressions)) == 3
 
     by_machine = client.get("/", {"machine": "bench-2"}).content.decode()
-    assert by_machine.count("<tbody>") == 1 and "<h3>bench-2</h3>" in by_machine
+    assert by_machine.count("<tbody>") == 1 and "<h3>bench-2 · night of 2026-10-10</h3>" in by_machine
 
     by_project = client.get("/", {"project": "beta", "benchmark": "PROV"}).content.decode()
     assert by_project.count("<tbody>") == 1 and [name for _, name in rows_of(by_project)] == ["improved"]
@@ -198,6 +198,82 @@ def test_the_overview_issues_a_fixed_number_of_queries():
 
     assert len(rows_of(html)) == 18
     assert len(many) == len(few)
+
+
+def suites_of_one_night(night: int, *, regressed: float = 1.0) -> list[Run]:
+    """Three suites posting a run each on `night` (02:00, 03:00, 04:00): the first holds `regressed`."""
+    suites = [{"parse": regressed, "lex": 1.0}, {"sort": 2.0}, {"render": 3.0, "layout": 3.0}]
+    return [posted_run(night + hour / 24, means, seed=night * 10 + hour, commit=f"{night:040x}", sd=0.002)
+            for hour, means in enumerate(suites)]
+
+
+def test_every_suite_of_the_night_is_shown_not_only_the_last_run():
+    for night in range(6):
+        for run in suites_of_one_night(night):
+            compared(run)
+    tonight = [compared(run) for run in suites_of_one_night(6, regressed=1.2)]
+
+    html = Client().get("/").content.decode()
+
+    # The regression is in the night's first run; the last run holds only render and layout.
+    assert sorted(rows_of(html)) == sorted([("regression", "parse"), ("no change", "lex"), ("no change", "sort"),
+                                            ("no change", "render"), ("no change", "layout")])
+    assert "From 3 runs" in html and all(f'href="/runs/{run.pk}/"' in html for run in tonight)
+    assert "1 regression" in html and "4 no change" in html
+    assert f'run #{tonight[0].pk}</a>' in row_html(html, "parse")
+
+
+def test_a_suite_posted_twice_in_one_night_shows_its_newest_result_once():
+    for night in range(5):
+        compared(posted_run(night, {"parse": 1.0}, sd=0.002))
+    compared(posted_run(5, {"parse": 1.3}, sd=0.002))
+    rerun = compared(posted_run(5.1, {"parse": 1.0}, seed=51, commit=f"{5:040x}", sd=0.002))
+
+    html = Client().get("/").content.decode()
+
+    assert [name for _, name in rows_of(html)] == ["parse"] and "From 2 runs" in html
+    assert f'run #{rerun.pk}</a>' in row_html(html, "parse")
+
+
+def test_a_night_is_picked_by_date_and_the_page_links_the_nights_around_it():
+    for night in range(8):
+        compared(posted_run(night, {"parse": 1.3 if night == 5 else 1.0}, sd=0.002))
+    client = Client()
+
+    newest = client.get("/").content.decode()
+    assert "night of 2026-10-07" in newest and [name for _, name in rows_of(newest)] == ["parse"]
+    assert 'rel="prev" href="?night=2026-10-06"' in newest and 'rel="next"' not in newest
+
+    picked = client.get("/", {"night": "2026-10-05"}).content.decode()
+    assert "night of 2026-10-05" in picked and rows_of(picked) == [("regression", "parse")]
+    assert 'rel="prev" href="?night=2026-10-04"' in picked and 'rel="next" href="?night=2026-10-06"' in picked
+
+    filtered = client.get("/", {"night": "2026-10-05", "verdict": "regression"}).content.decode()
+    assert 'href="?verdict=regression&amp;night=2026-10-04"' in filtered
+
+    empty = client.get("/", {"night": "2025-01-01"}).content.decode()
+    assert "No nightly run on the night of 2025-01-01" in empty and rows_of(empty) == []
+    assert 'rel="next" href="?night=2026-09-30"' in empty
+
+
+def test_the_overview_of_several_suites_a_night_issues_a_fixed_number_of_queries():
+    for night in range(4):
+        for run in suites_of_one_night(night):
+            compared(run)
+    with CaptureQueriesContext(connection) as one_machine:
+        assert Client().get("/").status_code == 200
+    for night in range(4):
+        for run in suites_of_one_night(night):
+            run.machine  # noqa: B018
+        for machine in ("bench-2", "bench-3"):
+            for hour, means in enumerate([{"parse": 1.0}, {"sort": 2.0}]):
+                compared(posted_run(night + hour / 24, means, seed=night, commit=f"{night:040x}", machine=machine,
+                                    sd=0.002))
+    with CaptureQueriesContext(connection) as three_machines:
+        html = Client().get("/").content.decode()
+
+    assert len(rows_of(html)) == 5 + 2 + 2
+    assert len(three_machines) == len(one_machine)
 
 
 def test_benchmark_names_are_escaped_on_every_page():
