@@ -26,6 +26,7 @@ from .comparisons import stored_rows
 from .extensions import alert_additions
 from .models import (
     Alert,
+    Benchmark,
     ChangePoint,
     Comparison,
     ComparisonMethod,
@@ -44,8 +45,10 @@ RESULT_FIELDS_FOR_TABLES = ("metric__benchmark",)
 
 
 def runs(*, project: str | None = None, machine: str | None = None, branch: str | None = None,
-         kind: str | None = None) -> QuerySet[Run]:
-    """Runs, newest first, filtered by project slug, machine name, branch and kind."""
+         kind: str | None = None, commit: str | None = None, start: datetime | None = None,
+         end: datetime | None = None) -> QuerySet[Run]:
+    """Runs, newest first, filtered by project slug, machine name, branch, kind, commit prefix and the
+    time they started (``start <= started_at < end``)."""
     queryset = Run.objects.select_related("project", "machine", "revision")
     if project:
         queryset = queryset.filter(project__slug=project)
@@ -55,7 +58,54 @@ def runs(*, project: str | None = None, machine: str | None = None, branch: str 
         queryset = queryset.filter(revision__branch=branch)
     if kind:
         queryset = queryset.filter(kind=kind)
+    if commit:
+        queryset = queryset.filter(revision__commit__startswith=commit.lower())
+    if start is not None:
+        queryset = queryset.filter(started_at__gte=start)
+    if end is not None:
+        queryset = queryset.filter(started_at__lt=end)
     return queryset.order_by("-started_at", "-id")
+
+
+RUNS_PER_PAGE = 50
+
+
+@dataclass(frozen=True)
+class RunListEntry:
+    """A run as the runs page lists it: its number of results and its decided changes (history
+    comparisons for nightlies, pairwise for pull requests)."""
+
+    run: Run
+    results: int
+    counts: dict[str, int]
+
+
+@dataclass(frozen=True)
+class RunList:
+    """One page of runs (:class:`RunListEntry` objects) and the pickers' projects and machines."""
+
+    page: Page
+    projects: list[Project]
+    machines: list[Machine]
+
+
+def run_list(*, page: str | int | None = None, **filters) -> RunList:
+    """One page of :func:`runs` (the same filters), each entry counted; six queries, whatever the page."""
+    page = Paginator(runs(**filters), RUNS_PER_PAGE).get_page(page)
+    listed = list(page.object_list)
+    ids = [run.pk for run in listed]
+    results = dict(Result.objects.filter(run_id__in=ids).values("run_id").annotate(count=Count("id"))
+                   .values_list("run_id", "count").order_by())
+    counts: dict[int, dict[str, int]] = defaultdict(dict)
+    for row in (Comparison.objects.filter(candidate__run_id__in=ids,
+                                          method__in=[ComparisonMethod.HISTORY, ComparisonMethod.PAIRWISE])
+                .values("candidate__run_id", "verdict").annotate(count=Count("id")).order_by()):
+        counts[row["candidate__run_id"]][row["verdict"]] = row["count"]
+    page.object_list = [RunListEntry(run=run, results=results.get(run.pk, 0),
+                                     counts=presentation.in_verdict_order(counts.get(run.pk, {})))
+                        for run in listed]
+    return RunList(page=page, projects=list(Project.objects.order_by("name")),
+                   machines=list(Machine.objects.order_by("name")))
 
 
 def run_with_results(*, run_id: int) -> Run:
@@ -92,6 +142,35 @@ def run_comparisons(*, run_id: int, method: str | None = None) -> list[Compariso
     if method:
         queryset = queryset.filter(method=method)
     return list(queryset)
+
+
+def projects() -> QuerySet[Project]:
+    """Every project, by name."""
+    return Project.objects.order_by("name", "id")
+
+
+def benchmarks(*, project: str | None = None) -> QuerySet[Benchmark]:
+    """Benchmarks with their project, by project and name, filtered by project slug."""
+    queryset = Benchmark.objects.select_related("project")
+    if project:
+        queryset = queryset.filter(project__slug=project)
+    return queryset.order_by("project__name", "name", "id")
+
+
+def metrics(*, project: str | None = None, benchmark_id: int | None = None) -> QuerySet[Metric]:
+    """Metrics with their benchmark and project, by project, benchmark and name, filtered by project slug
+    and benchmark id."""
+    queryset = Metric.objects.select_related("benchmark__project")
+    if project:
+        queryset = queryset.filter(benchmark__project__slug=project)
+    if benchmark_id is not None:
+        queryset = queryset.filter(benchmark_id=benchmark_id)
+    return queryset.order_by("benchmark__project__name", "benchmark__name", "name", "id")
+
+
+def machines() -> QuerySet[Machine]:
+    """Every machine, by name."""
+    return Machine.objects.order_by("name", "id")
 
 
 def alerts(*, status: str | None = None, project: str | None = None) -> QuerySet[Alert]:

@@ -4,6 +4,7 @@ from . import converters  # noqa: F401  (registers the "id" converter)
 from .views import alerts as alert_views
 from .views import history
 from .views import nightly
+from .views import runs
 
 app_name = "results"
 
@@ -11,6 +12,7 @@ urlpatterns = [
     path("", nightly.home, name="home"),
     path("alerts/", alert_views.alerts, name="alerts"),
     path("compare/", nightly.compare, name="compare"),
+    path("runs/", runs.runs, name="runs"),
     path("runs/<id:run_id>/pr/", nightly.pr_review, name="pr_review"),
     path("history/<id:metric_id>/", history.history, name="history"),
     path("runs/<id:run_id>/", history.run, name="run"),
