@@ -1,5 +1,5 @@
-"""What each nightly series is compared against (reads only): its baseline nights, and the nights its
-accumulating detection pools (spec §8).
+"""What each series is compared against (reads only): a nightly series' baseline nights and the nights its
+accumulating detection pools (spec §8); a pull request's base result per series.
 
 A series is one metric on one machine over the completed runs of the project's default branch (pull
 requests and A/B confirmations are never nights). Its alerts and change points decide which nights count
@@ -19,9 +19,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Q
+from django.db.models import F, Q, Window
+from django.db.models.functions import RowNumber
 
-from .models import OUTSIDE_SERIES, Alert, AlertState, AlertStatus, ChangePoint, Run, RunStatus
+from .models import OUTSIDE_SERIES, Alert, AlertState, AlertStatus, ChangePoint, Result, Run, RunKind, RunStatus
 
 SHIFT_HISTORY = 30
 """K of the accumulating detection: nights before a start it is compared with (see results.stats.recent_shift)."""
@@ -177,3 +178,47 @@ def series_alerts(run: Run, metric_ids: list[int]) -> dict[int, SeriesAlerts]:
     for metric_id, started in points:
         found[metric_id]["change_points"] = (*found[metric_id].get("change_points", ()), started)
     return {metric_id: SeriesAlerts(**values) for metric_id, values in found.items()}
+
+
+@dataclass(frozen=True)
+class PullRequestBase:
+    """The result a pull request's series is compared with, and whether it is of the requested base commit
+    (``fallback``: no result of that series on the base commit on this machine, so the newest default-branch
+    one before the pull request)."""
+
+    result_id: int
+    run_id: int
+    fallback: bool
+
+
+def pull_request_bases(run: Run, metric_ids: list[int]) -> dict[int, PullRequestBase]:
+    """Per series (metric on the run's machine), what a pull-request run is compared with; two queries.
+
+    The newest completed result of the series on the base commit (``revision.base_commit``), whatever run
+    holds it: the base commit's runs may each hold other benchmarks (several suites, a later import). A
+    series without one falls back to its newest default-branch result started no later than the pull
+    request, never another pull request's or a confirmation's; a series without either has no base.
+    """
+    results = Result.objects.filter(metric_id__in=metric_ids, run__project_id=run.project_id,
+                                    run__machine_id=run.machine_id, run__status=RunStatus.COMPLETED,
+                                    ).exclude(run_id=run.pk)
+    base_commit = run.revision.base_commit if run.revision else ""
+    found: dict[int, PullRequestBase] = {}
+    if base_commit:
+        for metric, result, run_id in _newest_per_metric(results.filter(run__revision__commit=base_commit)
+                                                          .exclude(run__kind=RunKind.CONFIRMATION)):
+            found[metric] = PullRequestBase(result_id=result, run_id=run_id, fallback=False)
+    missing = [metric for metric in metric_ids if metric not in found]
+    if missing:
+        fallback = (results.filter(metric_id__in=missing, run__revision__branch=run.project.default_branch,
+                                   run__started_at__lte=run.started_at).exclude(run__kind__in=OUTSIDE_SERIES))
+        for metric, result, run_id in _newest_per_metric(fallback):
+            found[metric] = PullRequestBase(result_id=result, run_id=run_id, fallback=bool(base_commit))
+    return found
+
+
+def _newest_per_metric(results) -> list[tuple[int, int, int]]:
+    """(metric id, result id, run id) of each metric's newest result in `results`."""
+    newest = results.annotate(recency=Window(RowNumber(), partition_by=[F("metric_id")],
+                                             order_by=[F("run__started_at").desc(), F("run_id").desc()]))
+    return list(newest.filter(recency=1).values_list("metric_id", "pk", "run_id"))

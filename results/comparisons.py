@@ -25,8 +25,8 @@ from django.utils import timezone
 from scipy.stats import false_discovery_control
 
 from . import alerts, presentation, stats
-from .baselines import SHIFT_HISTORY, SHIFT_MIN_HISTORY, SeriesBaseline, series_baselines
-from .models import OUTSIDE_SERIES, Comparison, ComparisonMethod, Result, Run, RunKind, RunStatus, Verdict
+from .baselines import SHIFT_HISTORY, SHIFT_MIN_HISTORY, SeriesBaseline, pull_request_bases, series_baselines
+from .models import Comparison, ComparisonMethod, Result, Run, RunKind, RunStatus, Verdict
 from .presentation import ALPHA
 from .rows import ComparisonRow, Interval, Side
 from .series import Series, series_from_results, series_from_values, stored_series
@@ -535,17 +535,17 @@ def compare_run(*, run_id: int) -> list[Comparison]:
         return []
     found: dict[int, SeriesBaseline] = {}
     if run.kind == RunKind.PR:
-        baseline = pull_request_baseline(run)
-        entries = [] if baseline is None else (_against_run(candidates, baseline, method=ComparisonMethod.PAIRWISE)
-                                                + _bootstrap_against_run(run, baseline))
+        bases = pull_request_bases(run, [series.metric_id for series in candidates])
+        ids = {metric: base.result_id for metric, base in bases.items()}
+        entries = (_against_results(candidates, {series.metric_id: series for series in _stored_series(
+                       Result.objects.filter(pk__in=ids.values()))}, method=ComparisonMethod.PAIRWISE,
+                       fallbacks={metric for metric, base in bases.items() if base.fallback})
+                   + _bootstrap_against_results(run, ids))
     else:
         found = series_baselines(run, [series.metric_id for series in candidates],
                                  history_size=run.project.history_size)
-        entries = _against_history(candidates, found, history_size=run.project.history_size)
-        previous = max((night for baseline in found.values() for night in baseline.nights[-1:]),
-                       key=lambda night: (night.started_at, night.run_id), default=None)
-        if previous is not None:
-            entries += _against_run(candidates, previous.run_id, method=ComparisonMethod.PREVIOUS)
+        entries, previous = _against_history(candidates, found, history_size=run.project.history_size)
+        entries += _against_results(candidates, previous, method=ComparisonMethod.PREVIOUS)
     rows = with_suspected(with_qvalues([row for row, _, _ in entries]))
     comparisons = [_stored(row, candidate=candidate, baseline=baseline)
                    for row, (_, candidate, baseline) in zip(rows, entries)]
@@ -575,23 +575,10 @@ def pending_runs(*, older_than: timedelta = timedelta(minutes=2)) -> list[int]:
     )
 
 
-def pull_request_baseline(run: Run) -> int | None:
-    """The run a pull request is compared with: its base commit's newest run on the same machine,
-    else the newest default-branch run before it."""
-    runs = Run.objects.filter(project_id=run.project_id, machine_id=run.machine_id, status=RunStatus.COMPLETED) \
-        .exclude(pk=run.pk).order_by("-started_at", "-id")
-    base_commit = run.revision.base_commit if run.revision else ""
-    if base_commit:
-        found = runs.filter(revision__commit=base_commit).values_list("pk", flat=True).first()
-        if found is not None:
-            return found
-    return runs.filter(revision__branch=run.project.default_branch, started_at__lte=run.started_at) \
-        .exclude(kind__in=OUTSIDE_SERIES).values_list("pk", flat=True).first()
-
-
 def _against_history(candidates: list[Series], baselines: dict[int, SeriesBaseline], *,
-                     history_size: int) -> list[Entry]:
-    """Each candidate against the last K nights of its level, and tested for a recent shift."""
+                     history_size: int) -> tuple[list[Entry], dict[int, Series]]:
+    """Each candidate against the last K nights of its level, and tested for a recent shift; and each
+    series' newest earlier night that measured it (metric id → series), for the naive comparison."""
     runs = {night.run_id for baseline in baselines.values() for night in baseline.nights}
     by_run: dict[tuple[int, int], Series] = {
         (series.metric_id, series.run_id): series
@@ -614,27 +601,40 @@ def _against_history(candidates: list[Series], baselines: dict[int, SeriesBaseli
         row, inputs={"history_runs": [s.run_id for s in found], "needed": MIN_HISTORY}), series.result_id, None)
         for row, found, series in zip(rows, histories, candidates)]
     shifts = shift_rows(candidates, nights, recent=recent, suspected_since=since)
-    return entries + [(row, series.result_id, None) for row, series in zip(shifts, candidates)]
+    previous = {}
+    for series in candidates:
+        held = [night for night in baselines[series.metric_id].nights if (series.metric_id, night.run_id) in by_run]
+        if held:
+            previous[series.metric_id] = by_run[series.metric_id, held[-1].run_id]
+    return entries + [(row, series.result_id, None) for row, series in zip(shifts, candidates)], previous
 
 
-def _against_run(candidates: list[Series], baseline_run: int, *, method: str) -> list[Entry]:
-    baselines = {series.metric_id: series
-                 for series in _stored_series(Result.objects.filter(run_id=baseline_run))}
-    pairs = [(baselines[series.metric_id], series) for series in candidates
-             if series.metric_id in baselines and baselines[series.metric_id].summary.n >= 2 and series.summary.n >= 2]
-    rows = pairwise_rows(pairs, method=method, context=lambda base, cand: {"inputs": {
-        "baseline_run": baseline_run, "baseline": [base.summary.mean, base.summary.variance, base.summary.n,
-                                                   base.summary.subsession_size, base.summary.independent]}})
+def _against_results(candidates: list[Series], found: dict[int, Series], *, method: str,
+                     fallbacks: set[int] = frozenset()) -> list[Entry]:
+    """Each candidate against one stored result of its series (``found``: metric id → its series); a series
+    in `fallbacks` is compared with a result that is not of the base commit asked for."""
+    pairs = [(found[series.metric_id], series) for series in candidates
+             if series.metric_id in found and found[series.metric_id].summary.n >= 2 and series.summary.n >= 2]
+
+    def inputs(base: Series, cand: Series) -> dict:
+        numbers = {"baseline_run": base.run_id, "baseline": [
+            base.summary.mean, base.summary.variance, base.summary.n, base.summary.subsession_size,
+            base.summary.independent]}
+        return {"inputs": {**numbers, "base_fallback": True} if cand.metric_id in fallbacks else numbers}
+
+    rows = pairwise_rows(pairs, method=method, context=inputs)
     return [(row, cand.result_id, base.result_id) for row, (base, cand) in zip(rows, pairs)]
 
 
-def _bootstrap_against_run(run: Run, baseline_run: int) -> list[Entry]:
+def _bootstrap_against_results(run: Run, baselines: dict[int, int]) -> list[Entry]:
     """The hierarchical bootstrap ratio where both sides kept raw samples (spec §6), seeded by the run id so a
     recomputation gives the same interval. Its cost grows with the samples: computed for pull requests (a
-    few series, a decision to make), for at most ``BOOTSTRAP_MAX_SERIES`` series."""
+    few series, a decision to make), for at most ``BOOTSTRAP_MAX_SERIES`` series. ``baselines``: metric id →
+    the result it is compared with."""
     with_samples = Result.objects.filter(samples__isnull=False).select_related("metric__benchmark")
-    candidates = {r.metric_id: r for r in with_samples.filter(run=run)[:BOOTSTRAP_MAX_SERIES]}
-    baselines = {r.metric_id: r for r in with_samples.filter(run_id=baseline_run, metric_id__in=list(candidates))}
+    candidates = {r.metric_id: r for r in with_samples.filter(run=run, metric_id__in=list(baselines))
+                  [:BOOTSTRAP_MAX_SERIES]}
+    baselines = {r.metric_id: r for r in with_samples.filter(pk__in=[baselines[m] for m in candidates])}
     options = Bootstrap(resamples=STORED_RESAMPLES, seed=run.pk)
     entries = []
     for metric, result in candidates.items():
@@ -643,7 +643,7 @@ def _bootstrap_against_run(run: Run, baseline_run: int) -> list[Entry]:
         base, cand = series_from_results([baselines[metric], result], with_samples=True)
         shapes = [list(cand.samples.shape), list(base.samples.shape)]
         resampled = _bootstrap(base, cand, confidence=cand.confidence_level, options=options)
-        inputs: dict = {"baseline_run": baseline_run, "shapes": shapes}
+        inputs: dict = {"baseline_run": baselines[metric].run_id, "shapes": shapes}
         if resampled is None:
             inputs["skipped"] = ("not resampled: a side has fewer than 2 units at a level (shapes "
                                  + " and ".join(map(str, shapes)) + "), so a bootstrap cannot vary them")

@@ -298,7 +298,9 @@ def pr_summary(review) -> dict:
         "commit": revision.commit if revision else None, "branch": revision.branch if revision else None,
         "base_commit_requested": revision.base_commit if revision else None,
         "base_run_id": base.pk if base else None,
+        "base_run_ids": [run.pk for run in review.base_runs],
         "base_commit": base.revision.commit if base and base.revision else None,
+        "series_on_fallback_base": review.fallbacks,
         "compared": review.compared, "counts": dict(review.counts),
         "regressions": review.counts.get(Verdict.REGRESSION.value, 0),
     }
@@ -321,6 +323,9 @@ def pr_markdown(review, *, url: str = "") -> str:
         missing = f"no run of the base commit `{requested[:12]}`" if requested else "no base run"
         return "\n".join([*lines, f"Nothing to compare: {missing} on machine `{run.machine.name}`.", ""])
     lines += [_counts_line(review.counts) + f" (machine `{run.machine.name}`, {len(review.rows)} series).", ""]
+    if review.fallbacks:
+        lines += [f"{review.fallbacks} of them compared with the newest default-branch result before the pull "
+                  f"request: the base commit `{revision.base_commit[:12]}` has none of them on this machine.", ""]
     changed = [row for row in review.rows if row.verdict in _CHANGED]
     suspected = [row for row in review.rows if row.verdict in (SUSPECTED_REGRESSION, SUSPECTED_IMPROVEMENT)]
     if changed or suspected:

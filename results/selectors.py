@@ -433,20 +433,29 @@ def recent_runs(*, limit: int = RECENT_RUNS) -> list[dict]:
 
 @dataclass(frozen=True)
 class PullRequestReview:
-    """A pull-request run against its base: the stored pairwise comparisons."""
+    """A pull-request run against its base: the stored pairwise comparisons, and the runs their base
+    results came from (each series is compared with its own newest base-commit result, so a base
+    measured by several suites has several runs); ``fallbacks`` counts the series compared with a
+    default-branch result because the base commit has none of them on this machine."""
 
     run: Run
-    base_run: Run | None
+    base_runs: list[Run]
     rows: list[ComparisonRow]
     counts: dict[str, int]
+    fallbacks: int = 0
 
     @property
     def compared(self) -> bool:
         return self.run.compared_at is not None
 
+    @property
+    def base_run(self) -> Run | None:
+        """The newest base run (the Compare page's baseline)."""
+        return self.base_runs[-1] if self.base_runs else None
+
 
 def pr_review(*, run_id: int) -> PullRequestReview:
-    """A pull-request run with its stored pairwise comparisons, worst first; three queries.
+    """A pull-request run with its stored pairwise comparisons, worst first; a fixed number of queries.
 
     Raises Run.DoesNotExist when there is no pull-request run with that id.
     """
@@ -458,12 +467,14 @@ def pr_review(*, run_id: int) -> PullRequestReview:
     stored = [c for c in both if c.method == ComparisonMethod.PAIRWISE]
     bootstrapped = {row.metric_id: row.bootstrap for row in stored_rows(
         [(c.candidate, c) for c in both if c.method == ComparisonMethod.BOOTSTRAP])}
-    base_run = next((c.baseline.run for c in stored if c.baseline is not None), None)
+    base_runs = sorted({c.baseline.run.pk: c.baseline.run for c in stored if c.baseline is not None}.values(),
+                       key=lambda base: (base.started_at, base.pk))
     sparklines = _sparklines({(c.candidate.metric_id, run.machine_id) for c in stored}, projects={run.project_id})
     rows = [replace(row, bootstrap=bootstrapped.get(row.metric_id))
             for row in stored_rows([(c.candidate, c) for c in stored], machines={run.pk: run.machine.name})]
     rows = _with_sparklines(rows, sparklines, machine_ids={run.pk: run.machine_id})
-    return PullRequestReview(run=run, base_run=base_run, rows=rows, counts=presentation.verdict_counts(rows))
+    return PullRequestReview(run=run, base_runs=base_runs, rows=rows, counts=presentation.verdict_counts(rows),
+                             fallbacks=sum(1 for c in stored if (c.inputs or {}).get("base_fallback")))
 
 
 # Charts pages: a metric's history, one run in detail, the machines (results/views/history.py).

@@ -409,6 +409,46 @@ def pull_request_against_base() -> Run:
                         branch="feature", commit="c" * 40, base_commit="b" * 40, pull_request=42))
 
 
+def test_each_pr_series_is_compared_with_its_newest_base_commit_result_whatever_run_holds_it():
+    for night in range(3):
+        posted_run(night, {"sort": 1.0, "hash": 1.0}, sd=0.002)
+    suite = posted_run(3, {"sort": 1.0, "hash": 1.0}, sd=0.002, commit="b" * 40)
+    # A later pyperf import of the same base commit holds other benchmarks only.
+    imported = posted_run(3.1, {"json": 1.0}, seed=31, sd=0.002, commit="b" * 40, kind="manual")
+    head = compared(posted_run(4, {"sort": 1.08, "hash": 1.08, "json": 1.0}, sd=0.002, kind="pr", branch="feature",
+                               commit="c" * 40, base_commit="b" * 40, pull_request=42))
+
+    review = selectors.pr_review(run_id=head.pk)
+
+    assert review.counts == {"regression": 2, "no change": 1} and review.fallbacks == 0
+    assert [run.pk for run in review.base_runs] == [suite.pk, imported.pk]
+    html = Client().get(f"/runs/{head.pk}/pr/").content.decode()
+    assert "Nothing to compare" not in html and f'href="/runs/{suite.pk}/"' in html
+    assert f'href="/runs/{imported.pk}/"' in html and "not on the requested base" not in html
+    assert "**2 regressions**" in presentation.pr_markdown(review)
+
+
+def test_a_pr_series_the_base_commit_lacks_falls_back_to_the_default_branch_and_says_so():
+    for night in range(3):
+        posted_run(night, {"sort": 1.0, "hash": 1.0}, sd=0.002)
+    posted_run(3, {"sort": 1.0}, sd=0.002, commit="b" * 40)
+    # Another machine's base-commit result and another pull request's are never a base.
+    posted_run(3, {"hash": 2.0}, sd=0.002, commit="b" * 40, machine="bench-2")
+    posted_run(3.2, {"hash": 2.0}, seed=32, sd=0.002, commit="d" * 40, kind="pr", branch="other")
+    head = compared(posted_run(4, {"sort": 1.0, "hash": 1.08}, sd=0.002, kind="pr", branch="feature",
+                               commit="c" * 40, base_commit="b" * 40, pull_request=42))
+
+    review = selectors.pr_review(run_id=head.pk)
+
+    assert review.counts == {"regression": 1, "no change": 1} and review.fallbacks == 1
+    hashed = Comparison.objects.get(candidate__run=head, candidate__metric__benchmark__name="hash",
+                                    method="pairwise")
+    assert hashed.baseline.run.started_at.day == 3 and hashed.inputs["base_fallback"] is True
+    html = Client().get(f"/runs/{head.pk}/pr/").content.decode()
+    assert "⚠ 1 series not on the requested base" in html
+    assert "1 of them compared with the newest default-branch result" in presentation.pr_markdown(review)
+
+
 def test_the_pr_review_puts_the_verdict_first_then_the_comparisons_then_the_markdown():
     head = pull_request_against_base()
 
