@@ -1,14 +1,19 @@
-"""The job form: a ModelForm over Job whose list and mapping fields are typed as plain lines.
+"""The job form: a ModelForm over Job whose list and mapping fields are typed as plain text.
 
-Only parsing lives here (lines to lists and dicts, the cron expression's shape); what a valid job is
-stays in ``Job.clean()`` and the model's constraints, which the ModelForm runs and shows by field.
+Parsing lives here (a command line to its arguments, lines to dicts, a percentage to the stored fraction,
+the cron expression's fields), and so do the bounds the model's constraints hold, checked first so they are
+shown next to the field they are about rather than as a constraint's name; what else a valid job is stays in
+``Job.clean()``, which the ModelForm runs and shows by field.
 """
 
 import json
 import re
+import shlex
+from dataclasses import dataclass
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.forms import BoundField
 from django_celery_beat.validators import crontab_validator
 
 from . import workloads
@@ -17,16 +22,90 @@ from .models import Job, WorkloadKind
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 CRON_SHAPE = ('A schedule has five fields, "minute hour day-of-month month day-of-week" '
               '(e.g. "0 2 * * *" for 02:00 every night); leave it blank for no schedule.')
+# The cron fields in order, each with the values it takes.
+CRON_FIELDS = (("minute", "0-59"), ("hour", "0-23"), ("day of month", "1-31"), ("month", "1-12 or jan-dec"),
+               ("day of week", "0-6 or sun-sat"))
+
+# Words a shell reads as operators: typed unquoted into a command that no shell runs, they would reach the
+# program as arguments (a pipe's second command would never run).
+SHELL_OPERATORS = frozenset({"|", "||", "&", "&&", ";", ";;", "<", ">", ">>", "<<", "<<<", "2>", "2>>", "2>&1",
+                             ">&", "&>", "&>>", "(", ")", "|&"})
+# A shell word as written (the boundaries shlex.split keeps): unquoted text, quoted strings, escapes.
+SHELL_WORD = re.compile(r"""(?:[^\s'"\\]+|'[^']*'|"(?:[^"\\]|\\.)*"|\\.)+""", re.DOTALL)
+# Characters shlex.split treats specially: an argument holding one is shown quoted so it reads back the same.
+SHELL_SPECIAL = re.compile(r"""[\s'"\\]""")
+ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
-def _lines(text: str) -> list[str]:
-    return [line.strip() for line in text.splitlines() if line.strip()]
+def split_command(text: str) -> list[str]:
+    """A command typed as a shell line (or one argument per line) as its argument list.
+
+    Words are split as a POSIX shell splits them (quotes and backslashes group; shlex), but nothing is
+    expanded and nothing is run through a shell, so what a shell would read as an operator or a variable
+    assignment is refused rather than passed on as an argument.
+
+    Raises
+    ------
+    ValidationError
+        Unbalanced quotes, an unquoted shell operator, or a leading ``NAME=value``.
+    """
+    try:
+        arguments = shlex.split(text)
+    except ValueError as error:
+        raise ValidationError(f"The command does not split into arguments: {str(error).lower()} "
+                              "(close every quote; end no line with a backslash).", code="command_split") from None
+    # Read as written: a quoted word is an argument whatever it holds.
+    words = SHELL_WORD.findall(text)
+    operators = [word for word in words if word in SHELL_OPERATORS]
+    if operators:
+        raise ValidationError(
+            f"“{operators[0]}” is a shell operator, but the command is never run through a shell: put the "
+            f"pipeline or redirection in a script and run that, or quote it ('{operators[0]}') to pass it as an "
+            "argument.", code="command_operator")
+    if words and ASSIGNMENT.match(words[0]):
+        raise ValidationError(f"“{arguments[0]}” sets a variable, which only a shell does: put it in "
+                              "Environment instead (or quote it to run a program of that name).",
+                              code="command_assignment")
+    return arguments
 
 
-class ArgumentLinesField(forms.CharField):
-    """An argument list, one argument per line (never run through a shell)."""
+def shell_words(arguments: list[str]) -> str:
+    """Arguments one per line, quoted only where :func:`split_command` would otherwise split, strip or refuse them."""
+    def needs_quotes(index: int, argument: str) -> bool:
+        return (not argument or bool(SHELL_SPECIAL.search(argument)) or argument in SHELL_OPERATORS
+                or (index == 0 and bool(ASSIGNMENT.match(argument))))
 
-    widget = forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "class": "mono"})
+    return "\n".join("'" + argument.replace("'", "'\"'\"'") + "'" if needs_quotes(index, argument) else argument
+                     for index, argument in enumerate(arguments))
+
+
+@dataclass(frozen=True)
+class CommandPreview:
+    """What a typed command runs as: its arguments, or why it does not split."""
+
+    arguments: tuple[str, ...] = ()
+    error: str = ""
+
+
+def command_preview(text: str) -> CommandPreview:
+    try:
+        return CommandPreview(arguments=tuple(split_command(text)))
+    except ValidationError as error:
+        return CommandPreview(error=" ".join(error.messages))
+
+
+class CommandBoundField(BoundField):
+    @property
+    def preview(self) -> CommandPreview:
+        """The arguments the field's current text (submitted, or the stored list) runs as."""
+        return command_preview(self.value() or "")
+
+
+class CommandField(forms.CharField):
+    """An argument list typed as a shell line or one argument per line, split here (never run through a shell)."""
+
+    widget = forms.Textarea(attrs={"rows": 3, "spellcheck": "false", "class": "mono"})
+    bound_field_class = CommandBoundField
 
     def __init__(self, **kwargs):
         kwargs.setdefault("required", False)
@@ -34,11 +113,33 @@ class ArgumentLinesField(forms.CharField):
 
     def prepare_value(self, value):
         if isinstance(value, list):
-            return "\n".join(str(argument) for argument in value)
+            return shell_words([str(argument) for argument in value])
         return value
 
     def to_python(self, value) -> list[str]:
-        return _lines(super().to_python(value))
+        return split_command(super().to_python(value))
+
+
+class PercentField(forms.FloatField):
+    """A fraction the model stores, typed and shown as a percentage (10 for 0.10)."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("error_messages", {
+            "min_value": "Give at least %(limit_value)s%%.", "max_value": "Give at most %(limit_value)s%%."})
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value):
+        # The stored fraction arrives as a number, a submitted percentage as the text typed.
+        if isinstance(value, float | int) and not isinstance(value, bool):
+            return f"{100 * value:.10g}"
+        return value
+
+    def clean(self, value) -> float | None:
+        percent = super().clean(value)
+        return None if percent is None else percent / 100
+
+    def has_changed(self, initial, data) -> bool:
+        return super().has_changed(None if initial is None else float(self.prepare_value(initial)), data)
 
 
 class EnvironmentField(forms.CharField):
@@ -142,18 +243,44 @@ class ParametersField(forms.CharField):
 
 def clean_cron(value: str) -> str:
     """The cron expression normalised to single spaces, or "" (no schedule); the validator is the
-    one :func:`runner.services.set_schedule` applies."""
+    one :func:`runner.services.set_schedule` applies, asked field by field so the message names the field
+    (its own messages quote values unevenly)."""
     cron = " ".join(value.split())
     if not cron:
         return ""
-    if len(cron.split()) != 5:
+    fields = cron.split()
+    if len(fields) != 5:
         raise ValidationError(CRON_SHAPE, code="cron_shape")
+    for position, ((name, values), text) in enumerate(zip(CRON_FIELDS, fields, strict=True)):
+        try:
+            crontab_validator(" ".join(text if index == position else "*" for index in range(5)))
+        except ValidationError:
+            raise ValidationError(
+                f"Invalid schedule: the {name} “{text}” is not valid; the {name} takes {values}, "
+                "as a value, a range (1-5), a list (1,3) or a step (*/15).", code="cron_invalid") from None
     try:
         crontab_validator(cron)
     except ValidationError as error:
-        details = "; ".join(message.strip("\"'") for message in error.messages)
-        raise ValidationError(f"Invalid schedule: {details}.", code="cron_invalid") from None
+        raise ValidationError(f"Invalid schedule: {'; '.join(error.messages)}.", code="cron_invalid") from None
     return cron
+
+
+# Bounds the model's constraints hold, checked in the form to be shown next to their field.
+def _open_unit_interval(value: float) -> bool:
+    return 0 < value < 1
+
+
+FIELD_BOUNDS = {
+    "confidence_level": (_open_unit_interval, "Give a level between 0 and 1, e.g. 0.95 for 95%."),
+    "max_autocorrelation": (_open_unit_interval, "Give a bound between 0 and 1, e.g. 0.1."),
+    "comparison_alpha": (_open_unit_interval, "Give a probability between 0 and 1, e.g. 0.01 for 1%."),
+    "comparison_threshold": (_open_unit_interval, "Give a fraction of the mean between 0 and 1, e.g. 0.02 for 2%."),
+    "round_timeout": (lambda value: value > 0, "Give a positive number of seconds."),
+    "budget_seconds": (lambda value: value > 0, "Give a positive number of seconds."),
+    "min_round_duration": (lambda value: value >= 0, "Give zero or a positive number of seconds."),
+    "budget_rounds": (lambda value: value >= 1, "Give at least one round."),
+    "overhead_rounds": (lambda value: value != 1, "Give 0 (no overhead measurement) or at least 2 rounds."),
+}
 
 
 class JobForm(forms.ModelForm):
@@ -164,11 +291,18 @@ class JobForm(forms.ModelForm):
         help_text="For a built-in workload.",
     )
     parameters = ParametersField(help_text='Parameters of the built-in workload as JSON, e.g. {"seed": 1}.')
-    command = ArgumentLinesField(
-        help_text="One argument per line, never run through a shell; placeholders {work_amount} and {revision}.")
-    setup_command = ArgumentLinesField(
+    command = CommandField(
+        help_text="Typed as in a shell (quotes group words) or one argument per line; it is split into the "
+                  "arguments shown below and never run through a shell: no pipes, redirections, $VARIABLES or ~. "
+                  "Placeholders {work_amount} and {revision}; put -- before {revision}.")
+    setup_command = CommandField(
         label="Setup command",
-        help_text="Run once per revision before the rounds, one argument per line; placeholder {revision}.")
+        help_text="Run once per revision before the rounds (e.g. check out and build), written like the command; "
+                  "placeholder {revision}.")
+    target_width = PercentField(
+        label="Target CI width (%)", min_value=0.1, max_value=50, initial=Job._meta.get_field("target_width").default,
+        help_text="The full width of each confidence interval a session aims for, in percent of the mean "
+                  "(0.1–50; 10 means ±5%).")
     environment = EnvironmentField(help_text="One NAME=value per line, over a minimal PATH, HOME and LANG.")
     metrics = MetricsField(
         help_text="For a command printing JSON lines: one name,unit,direction per line "
@@ -210,6 +344,16 @@ class JobForm(forms.ModelForm):
         # A command job has no built-in: the hidden choice left over from a switch is dropped, not an error.
         if cleaned.get("workload_kind") == WorkloadKind.COMMAND:
             cleaned["builtin"] = ""
+        for name, (valid, message) in FIELD_BOUNDS.items():
+            if cleaned.get(name) is not None and not valid(cleaned[name]):
+                self.add_error(name, ValidationError(message, code="out_of_bounds"))
+        work_min, work_max = cleaned.get("work_min"), cleaned.get("work_max")
+        if work_min is not None and work_min <= 0:
+            self.add_error("work_min", ValidationError("Work min must be positive.", code="work_range"))
+        elif work_min is not None and work_max is not None and work_max <= work_min:
+            message = f"Work min ({work_min:g}) must be smaller than work max ({work_max:g})."
+            self.add_error("work_min", ValidationError(message, code="work_range"))
+            self.add_error("work_max", ValidationError(message, code="work_range"))
         return cleaned
 
     def job_fields(self) -> dict:

@@ -14,6 +14,7 @@ from django_celery_beat.models import PeriodicTask
 
 from results.models import SAMPLE_DTYPE, Alert, Direction, Machine, Project, Run, RunKind
 
+from . import replay
 from . import session as session_loop
 from . import workloads
 from .session import MetricSpec
@@ -276,6 +277,30 @@ class Session(models.Model):
     @property
     def finished(self) -> bool:
         return self.status in FINISHED_STATUSES
+
+
+class SessionAnalysis(models.Model):
+    """What a finished session's analysis did with each metric's readings (:class:`runner.replay.MetricAnalysis`:
+    the readings removed, the interval narrowing), stored when the session finishes so that its runs' pages
+    read it instead of replaying EDM on every round; stored on first view for sessions finished before."""
+
+    session = models.OneToOneField(Session, on_delete=models.CASCADE, related_name="analysis")
+    workloads = models.JSONField(default=dict, blank=True,
+                                 help_text="{workload: {metric: runner.replay.MetricAnalysis.as_json()}}")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"analysis of {self.session}"
+
+    def metric(self, workload: str, metric: str) -> replay.MetricAnalysis | None:
+        """One metric of one workload as stored; None when it was not, or not in the layout read today."""
+        stored = (self.workloads.get(workload) or {}).get(metric)
+        if stored is None:
+            return None
+        try:
+            return replay.MetricAnalysis.from_json(stored)
+        except ValueError:
+            return None
 
 
 class Round(models.Model):

@@ -1,8 +1,10 @@
 """A finished session replayed for its run's page: each round's readings split into the stable phases the
 session analysed and what it removed, and the confidence interval narrowing round by round.
 
-The same rules as :mod:`runner.session`'s own analysis (it is called, never re-implemented); the run page
-receives the results through :mod:`results.extensions` (:mod:`runner.run_page`).
+The same rules as :mod:`runner.session`'s own analysis (it is called, never re-implemented). The replay
+costs seconds (EDM on every round), so it runs once, when the session finishes, and is stored
+(:class:`MetricAnalysis`, in :class:`runner.models.SessionAnalysis`); the run page reads it back
+(:mod:`runner.run_page`, through :mod:`results.extensions`).
 """
 
 import dataclasses
@@ -18,6 +20,7 @@ from .session.analysis import MSER_BATCH_SIZE
 MAX_PREFIXES = 200
 MIN_PREFIXES = 12
 SAMPLE_BUDGET = 500_000
+REMOVED_BECAUSE = ("warm-up", "cool-down", "no stable phase", "short round")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,10 +72,7 @@ def session_samples(records: Sequence[session_loop.RoundRecord], metric: str,
     offset = 0
     for record in records:
         units = record.outcome.unit_readings.get(metric)
-        if units is None or len(units) == 0:
-            values = np.array([record.outcome.readings[metric]], dtype=float)
-        else:
-            values = np.asarray(units, dtype=float)
+        values = _round_readings(record, metric)
         kept = np.ones(values.size, dtype=bool)
         cut = record
         if not record.analysed:
@@ -107,6 +107,21 @@ def session_samples(records: Sequence[session_loop.RoundRecord], metric: str,
     if not chunks:
         return SessionSamples(np.empty(0), np.empty(0, dtype=int), np.empty(0, dtype=bool), [], [])
     return SessionSamples(np.concatenate(chunks), np.concatenate(owners), np.concatenate(masks), spans, trimmed)
+
+
+def readings(records: Sequence[session_loop.RoundRecord], metric: str) -> np.ndarray:
+    """Every reading of one metric in time order, laid out as :func:`session_samples` lays them out (a round's
+    unit readings, or its one reading when it has none): what a :class:`MetricAnalysis` counts and masks."""
+    if not records:
+        return np.empty(0)
+    return np.concatenate([_round_readings(record, metric) for record in records])
+
+
+def _round_readings(record: session_loop.RoundRecord, metric: str) -> np.ndarray:
+    units = record.outcome.unit_readings.get(metric)
+    if units is None or len(units) == 0:
+        return np.array([record.outcome.readings[metric]], dtype=float)
+    return np.asarray(units, dtype=float)
 
 
 def stored_phases(records: Sequence[session_loop.RoundRecord], metric: str, targets: session_loop.SessionTargets,
@@ -190,3 +205,65 @@ def ci_narrowing(records: Sequence[session_loop.RoundRecord], spec: session_loop
     return points
 
 
+@dataclasses.dataclass(frozen=True)
+class MetricAnalysis:
+    """What a session's analysis did with one metric's readings, as its run page shows it: which readings
+    it removed and how the interval narrowed round by round. Computed once by :func:`analyse_metric` when
+    the session finishes and stored as JSON (:meth:`as_json`, :meth:`from_json`).
+
+    Attributes
+    ----------
+    readings : int
+        How many readings the metric has over the rounds (:func:`readings`).
+    spans : list of tuple
+        ``(start, stop, round index, why removed)`` of every stretch of removed readings, as
+        :attr:`SessionSamples.spans`; every other reading was analysed.
+    narrowing : list of NarrowingPoint
+        :func:`ci_narrowing`.
+    """
+
+    readings: int
+    spans: list
+    narrowing: list
+
+    def kept(self) -> np.ndarray:
+        """True for the readings subsession analysis used (:attr:`SessionSamples.kept`)."""
+        kept = np.ones(self.readings, dtype=bool)
+        for start, stop, _, _ in self.spans:
+            kept[start:stop] = False
+        return kept
+
+    def as_json(self) -> dict:
+        """Plain JSON: lists for tuples, None for a width that is not finite (JSON has no infinity)."""
+        return {"readings": self.readings, "spans": [list(span) for span in self.spans],
+                "narrowing": [[int(point.rounds), _finite(point.relative_width), bool(point.converged)]
+                              for point in self.narrowing]}
+
+    @classmethod
+    def from_json(cls, stored: dict) -> "MetricAnalysis":
+        """The analysis :meth:`as_json` stored. Raises ValueError for anything else (e.g. an older layout)."""
+        try:
+            spans = [(int(start), int(stop), int(index), str(why)) for start, stop, index, why in stored["spans"]]
+            narrowing = [NarrowingPoint(int(rounds), None if width is None else float(width), bool(converged))
+                         for rounds, width, converged in stored["narrowing"]]
+            analysis = cls(readings=int(stored["readings"]), spans=spans, narrowing=narrowing)
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"Not a stored session analysis: {error}") from None
+        if analysis.readings < 0 or any(not 0 <= start < stop <= analysis.readings or why not in REMOVED_BECAUSE
+                                        for start, stop, _, why in spans):
+            raise ValueError("Not a stored session analysis: a removed stretch lies outside the readings.")
+        return analysis
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
+def analyse_metric(records: Sequence[session_loop.RoundRecord], spec: session_loop.MetricSpec,
+                   targets: session_loop.SessionTargets, *, stored: np.ndarray | None = None) -> MetricAnalysis:
+    """One metric of one workload's rounds as the session analysed it: :func:`session_samples` (EDM on
+    every round unless `stored`, the samples its result kept, give the phases back) and
+    :func:`ci_narrowing` on the rounds so cut."""
+    split = session_samples(records, spec.name, targets, stored=stored)
+    return MetricAnalysis(readings=int(split.values.size), spans=split.spans,
+                          narrowing=ci_narrowing(records, spec, targets, trimmed=split.records))

@@ -5,15 +5,16 @@ load, bottleneck warnings and monitoring overhead."""
 
 from collections.abc import Sequence
 
+import numpy as np
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
-from results import charts
+from results import charts, presentation
 from results.extensions import MetricSection, RunPageAddition
 from results.run_page import autocorrelation_part
 from results.models import Result, Run
 
-from . import replay
+from . import replay, services
 from . import session as session_loop
 from .models import Round, Session
 from .monitor import BOTTLENECK_THRESHOLD
@@ -22,8 +23,14 @@ MAX_WARNINGS_LISTED = 50
 
 
 def session_analysis(run: Run, results: Sequence[Result]) -> RunPageAddition | None:
-    """The addition for a run measured by a session, None for a posted or imported run; three queries."""
-    session = Session.objects.filter(runs=run).select_related("job").order_by("-queued_at", "-id").first()
+    """The addition for a run measured by a session, None for a posted or imported run; two queries.
+
+    Each metric's removed readings and interval narrowing are read from what the session stored when it
+    finished (:class:`runner.models.SessionAnalysis`); a session finished before that is replayed on its
+    first view (:func:`runner.replay.analyse_metric`, EDM on every round) and stored then.
+    """
+    session = (Session.objects.filter(runs=run).select_related("job", "analysis")
+               .order_by("-queued_at", "-id").first())
     if session is None:
         return None
     workload = (run.environment or {}).get("workload")
@@ -31,9 +38,14 @@ def session_analysis(run: Run, results: Sequence[Result]) -> RunPageAddition | N
             if workload is None or row.workload == workload]
     records = [row.record() for row in rows]
     targets = session.job.session_targets()
+    shown = [result for result in results
+             if records and all(result.metric.name in record.outcome.readings for record in records)]
+    values = {result.metric.name: replay.readings(records, result.metric.name) for result in shown}
+    analyses = _analyses(session, workload or "", shown, records, values, targets)
     figures: dict[str, dict] = {}
-    sections = {result.pk: _section(result, records, targets) for result in results
-                if records and all(result.metric.name in record.outcome.readings for record in records)}
+    sections = {result.pk: _section(result, values[result.metric.name], analyses[result.metric.name], targets,
+                                    rounds=len(records))
+                for result in shown}
     if rows:
         utilisation = charts.utilisation_figure([(row.index, row.monitor) for row in rows],
                                                 threshold=BOTTLENECK_THRESHOLD)
@@ -51,25 +63,42 @@ def session_analysis(run: Run, results: Sequence[Result]) -> RunPageAddition | N
         figures=figures, sections=sections)
 
 
-def _section(result: Result, records: list, targets: session_loop.SessionTargets) -> MetricSection:
+def _analyses(session: Session, workload: str, results: Sequence[Result], records: list,
+              values: dict[str, np.ndarray], targets: session_loop.SessionTargets) -> dict[str, replay.MetricAnalysis]:
+    """Each result's stored analysis by metric name; those not stored (or not fitting the readings) are
+    replayed and stored. `workload` is "" for a run that does not name one (all the session's rounds)."""
+    stored = getattr(session, "analysis", None)
+    found, missing = {}, {}
+    for result in results:
+        name = result.metric.name
+        analysis = None if stored is None else stored.metric(workload, name)
+        if analysis is None or analysis.readings != values[name].size:
+            spec = session_loop.MetricSpec(name, result.metric.unit, result.metric.direction)
+            analysis = missing[name] = replay.analyse_metric(records, spec, targets, stored=result.samples_array())
+        found[name] = analysis
+    if missing:
+        services.store_session_analysis(session=session, workload=workload, metrics=missing)
+    return found
+
+
+def _section(result: Result, values: np.ndarray, analysis: replay.MetricAnalysis,
+             targets: session_loop.SessionTargets, *, rounds: int) -> MetricSection:
     metric = result.metric
     key = f"m{metric.pk}"
-    split = replay.session_samples(records, metric.name, targets, stored=result.samples_array())
+    kept = analysis.kept()
     figures = {f"{key}-samples": charts.samples_figure(
-        split.values, unit=metric.unit, kept=split.kept, spans=split.spans, mean=result.mean,
+        values, scale=presentation.metric_scale(metric, result.mean), kept=kept, spans=analysis.spans, mean=result.mean,
         ci_low=result.ci_low, ci_high=result.ci_high)}
     notes = []
     if targets.warmup is session_loop.WarmupMethod.WPS:
         notes.append("WPS: the estimate is a regression of round durations on work amounts, so the subsession "
                      "autocorrelation does not apply.")
     else:
-        notes += autocorrelation_part(figures, key, split.values[split.kept], chosen=result.subsession_size,
+        notes += autocorrelation_part(figures, key, values[kept], chosen=result.subsession_size,
                                       min_subsessions=targets.min_subsessions, bound=targets.max_autocorrelation)
-    spec = session_loop.MetricSpec(metric.name, metric.unit, metric.direction)
-    points = replay.ci_narrowing(records, spec, targets, trimmed=split.records)
+    points = analysis.narrowing
     figures[f"{key}-narrowing"] = charts.ci_narrowing_figure(points, target=targets.target_width)
-    if len(points) < len(records):
-        notes.append(f"CI narrowing: after {len(points)} of the {len(records)} rounds, evenly spread (each point "
+    if len(points) < rounds:
+        notes.append(f"CI narrowing: after {len(points)} of the {rounds} rounds, evenly spread (each point "
                      "re-analyses every sample so far).")
-    return MetricSection(figures=figures, notes=tuple(notes), removed=int((~split.kept).sum()),
-                         total=int(split.values.size))
+    return MetricSection(figures=figures, notes=tuple(notes), removed=int((~kept).sum()), total=int(values.size))

@@ -7,7 +7,7 @@ from django.db.models import Count, Max, OuterRef, Subquery
 
 from results.models import Machine
 
-from .models import Job, Session, SessionStatus
+from .models import Job, Round, Session, SessionStatus
 
 
 def session(*, session_id: int) -> Session:
@@ -15,11 +15,19 @@ def session(*, session_id: int) -> Session:
     return Session.objects.select_related("job__machine", "job__project").prefetch_related("runs").get(pk=session_id)
 
 
-def jobs_with_last_session() -> list[Job]:
-    """Every job, with its schedule, and ``last_session`` set to its newest session (or None)."""
+def session_rounds(*, session_id: int, after: int = -1) -> list[Round]:
+    """A session's rounds after the one of index ``after`` (all of them by default), in order; one query."""
+    return list(Round.objects.filter(session_id=session_id, index__gt=after).defer("unit_readings").order_by("index"))
+
+
+def jobs_with_last_session(*, job_id: int | None = None) -> list[Job]:
+    """Every job (or the one of ``job_id``), with its schedule, and ``last_session`` set to its newest
+    session (or None)."""
     newest = Session.objects.filter(job=OuterRef("pk")).order_by("-queued_at", "-id").values("pk")[:1]
-    jobs = list(Job.objects.select_related("project", "machine", "schedule__crontab")
-                .annotate(last_session_id=Subquery(newest)))
+    jobs = Job.objects.select_related("project", "machine", "schedule__crontab")
+    if job_id is not None:
+        jobs = jobs.filter(pk=job_id)
+    jobs = list(jobs.annotate(last_session_id=Subquery(newest)))
     sessions = {
         s.pk: s for s in Session.objects.filter(pk__in=[job.last_session_id for job in jobs if job.last_session_id])
         .select_related("job").prefetch_related("runs")

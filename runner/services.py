@@ -29,9 +29,9 @@ from results.identifiers import check_branch, check_commit
 from results.models import SAMPLE_DTYPE, Alert, Run, RunKind
 from results.schemas import RunIn
 
-from . import dispatch, monitor, workloads
+from . import dispatch, monitor, replay, workloads
 from . import session as session_loop
-from .models import Job, Round, Session, SessionStatus, SessionTrigger, WorkloadKind
+from .models import Job, Round, Session, SessionAnalysis, SessionStatus, SessionTrigger, WorkloadKind
 
 logger = logging.getLogger(__name__)
 STAFF_ONLY = "Only staff may define, schedule, start or cancel benchmark jobs."
@@ -71,7 +71,8 @@ def create_job(*, user: AbstractBaseUser, cron: str = "", **fields) -> Job:
 
 
 @transaction.atomic
-def update_job(*, job: Job, user: AbstractBaseUser, **fields) -> Job:
+def update_job(*, job: Job, user: AbstractBaseUser, cron: str | None = None, **fields) -> Job:
+    """Change a job (staff only); with ``cron``, its schedule too: both change or neither does."""
     _require_staff(user)
     unknown = set(fields) - JOB_FIELDS
     if unknown:
@@ -82,6 +83,8 @@ def update_job(*, job: Job, user: AbstractBaseUser, **fields) -> Job:
     job.save()
     if job.schedule is not None and job.schedule.enabled != job.enabled:
         PeriodicTask.objects.filter(pk=job.schedule.pk).update(enabled=job.enabled)
+    if cron is not None:
+        set_schedule(job=job, cron=cron, user=user)
     return job
 
 
@@ -293,9 +296,18 @@ def execute_session(*, session_id: int, attempt: int) -> Session | None:
     return _finish(session, outcome)
 
 
+def _revisions(session: Session) -> list[dict]:
+    """The workloads a session measures: the revisions it names, or, for a plain session, one labelled by its
+    job's name (or by the label its stored rounds carry, so a resumed session continues under it)."""
+    if session.revisions:
+        return session.revisions
+    stored = session.rounds.values_list("workload", flat=True).first()
+    return [{"label": stored or session.job.name[:Round._meta.get_field("workload").max_length], "commit": ""}]
+
+
 def _workloads(session: Session) -> dict[str, Callable]:
     job = session.job
-    revisions = session.revisions or [{"label": "A", "commit": ""}]
+    revisions = _revisions(session)
 
     def remember_process_group(pid: int) -> None:
         Session.objects.filter(pk=session.pk).update(process_group=pid)
@@ -399,16 +411,21 @@ def _fail(session: Session, message: str, *, status: str = SessionStatus.FAILED)
 
 
 def _finish(session: Session, outcome: session_loop.SessionOutcome) -> Session:
-    """Store the session's runs and outcome. The analysis (stable phases of every round, by EDM) runs
-    first, outside any transaction; the writes follow in one short transaction, so the database's write
-    lock (all of it, on SQLite) is never held while the statistics run."""
+    """Store the session's runs, outcome and analysis (what its runs' pages show of each metric). The
+    analysis (stable phases of every round, by EDM) runs first, outside any transaction; the writes follow
+    in one short transaction, so the database's write lock (all of it, on SQLite) is never held while the
+    statistics run."""
     documents = _run_documents(session, outcome)
+    analysis = _page_analysis(session, outcome, documents)
     with transaction.atomic():
         runs = {}
         for document in documents:
             run = result_services.ingest_run(document=document, user=session.requested_by).run
             session.runs.add(run)
             runs[document.environment["workload"]] = run.pk
+        if outcome.status is session_loop.SessionStatus.CANCELLED:
+            # What a cancelled session measured is kept, titled as cancelled (and out of its series' history).
+            Run.objects.filter(pk__in=runs.values()).update(status=Run.Status.CANCELLED)
         if session.confirms_id is not None:
             confirmations.settle_alert(alert_id=session.confirms_id, session_id=session.pk,
                                        decision=_alert_decision(session, outcome, runs))
@@ -425,7 +442,36 @@ def _finish(session: Session, outcome: session_loop.SessionOutcome) -> Session:
             "comparisons": [dataclasses.asdict(pair) for pair in outcome.comparisons],
         }
         session.save(update_fields=["status", "finished_at", "process_group", "outcome"])
+        SessionAnalysis.objects.update_or_create(session=session, defaults={"workloads": analysis})
     return session
+
+
+def _page_analysis(session: Session, outcome: session_loop.SessionOutcome, documents: list[RunIn]) -> dict:
+    """Every stored result's :func:`runner.replay.analyse_metric`, as JSON by workload and metric. Each round's
+    stable phase is read back from the samples its result keeps where they fit unambiguously (no repeated
+    readings); elsewhere EDM runs again."""
+    targets = session.job.session_targets()
+    specs = {spec.name: spec for spec in session.job.metric_specs()}
+    analysis = {}
+    for document in documents:
+        label = document.environment["workload"]
+        records = [record for record in outcome.rounds if record.workload == label]
+        analysis[label] = {result.metric: replay.analyse_metric(records, specs[result.metric], targets,
+                                                                stored=result.samples).as_json()
+                           for result in document.results}
+    return analysis
+
+
+@transaction.atomic
+def store_session_analysis(*, session: Session, workload: str,
+                           metrics: dict[str, replay.MetricAnalysis]) -> SessionAnalysis:
+    """Add one workload's metrics to a finished session's stored analysis: what a run page replayed for a
+    session finished before the analysis was stored at its end, so that it is replayed once."""
+    stored, _ = SessionAnalysis.objects.select_for_update().get_or_create(session=session)
+    stored.workloads = {**stored.workloads, workload: {
+        **stored.workloads.get(workload, {}), **{name: analysis.as_json() for name, analysis in metrics.items()}}}
+    stored.save(update_fields=["workloads", "updated_at"])
+    return stored
 
 
 def _alert_decision(session: Session, outcome: session_loop.SessionOutcome,
@@ -448,7 +494,7 @@ def _run_documents(session: Session, outcome: session_loop.SessionOutcome) -> li
     """One run document per workload (revision) with a valid estimate, with the samples analysed."""
     job = session.job
     specs = {spec.name: spec for spec in job.metric_specs()}
-    revisions = {entry["label"]: entry for entry in session.revisions} or {"A": {}}
+    revisions = {entry["label"]: entry for entry in _revisions(session)}
     documents = []
     for label, estimates in outcome.estimates.items():
         bottlenecks = sorted({warning for row in session.rounds.filter(workload=label)

@@ -4,20 +4,18 @@ Reading follows ``PILOTWEB_PUBLIC_READ``; defining, scheduling, running and canc
 (the services refuse anyone else too). Each view parses input, calls one selector or service, renders.
 """
 
-import json
-
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.db import transaction
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.template.defaultfilters import filesizeformat
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from results import access
 from results.access import readable
 
 from . import selectors, services
-from .forms import JobForm
+from .forms import JobForm, command_preview
 from .models import Job, Session
 from .pairs import session_pairs
 from .progress import progress_view
@@ -56,10 +54,7 @@ def job_edit(request: HttpRequest, job_id: int) -> HttpResponse:
     form = JobForm(request.POST or None, instance=job)
     if request.method == "POST" and form.is_valid():
         try:
-            # The job and its schedule change together or not at all.
-            with transaction.atomic():
-                services.update_job(job=job, user=request.user, **form.job_fields())
-                services.set_schedule(job=job, cron=form.cleaned_data["cron"], user=request.user)
+            services.update_job(job=job, user=request.user, cron=form.cleaned_data["cron"], **form.job_fields())
         except ValidationError as error:
             form.add_service_errors(error)
         else:
@@ -82,10 +77,23 @@ def job_run(request: HttpRequest, job_id: int) -> HttpResponse:
     return redirect("runner:session", session_id=session.pk)
 
 
-@require_POST
+@require_GET
+@staff_only
+def command_preview_fragment(request: HttpRequest) -> HttpResponse:
+    """The job form's live preview: the arguments a typed command (``?command=``) runs as, or why it does not
+    split, rendered as the form renders it after a submit."""
+    return render(request, "runner/_command_preview.html",
+                  {"preview": command_preview(request.GET.get("command", "")), "show_error": True})
+
+
+@require_http_methods(["GET", "POST"])
 @staff_only
 def session_cancel(request: HttpRequest, session_id: int) -> HttpResponse:
-    session = get_object_or_404(Session, pk=session_id)
+    """Cancel a session once confirmed (``confirm=yes``, which the pages' confirm dialog adds); without it, a
+    page asks first, so cancelling takes a second step with or without JavaScript."""
+    session = get_object_or_404(Session.objects.select_related("job"), pk=session_id)
+    if request.method == "GET" or request.POST.get("confirm") != "yes":
+        return render(request, "runner/session_cancel.html", {"session": session})
     session = services.cancel_session(session=session, user=request.user)
     if session.cancel_requested and not session.finished:
         messages.info(request, f"Cancelling session #{session.pk}: its running round is being stopped.")
@@ -102,21 +110,88 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
     except Session.DoesNotExist:
         raise Http404(f"No session {session_id}.") from None
     return render(request, "runner/session.html", {
-        "session": session, "view": progress_view(session), "rounds": session.rounds.all(),
-        "pairs": session_pairs(session),
+        "session": session, "view": progress_view(session),
+        "rounds": selectors.session_rounds(session_id=session.pk), "pairs": session_pairs(session),
     })
+
+
+@readable
+def session_rounds(request: HttpRequest, session_id: int) -> HttpResponse:
+    """The rows of a session's rounds table after round ``?after=`` (an index), which its page polls while
+    the session runs so new rounds appear without a reload."""
+    try:
+        after = int(request.GET.get("after", "-1"))
+    except ValueError:
+        return HttpResponseBadRequest("after must be a round index (an integer).")
+    return render(request, "runner/_round_rows.html",
+                  {"rounds": selectors.session_rounds(session_id=session_id, after=after)})
 
 
 @readable
 def machines(request: HttpRequest) -> HttpResponse:
     """Every machine: hardware, queue, last seen, runs, and the sessions queued or running on it."""
-    entries = [(entry, _hardware(entry.machine.hardware)) for entry in selectors.machines_overview()]
+    entries = [(entry, hardware_facts(entry.machine.hardware)) for entry in selectors.machines_overview()]
     return render(request, "runner/machines.html", {"machines": entries})
 
 
-def _hardware(details: object) -> list[tuple[str, str]]:
-    """The machine's free-form hardware JSON as (key, text) pairs; nested values as compact JSON."""
+# The hardware details a worker records (runner.monitor.describe_host) by name; other keys are worded from
+# their own name, a unit suffix (``_mhz``, ``_bytes``, …) becoming the unit of the value.
+HARDWARE_LABELS = {"physical_cores": "Physical cores", "cpu_max_mhz": "CPU max frequency",
+                   "numa_nodes": "NUMA nodes", "python": "Python"}
+UNIT_SUFFIXES = {"_mhz": "MHz", "_ghz": "GHz", "_bytes": "bytes", "_kb": "KB", "_mb": "MB", "_gb": "GB",
+                 "_seconds": "s", "_percent": "%"}
+
+
+def hardware_facts(details: object) -> list[tuple[str, list[str]]]:
+    """A machine's free-form hardware JSON as a definition list: (label, one text per value), in its order.
+
+    Empty and zero values (a frequency psutil could not read is 0.0) are left out; numbers carry their unit.
+    """
     if not isinstance(details, dict):
-        return [("details", json.dumps(details))] if details else []
-    return [(str(key), value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
-            for key, value in details.items()]
+        details = {"details": details}
+    facts = []
+    for key, value in details.items():
+        label, unit = _hardware_label(str(key))
+        values = value if isinstance(value, list) else [value]
+        texts = [text for text in (_hardware_text(item, unit) for item in values) if text]
+        if texts:
+            facts.append((label, texts))
+    return facts
+
+
+def _hardware_label(key: str) -> tuple[str, str]:
+    """A hardware key's label and the unit of its value ("" for none)."""
+    suffix = next((suffix for suffix in UNIT_SUFFIXES if key.endswith(suffix) and len(key) > len(suffix)), "")
+    label = HARDWARE_LABELS.get(key) or key[:len(key) - len(suffix)].replace("_", " ").capitalize()
+    return label, UNIT_SUFFIXES.get(suffix, "")
+
+
+def _hardware_text(value: object, unit: str = "") -> str:
+    """One value as text; "" for an empty or zero one."""
+    if value is None or value == "" or value == [] or value == {}:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        if value == 0:
+            return ""
+        if unit == "MHz" and value >= 1000:
+            return f"{value / 1000:.2f} GHz"
+        if unit == "bytes":
+            return filesizeformat(value)
+        number = f"{value:g}" if isinstance(value, float) else str(value)
+        return number + unit if unit in ("", "%") else f"{number} {unit}"
+    if isinstance(value, dict):
+        if {"device", "mountpoint"} <= value.keys():  # a disk partition as runner.monitor records it
+            return f"{value['device']} on {value['mountpoint']}" + (f" ({value['fstype']})" if value.get("fstype")
+                                                                     else "")
+        parts = []
+        for key, item in value.items():
+            label, item_unit = _hardware_label(str(key))
+            text = _hardware_text(item, item_unit)
+            if text:
+                parts.append(f"{label.lower()} {text}")
+        return ", ".join(parts)
+    if isinstance(value, list):
+        return ", ".join(text for text in (_hardware_text(item) for item in value) if text)
+    return str(value)

@@ -1,8 +1,9 @@
 // Live progress of benchmark sessions: every [data-session-progress] block that is queued or running
 // polls its JSON (GET /api/v1/sessions/{id}) every 2 s and redraws its bar, figures and per-metric
 // CI widths from the `display` the server worded (runner/progress.py renders the same block, so the
-// page is complete without JavaScript and nothing is formatted twice); when a session finishes the
-// page reloads once to show its outcome, rounds and runs.
+// page is complete without JavaScript and nothing is formatted twice). A session page's rounds table
+// ([data-rounds]) gets the rows of new rounds as the server renders them (runner:session_rounds). When a
+// session finishes the page reloads once to show its outcome and runs.
 (function () {
   "use strict";
 
@@ -52,6 +53,22 @@
     block.dataset.status = session.status;
   }
 
+  // Append the rows of rounds the table does not show yet; the rows are the page's own template.
+  async function addRounds(session) {
+    const body = document.querySelector('[data-rounds][data-session="' + session.id + '"]');
+    if (!body || body.rows.length >= session.rounds_done) return;
+    const last = body.rows.length ? body.rows[body.rows.length - 1].dataset.index : "-1";
+    const response = await fetch(body.dataset.url + "?after=" + encodeURIComponent(last), {
+      credentials: "same-origin", cache: "no-store",
+    });
+    if (!response.ok) throw new Error(String(response.status));
+    const html = await response.text();
+    body.insertAdjacentHTML("beforeend", html);
+    body.closest("table").hidden = body.rows.length === 0;
+    const empty = document.querySelector("[data-rounds-empty]");
+    if (empty) empty.hidden = body.rows.length > 0;
+  }
+
   function poll(block) {
     const started = block.dataset.status;
     const tick = async () => {
@@ -62,13 +79,14 @@
         });
         if (!response.ok) throw new Error(String(response.status));
         session = await response.json();
+        render(block, session);
+        await addRounds(session);
       } catch (error) {
         block.dataset.pollError = String(error);  // keep the last rendered state; try again
         window.setTimeout(tick, INTERVAL_MS * 2);
         return;
       }
       delete block.dataset.pollError;
-      render(block, session);
       if (ACTIVE.has(session.status)) window.setTimeout(tick, INTERVAL_MS);
       else if (ACTIVE.has(started)) window.location.reload();
     };

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from results import alerts, comparisons
 from results.models import Alert
 from runner import services as runner_services
-from runner.models import Job, Session, SessionStatus
+from runner.models import Job, Round, Session, SessionStatus
 from tests.factories import MachineFactory, ProjectFactory, UserFactory
 from tests.factories import posted_run
 
@@ -99,6 +99,140 @@ def test_staff_create_a_scheduled_job_run_it_and_watch_its_progress(page, login,
     expect(page.locator(".session-card [data-field=figures]")).to_have_text("12 rounds · 45 s elapsed · ~5 s left")
     page.wait_for_timeout(700)
     screenshot("jobs")
+
+
+def test_the_job_form_shows_its_errors_by_field_and_the_arguments_a_command_runs_as(page, login, screenshot):
+    ProjectFactory(name="Demo", slug="demo")
+    MachineFactory(name="bench-1")
+    login(UserFactory(is_staff=True))
+
+    page.goto("/jobs/new/")
+    page.select_option("#id_project", label="Demo")
+    page.fill("#id_name", "bench script")
+    page.fill("#id_benchmark", "bench")
+    page.select_option("#id_machine", label="bench-1")
+    expect(page.get_by_label("Target CI width (%)")).to_have_value("10")
+    page.get_by_label("command (argument list, no shell)").check()
+    page.fill("#id_command", "python3 /srv/bench.py --label 'two words' --n={work_amount} -- {revision}")
+    preview = page.locator("#field-command .argv-preview li")
+    expect(preview).to_have_text(["python3", "/srv/bench.py", "--label", "two words", "--n={work_amount}", "--",
+                                  "{revision}"])
+    expect(page.locator("#field-command .command-preview")).to_contain_text("Runs as 7 arguments, without a shell")
+    page.fill("#id_setup_command", "git checkout {revision} && make")
+    expect(page.locator("#field-setup_command .command-preview")).to_contain_text("“&&” is a shell operator")
+    page.fill("#id_setup_command", "")
+    page.fill("#id_work_min", "100")
+    page.fill("#id_work_max", "10")
+    page.fill("#id_target_width", "500")
+    page.get_by_role("button", name="Create job").click()
+
+    expect(page.locator(".form-errors")).to_have_text("The job was not saved: see the fields marked below.")
+    expect(page.locator(".form-errors")).not_to_contain_text("Constraint")
+    for field in ("work_min", "work_max"):
+        expect(page.locator(f"#field-{field} .field-errors")).to_have_text(
+            "Work min (100) must be smaller than work max (10).")
+    expect(page.locator("#field-target_width .field-errors")).to_have_text("Give at most 50%.")
+    expect(preview).to_have_count(7)  # shown again by the server after the submit
+    expect(preview.nth(3)).to_have_text("two words")
+    screenshot("job-form-errors")
+
+    page.fill("#id_work_max", "1000")
+    page.fill("#id_target_width", "5")
+    page.get_by_role("button", name="Create job").click()
+
+    expect(page.locator(".messages")).to_contain_text("Job “bench script” created.")
+    job = Job.objects.get(name="bench script")
+    assert job.target_width == pytest.approx(0.05) and (job.work_min, job.work_max) == (100, 1000)
+    assert job.command == ["python3", "/srv/bench.py", "--label", "two words", "--n={work_amount}", "--",
+                           "{revision}"]
+    expect(page.locator(f"#job-{job.pk}")).to_contain_text("CI width target 5% of the mean")
+
+
+def test_the_progress_bar_counts_the_budget_and_new_rounds_appear(page, login, screenshot):
+    staff = UserFactory(is_staff=True)
+    job = runner_services.create_job(user=staff, project=ProjectFactory(), name="sort", benchmark="sort",
+                                     machine=MachineFactory(), workload_kind="builtin", builtin="sort",
+                                     budget_seconds=60)
+    session = runner_services.start_session(job=job, user=staff)
+    login(staff)
+    page.goto(f"/jobs/sessions/{session.pk}/")
+    bar = page.locator("[data-field=bar]")
+    figures = page.locator("[data-field=figures]")
+    expect(page.locator(".rounds")).to_be_hidden()
+    expect(page.get_by_text("No round has finished yet.")).to_be_visible()
+
+    # Half the budget spent while the intervals' estimate wants 90 s more: the budget decides.
+    for index in range(2):
+        Round.objects.create(session=session, index=index, workload="sort", work_amount=10.0 * (index + 1),
+                             duration=15.0, readings={"time": 15.0})
+    Session.objects.filter(pk=session.pk).update(status=SessionStatus.RUNNING, progress={
+        "rounds_done": 2, "elapsed": 30.0, "estimated_remaining": 90.0, "metrics": []})
+    expect(bar).to_have_attribute("aria-valuenow", "50", timeout=6000)
+    expect(figures).to_have_text("2 rounds · 30 s elapsed · at most ~30 s left (budget)")
+    expect(page.locator(".rounds tbody tr")).to_have_count(2)
+    expect(page.get_by_text("No round has finished yet.")).to_be_hidden()
+
+    # Past the budget: the bar is full and the session is finishing its round, not "~1 min left".
+    Round.objects.create(session=session, index=2, workload="sort", work_amount=30.0, duration=31.0,
+                         readings={"time": 31.0})
+    Session.objects.filter(pk=session.pk).update(progress={
+        "rounds_done": 3, "elapsed": 61.0, "estimated_remaining": 66.0, "metrics": []})
+    expect(figures).to_have_text("3 rounds · 1 min 01 s elapsed · budget spent · finishing the round",
+                                 timeout=6000)
+    expect(bar).to_have_attribute("aria-valuenow", "100")
+    expect(page.locator(".rounds tbody tr")).to_have_count(3)
+    expect(page.locator(".rounds tbody tr").last).to_contain_text("31.0000 s")
+    page.wait_for_timeout(700)  # the bar's width transition
+    screenshot("session-budget")
+
+
+def test_cancelling_a_session_asks_first(page, login, browser, live_server):
+    staff = UserFactory(is_staff=True)
+    job = runner_services.create_job(user=staff, project=ProjectFactory(), name="sort", benchmark="sort",
+                                     machine=MachineFactory(), workload_kind="builtin", builtin="sort")
+    session = runner_services.start_session(job=job, user=staff)
+    login(staff)
+    page.goto(f"/jobs/sessions/{session.pk}/")
+    asked = []
+
+    def answer(accept):
+        def reply(dialog):
+            asked.append(dialog.message)
+            dialog.accept() if accept else dialog.dismiss()
+        return reply
+
+    page.once("dialog", answer(False))
+    page.get_by_role("button", name="Cancel session").click()
+    page.wait_for_timeout(300)
+    assert asked == [f"Cancel session #{session.pk} of “sort”? Its running round is stopped now."]
+    session.refresh_from_db()
+    assert session.status == SessionStatus.QUEUED
+
+    page.once("dialog", answer(True))
+    page.get_by_role("button", name="Cancel session").click()
+    expect(page.locator(".messages")).to_contain_text(f"Session #{session.pk} is Cancelled.")
+    expect(page.locator("[data-field=status]")).to_have_text("Cancelled")
+
+    # Without JavaScript the button leads to a page that asks.
+    second = runner_services.start_session(job=job, user=staff)
+    context = browser.new_context(base_url=live_server.url, java_script_enabled=False)
+    try:
+        plain = context.new_page()
+        plain.goto("/accounts/login/")
+        plain.fill("input[name=username]", staff.get_username())
+        plain.fill("input[name=password]", "correct horse battery staple")
+        plain.click("button[type=submit]")
+        plain.goto(f"/jobs/sessions/{second.pk}/")
+        plain.get_by_role("button", name="Cancel session").click()
+        expect(plain.get_by_role("heading", level=1)).to_have_text(f"Cancel session #{second.pk} of “sort”?")
+        second.refresh_from_db()
+        assert second.status == SessionStatus.QUEUED
+        plain.get_by_role("button", name=f"Yes, cancel session #{second.pk}").click()
+        expect(plain.locator(".messages")).to_contain_text(f"Session #{second.pk} is Cancelled.")
+    finally:
+        context.close()
+    second.refresh_from_db()
+    assert second.status == SessionStatus.CANCELLED
 
 
 def test_a_user_sees_no_write_buttons_and_gets_403_on_the_form(page, login):

@@ -261,7 +261,7 @@ def test_a_session_run_shows_warmup_autocorrelation_narrowing_utilisation_and_ov
     narrowing = found[f"{key}-narrowing"]["data"][0]
     assert narrowing["x"][-1] == 12
     assert narrowing["y"][-1] == pytest.approx(100 * (result.ci_high - result.ci_low) / result.mean, rel=1e-9)
-    chosen = next(t for t in found[f"{key}-autocorrelation"]["data"] if t["name"].startswith("chosen q"))
+    chosen = next(t for t in found[f"{key}-autocorrelation"]["data"] if t["name"].startswith("chosen subsession size"))
     assert chosen["x"] == [result.subsession_size]
     utilisation = {trace["name"] for trace in found["utilisation"]["data"]}
     assert {"cpu (all cores)", "disk busy"} <= utilisation and "disk read+write" not in utilisation
@@ -355,7 +355,7 @@ def test_the_machines_page_shows_hardware_queue_and_active_sessions():
 
     assert "AMD EPYC 7763" in html and "128 logical cores" in html and "512.0\xa0GB" in html
     assert "Debian 12" in html and "bench.bench-9" in html and "performance" in html
-    assert "{&quot;nodes&quot;: 2}" in html
+    assert "<dt>Numa</dt><dd>nodes 2</dd>" in html
     assert f"/jobs/sessions/{running.pk}/" in html and "7 rounds done" in html
     assert html.count("session #") == 1
 

@@ -11,8 +11,10 @@ from django.db import transaction
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
+from results.models import Run
 from runner import services
 from runner import session as session_loop
+from runner.forms import shell_words, split_command
 from runner.models import Job, Session, SessionStatus
 from tests.factories import MachineFactory, ProjectFactory
 
@@ -148,3 +150,54 @@ def test_a_finishing_session_analyses_outside_any_transaction(staff, monkeypatch
     assert session.status == SessionStatus.CONVERGED, (session.error, session.outcome.get("message"))
     assert analysed == [False]
     assert session.runs.get().results.get().n > 1
+
+
+def noise_job(staff, **overrides):
+    fields = {**job_fields(), "workload_kind": "command", "builtin": "", "reading_mode": "json_lines",
+              "command": [sys.executable, FAKE, "noise", "{work_amount}", "7"],
+              "metrics": [{"name": "time", "unit": "s"}], "work_min": 200, "work_max": 400,
+              "min_round_duration": 0.0, "budget_seconds": 60}
+    return services.create_job(user=staff, **{**fields, **overrides})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_plain_session_labels_its_workload_by_its_job(staff):
+    job = noise_job(staff, name="noise nightly", target_width=0.05)
+    session = Session.objects.create(job=job)
+
+    services.execute_session(session_id=session.pk, attempt=0)
+
+    session.refresh_from_db()
+    assert session.status == SessionStatus.CONVERGED, session.error
+    assert set(session.rounds.values_list("workload", flat=True)) == {"noise nightly"}
+    assert [item["workload"] for item in session.progress["metrics"]] == ["noise nightly"]
+    assert session.runs.get().environment["workload"] == "noise nightly"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_session_cancelled_between_rounds_stores_its_runs_as_cancelled(staff, monkeypatch):
+    job = noise_job(staff, target_width=0.0001)  # a target no session reaches: only the cancel ends it
+    session = Session.objects.create(job=job)
+    store_round = services._store_round
+
+    def cancel_after_the_third_round(session, record, progress, summary):
+        store_round(session, record, progress, summary)
+        if record.index == 2:
+            services.cancel_session(session=session, user=staff)
+
+    monkeypatch.setattr(services, "_store_round", cancel_after_the_third_round)
+    services.execute_session(session_id=session.pk, attempt=0)
+
+    session.refresh_from_db()
+    assert session.status == SessionStatus.CANCELLED and session.rounds.count() == 3
+    run = session.runs.get()
+    assert run.status == Run.Status.CANCELLED and run.get_status_display() == "Cancelled"
+
+
+@pytest.mark.parametrize("arguments", [
+    ["python3", "bench.py", "--n={work_amount}", "--", "{revision}"],
+    ["sh", "-c", "echo 'a b' | wc -c"], ["x", ""], ["it's", 'say "hi"', "back\\slash", "tab\there", "#no-comment"],
+    ["|", "&&"], ["A=1", "B=2"], ["line\nbreak"],
+])
+def test_a_stored_argument_list_is_shown_as_text_that_splits_back_into_it(arguments):
+    assert split_command(shell_words(arguments)) == arguments
