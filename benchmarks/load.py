@@ -147,7 +147,7 @@ def seed(port: int, token: str) -> dict:
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         status, body = request(port, "GET", f"/api/v1/runs/{run_ids[-1]}/comparisons", headers=headers)
-        if status == 200 and json.loads(body):
+        if status == 200 and json.loads(body)["items"]:
             break
         time.sleep(1)
     status, overview = request(port, "GET", "/")

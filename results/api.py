@@ -26,16 +26,30 @@ from . import comparisons, selectors, services
 from .alerts import set_alert_status
 from .extensions import alert_sessions
 from . import converters  # noqa: F401  (registers the "id" route converter)
-from .ingest import ImportFormatError, ImportTooLarge, import_document, unstorable_text
-from .models import Alert, AlertStatus, ApiToken, Metric, Result, Run, RunKind
+from .ingest import (
+    FormatMismatch,
+    ImportFormatError,
+    ImportTooLarge,
+    import_document,
+    stated_overrides,
+    unstorable_text,
+)
+from .models import Alert, AlertStatus, ApiToken, Benchmark, Machine, Metric, Project, Result, Run, RunKind
 from .rows import ComparisonRow
 from .schemas import (
+    BenchmarkOut,
     Branch,
     Commit,
+    CommitPrefix,
     INT32_MAX,
+    INT64_MAX,
     Count,
     ErrorOut,
+    MachineOut,
+    MetricOut,
     Name,
+    OptionalCommit,
+    ProjectOut,
     RunCreatedOut,
     RunDetailOut,
     RunIn,
@@ -144,7 +158,10 @@ def on_ingest_error(request: HttpRequest, error: services.IngestError):
 
 @api.exception_handler(ImportFormatError)
 def on_format_error(request: HttpRequest, error: ImportFormatError):
-    return api.create_response(request, error_body(str(error), [{"field": "file", "message": str(error)}]),
+    detail = str(error)
+    if isinstance(error, FormatMismatch):
+        detail += f"; post it with format={error.detected}"
+    return api.create_response(request, error_body(detail, [{"field": "file", "message": detail}]),
                                status=error.status)
 
 
@@ -175,6 +192,7 @@ def _created(request: HttpRequest, outcome: services.IngestOutcome):
         "id": outcome.run.pk,
         "created": outcome.created,
         "url": request.build_absolute_uri(reverse("api-v1:run_detail", args=[outcome.run.pk])),
+        "page_url": request.build_absolute_uri(reverse("results:run", args=[outcome.run.pk])),
         "results": outcome.results,
     }
     return Status(201 if outcome.created else 200, body)
@@ -202,6 +220,7 @@ class ImportParams(Schema):
     commit: Commit | None = None
     branch: Branch = ""
     pull_request: Count | None = None
+    base_commit: OptionalCommit = ""
     kind: Run.Kind | None = None
     run_key: Name | None = None
 
@@ -220,7 +239,9 @@ FILE_BODY = {"required": True, "content": {
           openapi_extra={"requestBody": FILE_BODY})
 def import_run(request: HttpRequest, params: Query[ImportParams]):
     """The body is the file itself (or a multipart upload named ``file``, possibly gzip-compressed);
-    ``format`` is one of native, pyperf, pytest-benchmark, google-benchmark, hyperfine."""
+    ``format`` is one of native, pyperf, pytest-benchmark, google-benchmark, hyperfine. ``pull_request`` and
+    ``base_commit`` go with ``commit`` (a ``kind=pr`` run). Without ``run_key``, importing the same file for
+    the same project, machine, revision and kind again answers with the stored run (200)."""
     limit = settings.PILOTWEB_MAX_UPLOAD_BYTES
     if request.content_type == "multipart/form-data":
         upload = request.FILES.get("file")
@@ -232,14 +253,9 @@ def import_run(request: HttpRequest, params: Query[ImportParams]):
         content = upload.read()
     else:
         content = request.body
-    overrides: dict[str, Any] = {"kind": params.kind, "run_key": params.run_key}
-    if params.project:
-        overrides["project"] = {"name": params.project}
-    if params.machine:
-        overrides["machine"] = {"name": params.machine}
-    if params.commit:
-        overrides["revision"] = {"commit": params.commit, "branch": params.branch,
-                                 "pull_request": params.pull_request}
+    overrides = stated_overrides(project=params.project, machine=params.machine, commit=params.commit,
+                                 branch=params.branch, pull_request=params.pull_request,
+                                 base_commit=params.base_commit, kind=params.kind, run_key=params.run_key)
     raw = import_document(format_name=params.format, content=content, overrides=overrides, max_bytes=limit)
     try:
         document = RunIn.model_validate(raw)
@@ -260,21 +276,21 @@ class Pages(LimitOffsetPagination):
 
 
 class PageOf:
-    """A queryset whose rows become response bodies only on the page the paginator slices out of it
-    (converting every row first made a list endpoint cost grow with the table); ``convert`` takes the page's
-    rows at once, so what it reads for them it reads in one query."""
+    """A queryset (or a list) whose rows become response bodies only on the page the paginator slices out of
+    it (converting every row first made a list endpoint cost grow with the table); ``convert`` takes the
+    page's rows at once, so what it reads for them it reads in one query."""
 
-    def __init__(self, queryset, convert) -> None:
-        self.queryset, self.convert = queryset, convert
+    def __init__(self, rows, convert) -> None:
+        self.rows, self.convert = rows, convert
 
     def all(self) -> "PageOf":
         return self
 
     def count(self) -> int:
-        return self.queryset.count()
+        return len(self.rows) if isinstance(self.rows, list) else self.rows.count()
 
     def __getitem__(self, window: slice) -> list:
-        return self.convert(list(self.queryset[window]))
+        return self.convert(list(self.rows[window]))
 
 
 class RunFilters(Schema):
@@ -282,6 +298,7 @@ class RunFilters(Schema):
     machine: str | None = None
     branch: str | None = None
     kind: Run.Kind | None = None
+    commit: CommitPrefix | None = None
 
 
 def _run_out(run: Run) -> dict:
@@ -297,7 +314,8 @@ def _run_out(run: Run) -> dict:
 def _result_out(result: Result) -> dict:
     metric = result.metric
     return {
-        "id": result.pk, "benchmark": metric.benchmark.name, "metric": metric.name, "unit": metric.unit,
+        "id": result.pk, "metric_id": metric.pk, "benchmark_id": metric.benchmark_id,
+        "benchmark": metric.benchmark.name, "metric": metric.name, "unit": metric.unit,
         "direction": metric.direction, "mean": result.mean, "subsession_size": result.subsession_size,
         "variance": result.variance, "n": result.n, "sample_count": result.sample_count,
         "confidence_level": result.confidence_level, "ci_low": result.ci_low, "ci_high": result.ci_high,
@@ -310,7 +328,8 @@ def _result_out(result: Result) -> dict:
 @paginate(Pages)
 def list_runs(request: HttpRequest, filters: Query[RunFilters]):
     kind = filters.kind.value if filters.kind else None
-    return PageOf(selectors.runs(project=filters.project, machine=filters.machine, branch=filters.branch, kind=kind),
+    return PageOf(selectors.runs(project=filters.project, machine=filters.machine, branch=filters.branch, kind=kind,
+                                 commit=filters.commit),
                   lambda runs: [_run_out(run) for run in runs])
 
 
@@ -323,6 +342,58 @@ def run_detail(request: HttpRequest, run_id: int):
         raise Http404(f"No run {run_id}.") from None
     return {**_run_out(run), "environment": run.environment,
             "results": [_result_out(result) for result in run.results.all()]}
+
+
+def _project_out(project: Project) -> dict:
+    return {"id": project.pk, "name": project.name, "slug": project.slug, "repository_url": project.repository_url,
+            "default_branch": project.default_branch}
+
+
+def _benchmark_out(benchmark: Benchmark) -> dict:
+    return {"id": benchmark.pk, "project_id": benchmark.project_id, "project": benchmark.project.slug,
+            "name": benchmark.name, "description": benchmark.description}
+
+
+def _metric_out(metric: Metric) -> dict:
+    return {"id": metric.pk, "benchmark_id": metric.benchmark_id, "benchmark": metric.benchmark.name,
+            "project": metric.benchmark.project.slug, "name": metric.name, "unit": metric.unit,
+            "direction": metric.direction, "threshold": metric.threshold,
+            "confidence_level": metric.confidence_level, "target_width": metric.target_width}
+
+
+def _machine_out(machine: Machine) -> dict:
+    return {"id": machine.pk, "name": machine.name, "hostname": machine.hostname, "cpu_model": machine.cpu_model,
+            "cores": machine.cores, "memory_bytes": machine.memory_bytes, "os": machine.os, "queue": machine.queue,
+            "last_seen_at": machine.last_seen_at}
+
+
+@api.get("/projects", response=list[ProjectOut], auth=READ_AUTH, url_name="project_list", summary="List projects")
+@paginate(Pages)
+def list_projects(request: HttpRequest):
+    return PageOf(selectors.projects(), lambda projects: [_project_out(project) for project in projects])
+
+
+@api.get("/benchmarks", response=list[BenchmarkOut], auth=READ_AUTH, url_name="benchmark_list",
+         summary="List benchmarks")
+@paginate(Pages)
+def list_benchmarks(request: HttpRequest, project: str | None = None):
+    return PageOf(selectors.benchmarks(project=project),
+                  lambda benchmarks: [_benchmark_out(benchmark) for benchmark in benchmarks])
+
+
+@api.get("/metrics", response=list[MetricOut], auth=READ_AUTH, url_name="metric_list",
+         summary="List metrics (their ids read /metrics/{id}/series)")
+@paginate(Pages)
+def list_metrics(request: HttpRequest, project: str | None = None,
+                 benchmark_id: Annotated[int, Field(ge=1, le=INT64_MAX)] | None = None):
+    return PageOf(selectors.metrics(project=project, benchmark_id=benchmark_id),
+                  lambda metrics: [_metric_out(metric) for metric in metrics])
+
+
+@api.get("/machines", response=list[MachineOut], auth=READ_AUTH, url_name="machine_list", summary="List machines")
+@paginate(Pages)
+def list_machines(request: HttpRequest):
+    return PageOf(selectors.machines(), lambda machines: [_machine_out(machine) for machine in machines])
 
 
 class SeriesFilters(Schema):
@@ -349,6 +420,7 @@ def metric_series(request: HttpRequest, metric_id: int, filters: Query[SeriesFil
 
 class ComparisonOut(Schema):
     id: int
+    metric_id: int | None
     benchmark: str
     metric: str
     unit: str
@@ -374,8 +446,8 @@ class ComparisonOut(Schema):
 def comparison_out(row: ComparisonRow) -> dict:
     """A stored comparison's row (:func:`results.comparisons.stored_rows`) as the API shows it."""
     return {
-        "id": row.comparison_id, "benchmark": row.benchmark, "metric": row.metric, "unit": row.unit,
-        "direction": row.direction, "method": row.method, "ratio": row.ratio, "ci_low": row.low,
+        "id": row.comparison_id, "metric_id": row.metric_id, "benchmark": row.benchmark, "metric": row.metric,
+        "unit": row.unit, "direction": row.direction, "method": row.method, "ratio": row.ratio, "ci_low": row.low,
         "ci_high": row.high, "bounded": row.bounded, "change": row.change or None, "statistic": row.statistic,
         "df": row.df, "pvalue": row.pvalue, "qvalue": row.qvalue, "significant": row.significant,
         "high_p": row.high_p, "verdict": row.verdict, "threshold": row.threshold,
@@ -385,10 +457,12 @@ def comparison_out(row: ComparisonRow) -> dict:
 
 @api.get("/runs/{id:run_id}/comparisons", response=list[ComparisonOut], auth=READ_AUTH, url_name="run_comparisons",
          summary="A run's comparisons, worst first")
+@paginate(Pages)
 def run_comparisons(request: HttpRequest, run_id: int, method: str | None = None):
     found = selectors.run_comparisons(run_id=run_id, method=method)
     rows = comparisons.stored_rows([(comparison.candidate, comparison) for comparison in found])
-    return [comparison_out(row) for row in sorted(rows, key=lambda row: row.sort_key)]
+    # Worst first needs every row's verdict and change: the rows are ordered whole, converted by the page.
+    return PageOf(sorted(rows, key=lambda row: row.sort_key), lambda page: [comparison_out(row) for row in page])
 
 
 class AlertOut(Schema):
@@ -398,6 +472,10 @@ class AlertOut(Schema):
     project: str
     machine: str
     commit: str | None
+    state: str
+    first_run_id: int | None
+    bug_url: str | None
+    assignee: str | None
     comparison: ComparisonOut
     confirmation_sessions: list[int]
     events: list[dict[str, Any]]
@@ -417,7 +495,8 @@ def alert_outs(alerts: list[Alert]) -> list[dict]:
         "id": alert.pk, "status": alert.status, "run_id": alert.group.run.pk, "project": alert.group.run.project.slug,
         "machine": alert.group.run.machine.name,
         "commit": alert.group.run.revision.commit if alert.group.run.revision else None,
-        "comparison": comparison_out(row), "confirmation_sessions": sessions.get(alert.pk, []),
+        "state": alert.state, "first_run_id": alert.first_run_id, "bug_url": alert.bug_url or None,
+        "assignee": alert.assignee.get_username() if alert.assignee else None, "comparison": comparison_out(row), "confirmation_sessions": sessions.get(alert.pk, []),
         "events": [{"from": e.old_status, "to": e.new_status, "note": e.note, "at": e.created_at.isoformat(),
                     "by": e.user.get_username() if e.user else None} for e in alert.events.all()],
     } for alert, row in zip(alerts, rows)]

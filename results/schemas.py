@@ -73,6 +73,9 @@ Commit = Annotated[str, AfterValidator(check_commit), WithJsonSchema(
 OptionalCommit = Annotated[str, AfterValidator(lambda value: value and check_commit(value)), WithJsonSchema(
     {"type": "string", "maxLength": COMMIT_MAX_LENGTH, "pattern": f"^({COMMIT_PATTERN.pattern})?$",
      "description": "A commit hash, tag or ref, or empty."})]
+# A lookup by the start of a commit hash: short enough to type, long enough not to match half the history.
+CommitPrefix = Annotated[str, Field(pattern=r"^[0-9a-fA-F]{4,64}$", description=(
+    "The start of a commit hash: 4 to 64 hexadecimal digits."))]
 Branch = Annotated[str, AfterValidator(check_branch), WithJsonSchema(
     {"type": "string", "maxLength": BRANCH_MAX_LENGTH, "pattern": r"^(?!-)[^\s\x00-\x1f\x7f~^:?*\[\\]*$",
      "description": "A branch name (never starting with '-')."})]
@@ -198,12 +201,15 @@ class RunIn(Schema):
 class RunCreatedOut(Schema):
     id: int
     created: bool
-    url: str
+    url: str = Field(description="The run in the API (GET /api/v1/runs/{id}).")
+    page_url: str = Field(description="The run's page on the dashboard.")
     results: int
 
 
 class ResultOut(Schema):
     id: int
+    metric_id: int
+    benchmark_id: int
     benchmark: str
     metric: str
     unit: str
@@ -241,6 +247,47 @@ class RunOut(Schema):
 class RunDetailOut(RunOut):
     environment: dict[str, Any]
     results: list[ResultOut]
+
+
+class ProjectOut(Schema):
+    id: int
+    name: str
+    slug: str
+    repository_url: str
+    default_branch: str
+
+
+class BenchmarkOut(Schema):
+    id: int
+    project_id: int
+    project: str
+    name: str
+    description: str
+
+
+class MetricOut(Schema):
+    id: int
+    benchmark_id: int
+    benchmark: str
+    project: str
+    name: str
+    unit: str
+    direction: str
+    threshold: float
+    confidence_level: float
+    target_width: float
+
+
+class MachineOut(Schema):
+    id: int
+    name: str
+    hostname: str
+    cpu_model: str
+    cores: int | None
+    memory_bytes: int | None
+    os: str
+    queue: str
+    last_seen_at: datetime | None
 
 
 # Plain pydantic models for what is built from plain rows: ninja's Schema reads every field through an

@@ -1,18 +1,21 @@
-"""Runner endpoints of ``/api/v1/``: jobs, run now, cancel, and a session's progress."""
+"""Runner endpoints of ``/api/v1/``: jobs (listed, defined and changed), run now, cancel, and a session's
+progress."""
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest
 from ninja import Router, Schema
+from ninja.pagination import paginate
 from ninja.responses import Status
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from results.api import READ_AUTH, WRITE_AUTH
+from results.api import READ_AUTH, WRITE_AUTH, PageOf, Pages
 from results.schemas import Branch, ErrorOut, OptionalCommit
 
 from . import selectors, services
+from .forms import JobForm
 from .models import Job, Session
 from .progress import progress_view
 
@@ -44,9 +47,11 @@ class SessionQueuedOut(SessionOut):
 
 class JobOut(Schema):
     id: int
+    project_id: int
     project: str
     name: str
     benchmark: str
+    machine_id: int
     machine: str
     queue: str
     workload_kind: str
@@ -80,17 +85,87 @@ def _staff(request: HttpRequest) -> None:
         raise PermissionDenied(services.STAFF_ONLY)
 
 
+def job_out(job: Job) -> dict:
+    """A job of :func:`runner.selectors.jobs_with_last_session` as the API shows it."""
+    return {"id": job.pk, "project_id": job.project_id, "project": job.project.slug, "name": job.name,
+            "benchmark": job.benchmark, "machine_id": job.machine_id, "machine": job.machine.name,
+            "queue": job.machine.queue, "workload_kind": job.workload_kind, "enabled": job.enabled,
+            "last_session": session_out(job.last_session) if job.last_session else None}
+
+
 @router.get("/jobs", response=list[JobOut], auth=READ_AUTH, url_name="job_list", summary="Jobs and their last session")
+@paginate(Pages)
 def list_jobs(request: HttpRequest):
-    return [
-        {"id": job.pk, "project": job.project.slug, "name": job.name, "benchmark": job.benchmark,
-         "machine": job.machine.name, "queue": job.machine.queue, "workload_kind": job.workload_kind,
-         "enabled": job.enabled, "last_session": session_out(job.last_session) if job.last_session else None}
-        for job in selectors.jobs_with_last_session()
-    ]
+    return PageOf(selectors.jobs_with_last_session(), lambda jobs: [job_out(job) for job in jobs])
 
 
 REFUSALS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}
+
+
+class JobIn(BaseModel):
+    """A job's settings, named and written as the job form's fields are; an edit gives only those it changes."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra={"description": (
+        "A job's settings as the job form's fields, by name: " + ", ".join(JobForm.base_fields) + ". Lists "
+        "(command, setup_command, metrics) and mappings (environment, parameters) may be JSON; project and "
+        "machine are ids. POST needs what the form needs; PATCH changes only the fields given.")})
+
+
+def _job_form(fields: dict[str, Any], *, job: Job | None = None) -> JobForm:
+    """The job form bound to ``fields`` over the job's current values (a new job's defaults).
+
+    Every value is written as the form shows it (``prepare_value``), so the form reads API input as it reads
+    a person's: the same parsing, the same rules, the same errors by field; a field left out keeps its value.
+    A name the form does not know is refused rather than ignored.
+    """
+    # An unsaved Job gives the form the model's defaults, which a form without an instance leaves blank.
+    current = JobForm(instance=job or Job())
+    unknown = sorted(set(fields) - current.fields.keys())
+    if unknown:
+        raise ValidationError({name: f"unknown field; a job's fields are {', '.join(current.fields)}"
+                               for name in unknown})
+    data = {name: current[name].value() for name in current.fields}
+    data.update({name: current.fields[name].prepare_value(value) for name, value in fields.items()})
+    return JobForm(data, instance=job)
+
+
+def _refuse(form: JobForm) -> NoReturn:
+    """The form's errors as a refusal by field (a 422), the form-wide ones under ``body``."""
+    raise ValidationError({"body" if field == NON_FIELD_ERRORS else field: [error["message"] for error in errors]
+                           for field, errors in form.errors.get_json_data().items()})
+
+
+@router.post("/jobs", response={201: JobOut, **REFUSALS}, auth=WRITE_AUTH, url_name="job_create",
+             summary="Define a job (staff), validated by the job form")
+def create_job(request: HttpRequest, body: JobIn):
+    _staff(request)
+    form = _job_form(body.model_extra or {})
+    if not form.is_valid():
+        _refuse(form)
+    try:
+        job = services.create_job(user=request.user, cron=form.cleaned_data["cron"], **form.job_fields())
+    except ValidationError as error:
+        form.add_service_errors(error)
+        _refuse(form)
+    return Status(201, job_out(selectors.jobs_with_last_session(job_id=job.pk)[0]))
+
+
+@router.patch("/jobs/{id:job_id}", response={200: JobOut, **REFUSALS}, auth=WRITE_AUTH, url_name="job_edit",
+              summary="Change a job and its schedule (staff), validated by the job form")
+def edit_job(request: HttpRequest, job_id: int, body: JobIn):
+    _staff(request)
+    job = Job.objects.select_related("schedule__crontab").filter(pk=job_id).first()
+    if job is None:
+        raise Http404(f"No job {job_id}.")
+    form = _job_form(body.model_extra or {}, job=job)
+    if not form.is_valid():
+        _refuse(form)
+    try:
+        services.update_job(job=job, user=request.user, cron=form.cleaned_data["cron"], **form.job_fields())
+    except ValidationError as error:
+        form.add_service_errors(error)
+        _refuse(form)
+    return job_out(selectors.jobs_with_last_session(job_id=job.pk)[0])
 
 
 @router.post("/jobs/{id:job_id}/run", response={201: SessionOut, 202: SessionQueuedOut, **REFUSALS}, auth=WRITE_AUTH,

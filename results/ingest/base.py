@@ -29,6 +29,15 @@ class ImportFormatError(ValueError):
     status = 400
 
 
+class FormatMismatch(ImportFormatError):
+    """The file is not valid in the format it was declared in, and looks like another known format
+    (``detected``), which the caller names in the way its sender states a format."""
+
+    def __init__(self, problem: str, *, detected: str) -> None:
+        super().__init__(f"{problem}; this looks like a {detected} file")
+        self.detected = detected
+
+
 class ImportTooLarge(ImportFormatError):
     """The file, or what it expands to, exceeds the size limit."""
 

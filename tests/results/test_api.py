@@ -7,9 +7,10 @@ import pytest
 from django.test import Client
 from scipy import stats as scipy_stats
 
+from results import comparisons
 from results.models import Benchmark, Machine, Metric, Project, Result, Revision, Run
 from tests.expected import lugsail_variance_of_mean
-from tests.factories import run_document
+from tests.factories import posted_run, run_document
 
 pytestmark = pytest.mark.django_db
 
@@ -176,6 +177,10 @@ def test_reposting_with_the_same_run_key_does_not_duplicate(api):
 
     assert (first.status_code, again.status_code) == (201, 200)
     assert again.json()["id"] == first.json()["id"] and again.json()["created"] is False
+    run_id = first.json()["id"]
+    for reply in (first.json(), again.json()):
+        assert reply["url"] == f"http://testserver/api/v1/runs/{run_id}"
+        assert reply["page_url"] == f"http://testserver/runs/{run_id}/"
     assert Run.objects.count() == 1 and Result.objects.count() == 2
 
 
@@ -227,6 +232,29 @@ def test_runs_are_listed_with_filters(api):
     assert ids("project=nope") == []
 
 
+def test_runs_are_found_by_the_start_of_their_commit(api):
+    post(api, run_document(commit="abcd1234" + "0" * 32))
+    post(api, run_document(commit="abce5678" + "0" * 32))
+
+    def commits(prefix: str) -> list:
+        response = api.get(f"{RUNS}?commit={prefix}")
+        assert response.status_code == 200, response.content
+        return [run["commit"][:8] for run in response.json()["items"]]
+
+    assert commits("abcd") == ["abcd1234"]
+    assert commits("ABCD1234") == ["abcd1234"]
+    assert commits("abce5") == ["abce5678"]
+    assert commits("abcf") == []
+
+
+@pytest.mark.parametrize("prefix", ["abc", "abcx", "main", "a" * 65])
+def test_a_commit_filter_that_is_not_the_start_of_a_hash_is_refused(api, prefix):
+    response = api.get(f"{RUNS}?commit={prefix}")
+
+    assert response.status_code == 422
+    assert [error["field"] for error in response.json()["errors"]] == ["commit"]
+
+
 def test_one_run_is_read_with_its_results(api):
     run_id = post(api, run_document()).json()["id"]
 
@@ -235,6 +263,86 @@ def test_one_run_is_read_with_its_results(api):
     assert body["id"] == run_id
     assert {(r["benchmark"], r["metric"]) for r in body["results"]} == {("sort", "time"), ("sha256", "throughput")}
     assert api.get(f"{RUNS}/999999").status_code == 404
+
+
+def test_a_runs_results_name_their_metric_and_benchmark_so_their_series_can_be_read(api):
+    run_id = post(api, run_document()).json()["id"]
+
+    results = api.get(f"{RUNS}/{run_id}").json()["results"]
+
+    for result in results:
+        metric = Metric.objects.get(pk=result["metric_id"])
+        assert (metric.benchmark_id, metric.benchmark.name, metric.name) == (
+            result["benchmark_id"], result["benchmark"], result["metric"])
+        series = api.get(f"/api/v1/metrics/{result['metric_id']}/series")
+        assert series.status_code == 200
+        assert series.json()["metric_id"] == result["metric_id"]
+        assert [point["run_id"] for point in series.json()["points"]] == [run_id]
+
+
+def test_projects_benchmarks_metrics_and_machines_are_listed_with_filters(api):
+    post(api, run_document(project="Alpha", machine="bench-1"))
+    post(api, run_document(project="Beta", machine="bench-2", results=[
+        {"benchmark": "parse", "metric": "time", "unit": "s", "samples": [1.0, 1.1, 0.9]},
+        {"benchmark": "parse", "metric": "memory", "unit": "B", "samples": [10.0, 11.0, 9.0]}]))
+    parse = Benchmark.objects.get(name="parse")
+
+    def listed(path: str) -> list[tuple]:
+        response = api.get(f"/api/v1/{path}")
+        assert response.status_code == 200, response.content
+        body = response.json()
+        assert body["count"] == len(body["items"])
+        return body["items"]
+
+    assert [(p["name"], p["slug"]) for p in listed("projects")] == [("Alpha", "alpha"), ("Beta", "beta")]
+    assert [(m["name"], m["cores"]) for m in listed("machines")] == [("bench-1", 2), ("bench-2", 2)]
+    assert [(b["project"], b["name"]) for b in listed("benchmarks")] == [
+        ("alpha", "sha256"), ("alpha", "sort"), ("beta", "parse")]
+    assert [(b["id"], b["project"]) for b in listed("benchmarks?project=beta")] == [(parse.pk, "beta")]
+    assert listed("benchmarks?project=nope") == []
+    assert [(m["project"], m["benchmark"], m["name"], m["unit"]) for m in listed("metrics?project=alpha")] == [
+        ("alpha", "sha256", "throughput", "MB/s"), ("alpha", "sort", "time", "s")]
+    by_benchmark = listed(f"metrics?benchmark_id={parse.pk}")
+    assert [(m["name"], m["benchmark_id"]) for m in by_benchmark] == [("memory", parse.pk), ("time", parse.pk)]
+    assert {m["id"] for m in by_benchmark} == set(Metric.objects.filter(benchmark=parse).values_list("pk", flat=True))
+    assert listed(f"metrics?benchmark_id={parse.pk}&project=alpha") == []
+
+
+def test_the_lists_are_paginated_by_limit_and_offset(api):
+    for name in ("a", "b", "c"):
+        post(api, run_document(project=name, machine=f"m-{name}"))
+
+    for path in ("projects", "machines", "benchmarks", "metrics", "runs"):
+        everything = api.get(f"/api/v1/{path}").json()
+        page = api.get(f"/api/v1/{path}?limit=2&offset=1").json()
+        assert page["count"] == everything["count"] >= 3
+        assert page["items"] == everything["items"][1:3]
+        assert api.get(f"/api/v1/{path}?limit=0").status_code == 422
+
+
+@pytest.mark.parametrize("query", ["benchmark_id=x", "benchmark_id=0", f"benchmark_id={2**63}"])
+def test_a_bad_metric_filter_is_refused(api, query):
+    response = api.get(f"/api/v1/metrics?{query}")
+
+    assert response.status_code == 422
+    assert [error["field"] for error in response.json()["errors"]] == ["benchmark_id"]
+
+
+def test_a_runs_comparisons_are_paginated_worst_first_and_name_their_metric(api):
+    for night in range(10):
+        posted_run(night, {"sort": 1.0, "hash": 1.0, "zip": 1.0}, sd=0.002)
+    run = posted_run(10, {"sort": 1.2, "hash": 1.0, "zip": 1.0}, sd=0.002)
+    comparisons.compare_run(run_id=run.pk)
+    path = f"{RUNS}/{run.pk}/comparisons?method=history"
+
+    everything = api.get(path).json()
+    page = api.get(f"{path}&limit=1&offset=1").json()
+
+    assert everything["count"] == page["count"] == 3
+    assert everything["items"][0]["benchmark"] == "sort" and everything["items"][0]["verdict"] == "regression"
+    assert page["items"] == everything["items"][1:2]
+    for row in everything["items"]:
+        assert Metric.objects.get(pk=row["metric_id"]).benchmark.name == row["benchmark"]
 
 
 def test_a_metric_series_is_read_in_time_order(api):
@@ -262,3 +370,4 @@ def test_the_openapi_schema_is_served(db):
     schema = Client().get("/api/v1/openapi.json").json()
 
     assert "/api/v1/runs" in schema["paths"] and "/api/v1/runs/import" in schema["paths"]
+    assert {"/api/v1/projects", "/api/v1/benchmarks", "/api/v1/metrics", "/api/v1/machines"} <= schema["paths"].keys()

@@ -20,7 +20,7 @@ def regressed_run():
 
 
 def test_a_runs_comparisons_are_listed_worst_first(regressed_run):
-    body = Client().get(f"/api/v1/runs/{regressed_run.pk}/comparisons?method=history").json()
+    body = Client().get(f"/api/v1/runs/{regressed_run.pk}/comparisons?method=history").json()["items"]
 
     assert [(row["benchmark"], row["verdict"]) for row in body] == [("sort", "regression"), ("hash", "no change")]
     assert body[0]["change"].startswith(("+19.", "+20.")) and body[0]["qvalue"] is not None
@@ -29,6 +29,7 @@ def test_a_runs_comparisons_are_listed_worst_first(regressed_run):
 def test_alerts_are_listed_and_triaged_by_users_with_a_token(regressed_run, api):
     listed = Client().get("/api/v1/alerts?status=new").json()["items"]
     assert [alert["comparison"]["benchmark"] for alert in listed] == ["sort"]
+    assert listed[0]["bug_url"] is None and listed[0]["assignee"] is None and listed[0]["first_run_id"] is not None
 
     response = api.post(f"/api/v1/alerts/{listed[0]['id']}/status", data={"status": "acknowledged", "note": "mine"},
                         content_type="application/json")

@@ -1,6 +1,7 @@
 """Every importer end to end: the real tool output (tests/data/README.md says how it was made) posted
 through the API or the management command, stored, and checked against the tool's own reported means."""
 
+import gzip
 import json
 from io import StringIO
 from pathlib import Path
@@ -144,3 +145,136 @@ def test_the_management_command_explains_what_is_wrong(arguments, message):
     with pytest.raises(CommandError, match=message):
         call_command("import_results", *arguments, stdout=StringIO())
     assert Run.objects.count() == 0
+
+
+def post_file(client: Client, query: str, content: bytes):
+    return client.post(f"/api/v1/runs/import?{query}", data=content, content_type="application/octet-stream")
+
+
+def test_an_import_reply_gives_the_api_address_and_the_runs_page(api):
+    response = post_file(api, "format=hyperfine&project=Tools&machine=vm", (DATA / "hyperfine.json").read_bytes())
+
+    assert response.status_code == 201, response.content
+    run_id = response.json()["id"]
+    assert response.json()["url"] == f"http://testserver/api/v1/runs/{run_id}"
+    assert response.json()["page_url"] == f"http://testserver/runs/{run_id}/"
+    assert api.get(response.json()["page_url"]).status_code == 200
+
+
+def test_a_pull_request_run_is_imported_with_its_number_and_base_commit(api):
+    response = post_file(api, "format=pytest-benchmark&project=Tools&machine=vm&kind=pr&commit=f00d&branch=fix"
+                              "&pull_request=42&base_commit=beef", (DATA / "pytest_benchmark_data.json").read_bytes())
+
+    assert response.status_code == 201, response.content
+    run = Run.objects.select_related("revision").get(pk=response.json()["id"])
+    assert (run.kind, run.revision.commit, run.revision.branch) == ("pr", "f00d", "fix")
+    assert (run.revision.pull_request, run.revision.base_commit) == (42, "beef")
+    assert api.get(f"/api/v1/runs/{run.pk}").json()["pull_request"] == 42
+
+
+def test_the_management_command_imports_a_pull_request_run():
+    call_command("import_results", str(DATA / "hyperfine.json"), "--format", "hyperfine", "--project", "Tools",
+                 "--machine", "vm", "--kind", "pr", "--commit", "f00d", "--pull-request", "7", "--base-commit",
+                 "beef", stdout=StringIO())
+
+    revision = Run.objects.select_related("revision").get().revision
+    assert (revision.commit, revision.pull_request, revision.base_commit) == ("f00d", 7, "beef")
+
+
+@pytest.mark.parametrize(("query", "status", "field"), [
+    ("pull_request=42", 422, "revision.commit"),
+    ("base_commit=beef", 422, "revision.commit"),
+    ("commit=f00d&base_commit=--upload-pack%3Dx", 422, "base_commit"),
+    ("commit=f00d&pull_request=0", 422, "pull_request"),
+])
+def test_a_pull_request_part_without_a_commit_or_invalid_is_refused(api, query, status, field):
+    response = post_file(api, f"format=hyperfine&project=Tools&machine=vm&kind=pr&{query}",
+                         (DATA / "hyperfine.json").read_bytes())
+
+    assert response.status_code == status, response.content
+    assert [error["field"] for error in response.json()["errors"]] == [field]
+    assert not Run.objects.exists()
+
+
+def test_a_native_files_revision_is_completed_by_the_stated_pull_request(api):
+    document = {"project": {"name": "Native"}, "machine": {"name": "vm"}, "kind": "pr",
+                "revision": {"commit": "f00d", "branch": "fix", "author": "someone"},
+                "results": [{"benchmark": "b", "samples": [1.0, 2.0, 3.0]}]}
+
+    response = post_file(api, "format=native&pull_request=9&base_commit=beef", json.dumps(document).encode())
+
+    assert response.status_code == 201, response.content
+    revision = Run.objects.get().revision
+    assert (revision.commit, revision.branch, revision.author, revision.pull_request, revision.base_commit) == (
+        "f00d", "fix", "someone", 9, "beef")
+
+
+def test_importing_the_same_file_again_answers_with_the_stored_run(api):
+    content = (DATA / "pyperf_suite.json").read_bytes()
+    query = "format=pyperf&project=Tools&machine=vm&commit=abc123"
+
+    first = post_file(api, query, content)
+    again = post_file(api, query, content)
+    compressed = post_file(api, query, gzip.compress(content))
+
+    assert (first.status_code, again.status_code, compressed.status_code) == (201, 200, 200)
+    assert first.json()["id"] == again.json()["id"] == compressed.json()["id"]
+    assert again.json()["created"] is False and again.json()["page_url"] == first.json()["page_url"]
+    assert Run.objects.count() == 1
+
+
+@pytest.mark.parametrize(("query", "file_name"), [
+    ("format=pyperf&project=Tools&machine=vm&commit=abc124", "pyperf_suite.json"),
+    ("format=pyperf&project=Tools&machine=vm2&commit=abc123", "pyperf_suite.json"),
+    ("format=pyperf&project=Other&machine=vm&commit=abc123", "pyperf_suite.json"),
+    ("format=pyperf&project=Tools&machine=vm&commit=abc123&kind=nightly", "pyperf_suite.json"),
+    ("format=pyperf&project=Tools&machine=vm&commit=abc123", "pyperf_single.json"),
+])
+def test_another_file_or_another_run_of_the_same_file_is_a_new_run(api, query, file_name):
+    stored = post_file(api, "format=pyperf&project=Tools&machine=vm&commit=abc123",
+                       (DATA / "pyperf_suite.json").read_bytes())
+
+    response = post_file(api, query, (DATA / file_name).read_bytes())
+
+    assert response.status_code == 201, response.content
+    assert response.json()["id"] != stored.json()["id"] and Run.objects.count() == 2
+
+
+def test_a_stated_run_key_still_names_the_run(api):
+    content = (DATA / "hyperfine.json").read_bytes()
+
+    first = post_file(api, "format=hyperfine&project=Tools&machine=vm&run_key=night-1", content)
+    second = post_file(api, "format=hyperfine&project=Tools&machine=vm&run_key=night-2", content)
+
+    assert (first.status_code, second.status_code) == (201, 201)
+    assert sorted(Run.objects.values_list("run_key", flat=True)) == ["night-1", "night-2"]
+
+
+def test_the_management_command_imports_a_file_once_without_a_run_key():
+    arguments = [str(DATA / "hyperfine.json"), "--format", "hyperfine", "--project", "Tools", "--machine", "vm"]
+    out = StringIO()
+    call_command("import_results", *arguments, stdout=out)
+    call_command("import_results", *arguments, stdout=out)
+    call_command("import_results", *arguments, "--commit", "abc123", stdout=out)
+
+    assert out.getvalue().count("Already imported run") == 1 and out.getvalue().count("Imported run") == 2
+    assert Run.objects.count() == 2
+
+
+def test_a_file_posted_as_another_format_is_refused_naming_the_format_it_looks_like(api):
+    response = post_file(api, "format=pyperf&project=Tools&machine=vm",
+                         (DATA / "pytest_benchmark_data.json").read_bytes())
+
+    assert response.status_code == 400
+    detail = response.json()["detail"]
+    assert detail.startswith("pyperf: file format version '5.3.1' is not supported")
+    assert detail.endswith("this looks like a pytest-benchmark file; post it with format=pytest-benchmark")
+    assert response.json()["errors"] == [{"field": "file", "message": detail}]
+    assert not Run.objects.exists()
+
+
+def test_the_management_command_names_the_format_a_file_looks_like():
+    with pytest.raises(CommandError, match=r"this looks like a hyperfine file; import it with --format hyperfine$"):
+        call_command("import_results", str(DATA / "hyperfine.json"), "--format", "google-benchmark", "--project",
+                     "P", "--machine", "m", stdout=StringIO())
+    assert not Run.objects.exists()

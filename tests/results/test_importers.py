@@ -16,7 +16,8 @@ from pathlib import Path
 import pyperf
 import pytest
 
-from results.ingest.base import ImportFormatError
+from results.ingest import FORMATS, import_document, sniff, stated_overrides
+from results.ingest.base import FormatMismatch, ImportFormatError
 from results.ingest.google_benchmark import parse as parse_google_benchmark
 from results.ingest.hyperfine import parse as parse_hyperfine
 from results.ingest.pyperf import parse as parse_pyperf
@@ -605,3 +606,93 @@ def hyperfine_edited(edit) -> bytes:
 def test_hyperfine_rejects_bad_input_naming_the_problem(content, message):
     with pytest.raises(ImportFormatError, match=message):
         parse_hyperfine(content)
+
+
+# --- which format a file looks like ------------------------------------------------------------------
+
+NATIVE_RUN = dumps({"project": {"name": "P"}, "machine": {"name": "m"}, "revision": {"commit": "abc123"},
+                    "results": [{"benchmark": "sort", "samples": [1.0, 1.1, 0.9]}]})
+FILES = {
+    "native": [NATIVE_RUN],
+    "pyperf": [read("pyperf_single.json"), read("pyperf_suite.json"), read("pyperf_unbalanced.json")],
+    "pytest-benchmark": [read("pytest_benchmark_data.json"), read("pytest_benchmark_summary.json")],
+    "google-benchmark": [read("google_benchmark_repetitions.json"), read("google_benchmark_single.json"),
+                         read("google_benchmark_aggregates_only.json")],
+    "hyperfine": [read("hyperfine.json"), read("hyperfine_parameters.json")],
+}
+
+
+@pytest.mark.parametrize(("format_name", "content"), [(name, content) for name, files in FILES.items()
+                                                      for content in files])
+def test_every_real_file_looks_like_its_own_format(format_name, content):
+    assert sniff(content) == format_name
+    assert sniff(gzip.decompress(gzip.compress(content))) == format_name
+
+
+@pytest.mark.parametrize("content", [b"not json", b"[]", b"{}", b'{"benchmarks": []}', b'{"results": [1]}', b"\xff"])
+def test_a_file_of_no_known_format_looks_like_none(content):
+    assert sniff(content) is None
+
+
+@pytest.mark.parametrize(("declared", "actual"), [(declared, actual) for declared in FORMATS for actual in FORMATS
+                                                  if declared != actual])
+def test_a_file_declared_in_another_format_is_refused_naming_the_one_it_looks_like(declared, actual):
+    with pytest.raises(FormatMismatch) as refused:
+        import_document(format_name=declared, content=FILES[actual][0], overrides={})
+
+    assert refused.value.detected == actual
+    assert str(refused.value).startswith(f"{declared}: ")
+    assert str(refused.value).endswith(f"; this looks like a {actual} file")
+
+
+def test_the_pytest_benchmark_file_posted_as_pyperf_says_why_and_what_it_is():
+    with pytest.raises(FormatMismatch, match=r"^pyperf: file format version '5\.3\.1' is not supported; expected "
+                                             r"'1\.0' .*\); this looks like a pytest-benchmark file$"):
+        import_document(format_name="pyperf", content=read("pytest_benchmark_data.json"), overrides={})
+
+
+def test_a_broken_file_of_the_declared_format_gets_no_other_format_named():
+    content = pyperf_without_name()
+
+    with pytest.raises(ImportFormatError) as refused:
+        import_document(format_name="pyperf", content=content, overrides={})
+
+    assert not isinstance(refused.value, FormatMismatch) and "looks like" not in str(refused.value)
+
+
+# --- the run key of a file imported without one -----------------------------------------------------
+
+def imported(content: bytes = read("hyperfine.json"), format_name: str = "hyperfine", **stated) -> dict:
+    overrides = stated_overrides(**{"project": "P", "machine": "m", "commit": "abc123", **stated})
+    return import_document(format_name=format_name, content=content, overrides=overrides)
+
+
+def test_a_file_imported_without_a_run_key_gets_one_from_its_content_and_its_run():
+    key = imported()["run_key"]
+
+    assert key.startswith("content:") and len(key) <= 200
+    assert imported()["run_key"] == key
+    assert imported(gzip.compress(read("hyperfine.json")))["run_key"] == key
+    others = [imported(commit="abc124"), imported(machine="m2"), imported(project="Q"), imported(kind="pr"),
+              imported(branch="main"), imported(pull_request=3), imported(read("hyperfine_parameters.json"))]
+    assert len({key, *(document["run_key"] for document in others)}) == 1 + len(others)
+
+
+def test_a_stated_or_native_run_key_is_kept():
+    assert imported(run_key="night-1")["run_key"] == "night-1"
+    native = dumps({**json.loads(NATIVE_RUN), "run_key": "own"})
+    assert import_document(format_name="native", content=native, overrides={})["run_key"] == "own"
+
+
+def test_stated_revision_parts_replace_or_complete_the_files_revision():
+    document = json.loads(NATIVE_RUN)
+    document["revision"] = {"commit": "abc123", "branch": "fix", "author": "someone"}
+
+    completed = import_document(format_name="native", content=dumps(document),
+                                overrides=stated_overrides(pull_request=5, base_commit="beef"))
+    replaced = import_document(format_name="native", content=dumps(document),
+                               overrides=stated_overrides(commit="f00d", pull_request=5))
+
+    assert completed["revision"] == {"commit": "abc123", "branch": "fix", "author": "someone", "pull_request": 5,
+                                     "base_commit": "beef"}
+    assert replaced["revision"] == {"commit": "f00d", "pull_request": 5}

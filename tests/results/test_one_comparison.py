@@ -138,7 +138,7 @@ def test_a_pull_request_comparison_is_the_same_on_every_surface(pull_request, ex
                          probability(values["q"]) + mark, f"{ICONS[values['verdict']]} {values['verdict']}"]
     by_name = {item["benchmark"]: item for item in summary["comparisons"]}
     detail = {item["benchmark"]: item
-              for item in api.get(f"/api/v1/runs/{head.pk}/comparisons", {"method": "pairwise"}).json()}
+              for item in api.get(f"/api/v1/runs/{head.pk}/comparisons", {"method": "pairwise"}).json()["items"]}
     for name, values in expected.items():
         assert_numbers(by_name[name], values)
         assert_numbers(detail[name], values)
@@ -186,7 +186,7 @@ def test_a_nightly_history_comparison_is_the_same_on_every_surface(browser, api)
               for row in re.findall(r"<tr id=\"alert-\d+\" class=\"alert-row\">.*?</tr>",
                                     browser.get("/alerts/").content.decode(), flags=re.S)}
     api_rows = {item["benchmark"]: item
-                for item in api.get(f"/api/v1/runs/{tonight.pk}/comparisons", {"method": "history"}).json()}
+                for item in api.get(f"/api/v1/runs/{tonight.pk}/comparisons", {"method": "history"}).json()["items"]}
     for name, comparison in stored.items():
         values = {"verdict": comparison.verdict, "ratio": comparison.ratio, "low": comparison.ci_low,
                   "high": comparison.ci_high, "p": comparison.pvalue, "q": comparison.qvalue,

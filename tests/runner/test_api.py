@@ -2,10 +2,11 @@
 
 import pytest
 from django.test import Client
+from django_celery_beat.models import PeriodicTask
 
 from results import services as result_services
 from runner import services
-from runner.models import Session, SessionStatus
+from runner.models import Job, Session, SessionStatus
 from tests.factories import MachineFactory, ProjectFactory
 
 pytestmark = pytest.mark.django_db
@@ -102,7 +103,8 @@ def test_jobs_are_listed_with_their_last_session(staff, job, django_capture_on_c
 
     body = Client().get("/api/v1/jobs").json()
 
-    assert body[0]["name"] == "sort" and body[0]["last_session"]["status"] == "queued"
+    assert body["count"] == 1
+    assert body["items"][0]["name"] == "sort" and body["items"][0]["last_session"]["status"] == "queued"
 
 
 def test_a_non_staff_user_sees_no_jobs_in_the_admin(user, client):
@@ -111,3 +113,163 @@ def test_a_non_staff_user_sees_no_jobs_in_the_admin(user, client):
     client.force_login(user)
 
     assert client.get("/admin/runner/job/").status_code == 302
+
+
+# --- defining and changing jobs --------------------------------------------------------------------
+
+
+def new_job(project, machine, **fields) -> dict:
+    return {"project": project.pk, "machine": machine.pk, "name": "hash", "benchmark": "sha256 64 MiB",
+            "workload_kind": "builtin", "builtin": "sha256", "work_max": 64, "cron": "30 3 * * 1-5", **fields}
+
+
+def job_rows() -> tuple[int, int]:
+    return Job.objects.count(), PeriodicTask.objects.filter(name__startswith="Benchmark job").count()
+
+
+def test_staff_define_a_scheduled_job_over_the_api(staff):
+    project, machine = ProjectFactory(), MachineFactory()
+
+    response = client_for(staff).post("/api/v1/jobs", data=new_job(project, machine), content_type="application/json")
+
+    assert response.status_code == 201, response.content
+    job = Job.objects.get()
+    body = response.json()
+    assert (body["id"], body["name"], body["project_id"], body["project"]) == (job.pk, "hash", project.pk, project.slug)
+    assert (body["machine_id"], body["machine"], body["last_session"]) == (machine.pk, machine.name, None)
+    assert (job.builtin, job.work_max, job.created_by, job.enabled) == ("sha256", 64, staff, True)
+    # What the form leaves to the model keeps the model's default.
+    assert job.confidence_level == Job._meta.get_field("confidence_level").default
+    crontab = job.schedule.crontab
+    assert (crontab.minute, crontab.hour, crontab.day_of_week) == ("30", "3", "1-5")
+
+
+def test_a_command_job_takes_its_lists_and_mappings_as_json(staff):
+    project, machine = ProjectFactory(), MachineFactory()
+    fields = new_job(project, machine, workload_kind="command", cron="", reading_mode="json_lines",
+                     command=["python3", "-c", "print('{work_amount}' * 2)"],
+                     setup_command="git checkout -- {revision}", environment={"PYTHONHASHSEED": "0"},
+                     metrics=[{"name": "time", "unit": "s", "direction": "lower_is_better"}])
+
+    response = client_for(staff).post("/api/v1/jobs", data=fields, content_type="application/json")
+
+    assert response.status_code == 201, response.content
+    job = Job.objects.get()
+    # A list is taken argument by argument, a line is split as the form splits it.
+    assert job.command == ["python3", "-c", "print('{work_amount}' * 2)"]
+    assert job.setup_command == ["git", "checkout", "--", "{revision}"]
+    assert (job.environment, job.builtin, job.schedule) == ({"PYTHONHASHSEED": "0"}, "", None)
+    assert job.metrics == [{"name": "time", "unit": "s", "direction": "lower_is_better"}]
+
+
+@pytest.mark.parametrize(("change", "field", "message"), [
+    ({"cron": "0 2 * *"}, "cron", "five fields"),
+    ({"builtin": "no-such-workload"}, "builtin", "Select a valid choice"),
+    ({"environment": "A=1\nJUST_A_NAME"}, "environment", 'Line 2 ("JUST_A_NAME") has no "="'),
+    ({"parameters": {"speed": 2}}, "parameters", "Unknown parameter"),
+    ({"project": None}, "project", "required"),
+    ({"machine": 999999}, "machine", "Select a valid choice"),
+    ({"work_max": "many"}, "work_max", "Enter a number"),
+    ({"schedule": "nightly"}, "schedule", "unknown field"),
+])
+def test_invalid_job_fields_are_refused_by_the_forms_rules_and_nothing_is_stored(staff, change, field, message):
+    fields = {**new_job(ProjectFactory(), MachineFactory()), **change}
+
+    response = client_for(staff).post("/api/v1/jobs", data=fields, content_type="application/json")
+
+    assert response.status_code == 422, response.content
+    errors = response.json()["errors"]
+    assert {error["field"] for error in errors} == {field}
+    assert any(message in error["message"] for error in errors) and field in response.json()["detail"]
+    assert job_rows() == (0, 0)
+
+
+def test_a_job_body_that_is_not_an_object_is_refused(staff):
+    response = client_for(staff).post("/api/v1/jobs", data=["hash"], content_type="application/json")
+
+    assert response.status_code == 422
+    assert job_rows() == (0, 0)
+
+
+def test_staff_change_only_the_fields_they_give(staff):
+    client = client_for(staff)
+    job_id = client.post("/api/v1/jobs", data=new_job(ProjectFactory(), MachineFactory(), target_width=0.05,
+                                                       environment={"A": "1"}),
+                         content_type="application/json").json()["id"]
+    before = Job.objects.get(pk=job_id)
+
+    response = client.patch(f"/api/v1/jobs/{job_id}", data={"name": "hash-2", "enabled": False},
+                            content_type="application/json")
+
+    assert response.status_code == 200, response.content
+    assert (response.json()["name"], response.json()["enabled"]) == ("hash-2", False)
+    job = Job.objects.get(pk=job_id)
+    assert (job.name, job.enabled, job.schedule.enabled) == ("hash-2", False, False)
+    unchanged = ("project_id", "machine_id", "builtin", "work_max", "target_width", "environment", "confidence_level",
+                 "command", "schedule_id")
+    assert [getattr(job, name) for name in unchanged] == [getattr(before, name) for name in unchanged]
+    assert (job.schedule.crontab.minute, job.schedule.crontab.hour) == ("30", "3")
+
+
+def test_a_job_edit_can_remove_its_schedule(staff, job):
+    services.set_schedule(job=job, cron="0 2 * * *", user=staff)
+
+    response = client_for(staff).patch(f"/api/v1/jobs/{job.pk}", data={"cron": ""}, content_type="application/json")
+
+    assert response.status_code == 200, response.content
+    assert Job.objects.get(pk=job.pk).schedule is None and job_rows() == (1, 0)
+
+
+@pytest.mark.parametrize(("change", "field"), [({"cron": "61 2 * * *"}, "cron"), ({"builtin": ""}, "builtin"),
+                                               ({"name": ""}, "name"), ({"colour": "red"}, "colour")])
+def test_an_invalid_edit_is_refused_and_changes_nothing(staff, job, change, field):
+    services.set_schedule(job=job, cron="0 2 * * *", user=staff)
+    before = Job.objects.values().get(pk=job.pk)
+
+    response = client_for(staff).patch(f"/api/v1/jobs/{job.pk}", data=change, content_type="application/json")
+
+    assert response.status_code == 422, response.content
+    assert field in [error["field"] for error in response.json()["errors"]]
+    assert Job.objects.values().get(pk=job.pk) == before
+    assert Job.objects.get(pk=job.pk).schedule.crontab.hour == "2"
+
+
+def test_editing_a_job_that_does_not_exist_is_a_404(staff):
+    response = client_for(staff).patch("/api/v1/jobs/999999", data={"name": "x"}, content_type="application/json")
+
+    assert response.status_code == 404
+
+
+def test_only_staff_define_or_change_jobs(user, staff, job):
+    client = as_deployed(Authorization=f"Bearer {result_services.create_api_token(user=user, name='t')[1]}")
+    before = Job.objects.values().get(pk=job.pk)
+
+    created = client.post("/api/v1/jobs", data=new_job(ProjectFactory(), MachineFactory()),
+                          content_type="application/json")
+    changed = client.patch(f"/api/v1/jobs/{job.pk}", data={"name": "mine"}, content_type="application/json")
+    anonymous = as_deployed().patch(f"/api/v1/jobs/{job.pk}", data={"name": "mine"}, content_type="application/json")
+
+    assert (created.status_code, changed.status_code, anonymous.status_code) == (403, 403, 401)
+    assert created.json()["detail"] == changed.json()["detail"] == services.STAFF_ONLY
+    assert job_rows() == (1, 0) and Job.objects.values().get(pk=job.pk) == before
+
+
+def test_jobs_are_listed_a_page_at_a_time(staff, job):
+    for name in ("a", "b"):
+        services.create_job(user=staff, project=job.project, name=name, benchmark=name, machine=job.machine,
+                            workload_kind="builtin", builtin="sort")
+
+    page = Client().get("/api/v1/jobs?limit=2&offset=1").json()
+
+    assert page["count"] == 3 and [item["name"] for item in page["items"]] == ["b", "sort"]
+
+
+def test_a_job_named_twice_in_a_project_is_refused_for_the_whole_body(staff, job):
+    fields = new_job(job.project, job.machine, name=job.name)
+
+    response = client_for(staff).post("/api/v1/jobs", data=fields, content_type="application/json")
+
+    assert response.status_code == 422, response.content
+    assert [error["field"] for error in response.json()["errors"]] == ["body"]
+    assert "already exists" in response.json()["detail"]
+    assert job_rows() == (1, 0)
