@@ -1,11 +1,13 @@
 """Django settings, read from the environment.
 
 Development (``DEBUG`` true, the default when nothing is set) runs on embedded defaults:
-a SQLite file under ``var/`` and a Redis on localhost. Production (``DEBUG=false``) refuses
-to start unless ``DJANGO_SECRET_KEY``, ``ALLOWED_HOSTS`` and ``DATABASE_URL`` are set.
+a SQLite file under ``var/`` and a Redis on localhost. ``./pilot up`` sets ``PILOTWEB_LOCAL``: the same
+defaults without debug pages. Production (``DEBUG=false``) refuses to start unless ``DJANGO_SECRET_KEY``,
+``ALLOWED_HOSTS`` and ``DATABASE_URL`` are set.
 """
 
 import os
+import secrets
 from pathlib import Path
 
 import dj_database_url
@@ -39,10 +41,15 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
-DEBUG = env_bool("DEBUG", True)
+# `./pilot up`: one machine, SQLite, plain http on localhost, left running by teams. No debug pages (a 404
+# would list every URL pattern), but none of production's requirements either: its secret key is made once
+# and kept in the var directory.
+LOCAL = env_bool("PILOTWEB_LOCAL", False)
+DEBUG = env_bool("DEBUG", not LOCAL)
+PRODUCTION = not DEBUG and not LOCAL
 
 REQUIRED_IN_PRODUCTION = ("DJANGO_SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL")
-if not DEBUG:
+if PRODUCTION:
     missing = [name for name in REQUIRED_IN_PRODUCTION if not os.environ.get(name)]
     if missing:
         raise ImproperlyConfigured(
@@ -51,8 +58,20 @@ if not DEBUG:
             + ". See README.md, 'Configuration'."
         )
 
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or "django-insecure-development-only-key"
-if not DEBUG and (len(SECRET_KEY) < SECRET_KEY_MIN_LENGTH or len(set(SECRET_KEY)) < SECRET_KEY_MIN_UNIQUE_CHARACTERS
+
+def local_secret_key() -> str:
+    """The key of `./pilot up`, made on its first start and kept (sessions survive a restart)."""
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = (os.environ.get("DJANGO_SECRET_KEY") or (local_secret_key() if LOCAL and not DEBUG else "")
+              or "django-insecure-development-only-key")
+if PRODUCTION and (len(SECRET_KEY) < SECRET_KEY_MIN_LENGTH or len(set(SECRET_KEY)) < SECRET_KEY_MIN_UNIQUE_CHARACTERS
                   or SECRET_KEY.startswith(SECRET_KEY_INSECURE_PREFIX)):
     # The same rule as Django's deploy check (security.W009), refused instead of warned about.
     raise ImproperlyConfigured(
@@ -147,8 +166,8 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", Path(plotly.__file__).parent / "package_data")]
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "static"))
 # Development serves the source files through whitenoise as they change (no collectstatic needed).
-WHITENOISE_AUTOREFRESH = WHITENOISE_USE_FINDERS = DEBUG
-if not DEBUG:
+WHITENOISE_AUTOREFRESH = WHITENOISE_USE_FINDERS = not PRODUCTION
+if PRODUCTION:
     # collectstatic writes gzip and Brotli copies and content-hashed names, which whitenoise serves
     # with a one-year cache lifetime; development serves the source files as they are.
     STORAGES = {
@@ -192,7 +211,7 @@ PILOTWEB_NIGHT_STARTS_AT = int(os.environ.get("PILOTWEB_NIGHT_STARTS_AT", "12"))
 if not 0 <= PILOTWEB_NIGHT_STARTS_AT <= 23:
     raise ImproperlyConfigured(f"PILOTWEB_NIGHT_STARTS_AT must be an hour from 0 to 23, not {PILOTWEB_NIGHT_STARTS_AT}")
 
-if not DEBUG:
+if PRODUCTION:
     SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
     CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

@@ -1,5 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.http import HttpRequest, HttpResponsePermanentRedirect
+from django.templatetags.static import static
 from django.urls import include, path
 
 from results.api import api
@@ -10,7 +12,15 @@ from runner.views import machines
 api.add_router("/", runner_router)
 api.add_router("/", pull_request_router)
 
+
+def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
+    """Browsers and feed readers ask for /favicon.ico whatever the page links; resolved per request, since
+    production's static names are only known once collectstatic has run."""
+    return HttpResponsePermanentRedirect(static("results/favicon.svg"))
+
+
 urlpatterns = [
+    path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

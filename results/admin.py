@@ -1,4 +1,5 @@
 from django.contrib import admin, messages
+from django.db import models
 from django.http import HttpRequest
 
 from . import services
@@ -10,6 +11,15 @@ class ProjectAdmin(admin.ModelAdmin):
     list_display = ["name", "slug", "default_branch", "repository_url"]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
+    fieldsets = [
+        (None, {"fields": ["name", "slug", "default_branch", "history_size"]}),
+        ("Commit links", {"fields": ["repository_url", "commit_url_template"],
+                          "description": "Commits link to the repository's host (GitHub, GitLab, Gitea, Codeberg), "
+                                         "or to the template where one is given."}),
+        ("Notifications", {"fields": ["notify_emails", "webhook_url"]}),
+    ]
+    # An address typed without a scheme is https (Django 6's default, asked for now).
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
 
 @admin.register(Machine)

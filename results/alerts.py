@@ -1,7 +1,9 @@
 """Alerts (writes): a run's regressions, and a nightly series' changes, open alerts, grouped per run and
 announced once after commit; later nights, confirmation sessions and people settle them."""
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.validators import URLValidator
 from django.db import transaction
 from django.utils import timezone
 
@@ -113,16 +115,65 @@ def _announce(group_id: int, alert_ids: list[int]) -> None:
     alerts_opened.send(sender=AlertGroup, group_id=group_id, alert_ids=alert_ids)
 
 
+TRIAGE_LOGIN = "Log in to triage alerts."
+STATUS_RULE = f"Choose one of {', '.join(AlertStatus.values)}."
+BUG_URL_RULE = "The bug link is an http(s) address of at most {length} characters."
+ASSIGNEE_RULE = "Alerts are assigned to active users only."
+
+
 @transaction.atomic
 def set_alert_status(*, alert: Alert, status: str, note: str = "", user) -> Alert:
     """Triage an alert (new, acknowledged, invalid, fixed, won't fix), recording who, when and why."""
-    if not user.is_authenticated:
-        raise PermissionDenied("Log in to triage alerts.")
-    if status not in AlertStatus.values:
-        raise ValidationError({"status": f"Choose one of {', '.join(AlertStatus.values)}."})
+    _check_triage(user=user, status=status)
     alert = Alert.objects.select_for_update().get(pk=alert.pk)
-    if alert.status != status or note:
-        AlertEvent.objects.create(alert=alert, old_status=alert.status, new_status=status, note=note, user=user)
-        alert.status, alert.updated_by = status, user
+    if _change_status(alert, status=status, note=note, user=user):
+        alert.updated_by = user
         alert.save(update_fields=["status", "updated_by", "updated_at"])
     return alert
+
+
+@transaction.atomic
+def triage_alert(*, alert: Alert, status: str, note: str = "", bug_url: str = "",
+                 assignee: AbstractBaseUser | None = None, user) -> Alert:
+    """Triage an alert from its page: its status as :func:`set_alert_status` does, and the link to the bug
+    that follows the change up and who does, both replaced by the values given (empty, None: none)."""
+    _check_triage(user=user, status=status)
+    bug_url = bug_url.strip()
+    length = Alert._meta.get_field("bug_url").max_length
+    if len(bug_url) > length or (bug_url and not _is_web_address(bug_url)):
+        raise ValidationError({"bug_url": BUG_URL_RULE.format(length=length)})
+    if assignee is not None and not assignee.is_active:
+        raise ValidationError({"assignee": ASSIGNEE_RULE})
+    alert = Alert.objects.select_for_update().get(pk=alert.pk)
+    changed = ["status"] if _change_status(alert, status=status, note=note, user=user) else []
+    if alert.bug_url != bug_url or alert.assignee_id != (assignee.pk if assignee else None):
+        alert.bug_url, alert.assignee = bug_url, assignee
+        changed += ["bug_url", "assignee"]
+    if changed:
+        alert.updated_by = user
+        alert.save(update_fields=[*changed, "updated_by", "updated_at"])
+    return alert
+
+
+def _check_triage(*, user, status: str) -> None:
+    if not user.is_authenticated:
+        raise PermissionDenied(TRIAGE_LOGIN)
+    if status not in AlertStatus.values:
+        raise ValidationError({"status": STATUS_RULE})
+
+
+def _is_web_address(value: str) -> bool:
+    try:
+        URLValidator(schemes=["http", "https"])(value)
+    except ValidationError:
+        return False
+    return True
+
+
+def _change_status(alert: Alert, *, status: str, note: str, user) -> bool:
+    """Set the (locked) alert's status and record the event, when it changes or a note is given."""
+    if alert.status == status and not note:
+        return False
+    AlertEvent.objects.create(alert=alert, old_status=alert.status, new_status=status, note=note, user=user)
+    alert.status = status
+    return True

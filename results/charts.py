@@ -16,6 +16,7 @@ import html
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
+from statistics import NormalDist
 from typing import Any, TypedDict
 
 import numpy as np
@@ -35,6 +36,14 @@ RUN_MARGIN = {"t": 40, "b": 40}
 RUN_HEIGHT = 420
 CONFIG = {"displaylogo": False, "responsive": True,
           "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"]}
+BULK_TAIL = 0.01
+BULK_SIGMAS = 5.0
+"""The y range of the readings and history plots shows the bulk of the values: from the ``BULK_TAIL`` to the
+``1 - BULK_TAIL`` quantile, widened to ``BULK_SIGMAS`` robust standard deviations (the spread of those quantiles
+over a normal distribution's) each way of them. Normal noise stays inside (a reading beyond 5σ is one in
+1.7 million) and a warm-up of more than 1% of the readings sets the range; a few readings 200 times the rest
+(a 76 µs benchmark interrupted for 16 ms) are drawn at its edge instead of flattening the bulk into a line."""
+OUTLIER = "#8a5a00"
 
 
 def escape(text: object) -> str:
@@ -42,10 +51,24 @@ def escape(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _number(value: float | None, digits: int = 4) -> str:
+def _number(value: float | None) -> str:
     if value is None or not math.isfinite(value):
         return "—"
-    return f"{value:.{digits}g}"
+    return presentation.format_number(value)
+
+
+def _scaled(value: float | None, factor: float) -> float | None:
+    return None if value is None else value / factor
+
+
+def _scaled_point(point: Mapping, factor: float) -> dict:
+    """A history point (or change point, or alert) with its values in the series' scale."""
+    scaled = {**point, **{key: _scaled(point.get(key), factor) for key in ("mean", "ci_low", "ci_high")
+                          if key in point}}
+    comparison = point.get("comparison")
+    if comparison and comparison.get("band"):
+        scaled["comparison"] = {**comparison, "band": [_scaled(limit, factor) for limit in comparison["band"]]}
+    return scaled
 
 
 def _timestamp(value: datetime) -> str:
@@ -98,6 +121,74 @@ def _band(xs: Sequence, lows: Sequence[float | None], highs: Sequence[float | No
             stretch.append((x, low, high))
     close()
     return out_x, out_y
+
+
+# --------------------------------------------------------------------------------------------
+# y ranges that show the bulk, outliers at their edge, a linear/log switch
+
+
+def _bulk_range(values: np.ndarray, *, count: int | None = None,
+                include: Sequence[float | None] = ()) -> tuple[float, float] | None:
+    """The y range of the bulk of `values` (:data:`BULK_TAIL`, :data:`BULK_SIGMAS`) that also holds every
+    finite value of `include` (a mean, an interval), or None when no value lies beyond it (Plotly's own
+    range then shows them all).
+
+    `count` is how many observations the values come from when each gives several (a night's mean and its
+    interval's limits); the tail quantile leaves at least two observations' worth beyond it, so that one
+    outlier of a short series does not set the range.
+    """
+    finite = values[np.isfinite(values)]
+    if finite.size < 3:
+        return None
+    tail = min(0.25, max(BULK_TAIL, 2.0 / (count or finite.size)))
+    low, high = (float(value) for value in np.quantile(finite, [tail, 1.0 - tail]))
+    z = NormalDist().inv_cdf(1.0 - tail)
+    spread = (high - low) / (2.0 * z) or 0.01 * abs(float(np.median(finite))) or 1.0
+    margin = (BULK_SIGMAS - z) * spread
+    low, high = low - margin, high + margin
+    if finite.min() >= 0.0:
+        low = max(low, 0.0)
+    extra = [value for value in include if value is not None and math.isfinite(value)]
+    low, high = min([low, *extra]), max([high, *extra])
+    if finite.min() >= low and finite.max() <= high:
+        return None
+    return low, high
+
+
+def _axis_range(bulk: tuple[float, float]) -> list[float]:
+    """The axis range around a bulk range: a little wider, so the markers at its edge are drawn whole."""
+    low, high = bulk
+    pad = 0.04 * (high - low)
+    return [low - pad, high + pad]
+
+
+def _beyond(bulk: tuple[float, float], xs: Sequence, values: np.ndarray, hover: Sequence[str], *,
+            noun: str, count: int, **extra) -> dict:
+    """The values beyond the bulk range, drawn at its edge (▲ above it, ▼ below) with their own value in the
+    hover; the legend says how many there are (`count`: all of them, when only some are drawn)."""
+    low, high = bulk
+    above = values > high
+    return {"type": "scatter" if above.size <= 5000 else "scattergl", "mode": "markers", "x": list(xs),
+            "y": [high if up else low for up in above], "text": list(hover),
+            "hovertemplate": "%{text}<extra>beyond the y range</extra>",
+            "name": f"▲▼ {count} {noun}{'s' if count != 1 else ''} beyond the y range, at its edge (see log scale)",
+            "marker": {"symbol": ["triangle-up" if up else "triangle-down" for up in above], "size": 9,
+                       "color": OUTLIER, "line": {"color": "#ffffff", "width": 1}}, **extra}
+
+
+def _scale_switch(traces: int, bulk: tuple[float, float] | None, *, edge: int | None, **position) -> list[dict]:
+    """Plotly buttons (``updatemenus``, no script of ours) between the linear axis on the bulk range and a log
+    axis over every value, where the markers at the range's edge (trace `edge`) are hidden."""
+    linear_axis = ({"yaxis.type": "linear", "yaxis.autorange": False, "yaxis.range": _axis_range(bulk)}
+                   if bulk is not None else {"yaxis.type": "linear", "yaxis.autorange": True})
+    return [{"type": "buttons", "direction": "left", "showactive": True, "active": 0,
+             "pad": {"l": 2, "r": 2, "t": 2, "b": 2}, "font": {"size": 11}, **position,
+             "buttons": [
+                 {"label": "linear", "method": "update", "args": [{"visible": [True] * traces}, linear_axis]},
+                 {"label": "log", "method": "update",
+                  "args": [{"visible": [index != edge for index in range(traces)]},
+                           {"yaxis.type": "log", "yaxis.autorange": True}]},
+             ]}]
 
 
 # --------------------------------------------------------------------------------------------
@@ -228,7 +319,7 @@ def _history_hover(point: Mapping, unit: str, when: str) -> str:
 
 
 def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[ChangePointRow] = (),
-                   alerts: Sequence[AlertMarker] = (), *, metric: str, unit: str,
+                   alerts: Sequence[AlertMarker] = (), *, metric: str, scale: tuple[float, str],
                    machines: Sequence[str] | None = None) -> Figure:
     """Run means over time, one trace per machine, with their CIs, the history baseline band,
     change points, the series' alerts at their first nights (filled: confirmed, open: suspected, ✕:
@@ -240,11 +331,18 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
         Oldest first. ``customdata`` of every clickable marker is the run id.
     change_points : sequence of ChangePointRow
     alerts : sequence of AlertMarker
-    metric, unit : str
+    metric : str
         The axis title.
+    scale : (float, str)
+        The series' one scale (:func:`results.presentation.series_scale`): values are divided by the factor
+        and shown in the unit.
     machines : sequence of str, optional
         Trace (and colour) order; by default the machines in order of appearance.
     """
+    factor, unit = scale
+    points = [_scaled_point(point, factor) for point in points]
+    change_points = [_scaled_point(row, factor) for row in change_points]
+    alerts = [_scaled_point(alert, factor) for alert in alerts]
     by_machine: dict[str, list[Mapping]] = {}
     for name in machines or ():
         by_machine[name] = []
@@ -323,10 +421,29 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
             "marker": {"symbol": "triangle-down", "size": 13, "color": IMPROVEMENT,
                        "line": {"color": "#ffffff", "width": 1}},
         })
+    means = np.array([point["mean"] for point in points], dtype=float)
+    limits = [point.get(key) for point in points for key in ("ci_low", "ci_high")]
+    limits += [limit for comparison in (point.get("comparison") for point in points)
+               for limit in (comparison or {}).get("band") or ()]
+    bulk = _bulk_range(np.array([*means, *(limit for limit in limits if limit is not None)], dtype=float),
+                       count=len(points))
+    edge = None
+    if bulk is not None:
+        outside = [point for point, mean in zip(points, means) if mean < bulk[0] or mean > bulk[1]]
+        edge = len(data)
+        data.append(_beyond(bulk, [_timestamp(point["started_at"]) for point in outside],
+                            np.array([point["mean"] for point in outside], dtype=float),
+                            [_history_hover(point, unit, _timestamp(point["started_at"])) for point in outside],
+                            noun="run mean", count=len(outside), customdata=[point["run_id"] for point in outside]))
+    y_range = {"range": _axis_range(bulk), "autorange": False} if bulk is not None else {}
+    # Inside the plot's corner: below it the switch displaced the range selector, above it meets the legend.
+    switch = (_scale_switch(len(data), bulk, edge=edge, x=1, xanchor="right", y=1, yanchor="top",
+                            bgcolor="rgba(255,255,255,0.85)")
+              if means.size and means.min() > 0 else [])
     layout = _layout(
         height=520, shapes=shapes, margin={"t": 30, "b": 30},
-        legend={"y": 1.0, "yanchor": "bottom"},
-        yaxis={"title": {"text": f"{escape(metric)} ({escape(unit)})"}, "rangemode": "normal"},
+        legend={"y": 1.0, "yanchor": "bottom"}, updatemenus=switch,
+        yaxis={"title": {"text": f"{escape(metric)} ({escape(unit)})"}, "rangemode": "normal", **y_range},
         xaxis={
             "type": "date", "rangeslider": {"visible": True, "thickness": 0.08},
             "rangeselector": {"buttons": [
@@ -349,18 +466,22 @@ def _stride(size: int, limit: int = MAX_DISPLAYED_SAMPLES) -> int:
     return max(1, math.ceil(size / limit))
 
 
-def samples_figure(values: np.ndarray, *, unit: str, kept: np.ndarray | None = None, spans: Sequence = (),
-                   mean: float | None = None, ci_low: float | None = None, ci_high: float | None = None) -> Figure:
+def samples_figure(values: np.ndarray, *, scale: tuple[float, str], kept: np.ndarray | None = None,
+                   spans: Sequence = (), mean: float | None = None, ci_low: float | None = None,
+                   ci_high: float | None = None) -> Figure:
     """Readings in time order; with `kept`, the stable phase apart from the removed readings, whose
-    stretches are shaded; the result's mean and CI across.
+    stretches are shaded; the result's mean and CI across; everything in the series' one `scale`.
 
     More than ``MAX_DISPLAYED_SAMPLES`` readings are thinned evenly for display (the title says so).
     """
-    values = np.asarray(values, dtype=float).ravel()
+    factor, unit = scale
+    values = np.asarray(values, dtype=float).ravel() / factor
+    mean, ci_low, ci_high = (_scaled(value, factor) for value in (mean, ci_low, ci_high))
     step = _stride(values.size)
     index = np.arange(values.size)[::step]
     shown = values[::step]
     kind = "scattergl" if index.size > 5000 else "scatter"
+    bulk = _bulk_range(values, include=(mean, ci_low, ci_high))
     data: list[dict] = []
     if spans:
         low = float(np.min(values)) if values.size else 0.0
@@ -379,7 +500,7 @@ def samples_figure(values: np.ndarray, *, unit: str, kept: np.ndarray | None = N
     if kept is None:
         data.append({"type": kind, "mode": "markers", "name": "samples", "x": index.tolist(), "y": shown.tolist(),
                      "marker": {"size": 3, "color": PALETTE[0]},
-                     "hovertemplate": "#%{x}: %{y:.4g} " + escape(unit) + "<extra></extra>"})
+                     "hovertemplate": "#%{x}: %{y:.3~g} " + escape(unit) + "<extra></extra>"})
     else:
         kept_shown = np.asarray(kept, dtype=bool)[::step]
         for mask, name, style in (
@@ -390,24 +511,36 @@ def samples_figure(values: np.ndarray, *, unit: str, kept: np.ndarray | None = N
             if mask.any():
                 data.append({"type": kind, "mode": "markers", "name": name, "x": index[mask].tolist(),
                              "y": shown[mask].tolist(), "marker": style,
-                             "hovertemplate": "#%{x}: %{y:.4g} " + escape(unit) + "<extra>" + name + "</extra>"})
+                             "hovertemplate": "#%{x}: %{y:.3~g} " + escape(unit) + "<extra>" + name + "</extra>"})
     if mean is not None and values.size:
         ends = [-0.5, values.size - 0.5]
         if ci_low is not None and ci_high is not None:
             data.append({"type": "scatter", "mode": "lines", "x": ends + ends[::-1],
                          "y": [ci_high, ci_high, ci_low, ci_low], "fill": "toself",
                          "fillcolor": "rgba(29,36,48,0.12)", "line": {"width": 0}, "hoverinfo": "skip",
-                         "name": f"CI [{_number(ci_low)}, {_number(ci_high)}]"})
-        data.append({"type": "scatter", "mode": "lines", "x": ends, "y": [mean, mean], "name": f"mean {_number(mean)}",
+                         "name": f"CI [{_number(ci_low)}, {_number(ci_high)}] {escape(unit)}"})
+        data.append({"type": "scatter", "mode": "lines", "x": ends, "y": [mean, mean],
+                     "name": f"mean {_number(mean)} {escape(unit)}",
                      "line": {"color": "#1d2430", "width": 1.5, "dash": "dash"}, "hoverinfo": "skip"})
+    edge = None
+    if bulk is not None:
+        outside = np.flatnonzero((values < bulk[0]) | (values > bulk[1]))
+        drawn = outside[::_stride(outside.size)]
+        edge = len(data)
+        data.append(_beyond(bulk, drawn.tolist(), values[drawn],
+                            [f"#{at}: {_number(values[at])} {escape(unit)}" for at in drawn], noun="reading",
+                            count=outside.size))
     title = "Readings in time order"
     if step > 1:
         title += f" ({values.size // step + bool(values.size % step)} of {values.size} shown, 1 in {step})"
+    switch = (_scale_switch(len(data), bulk, edge=edge, x=1, xanchor="right", y=1.0, yanchor="bottom")
+              if values.size and values.min() > 0 else [])
+    y_range = {"range": _axis_range(bulk), "autorange": False} if bulk is not None else {}
     return {"data": data, "layout": _layout(title={"text": title, "font": {"size": 13}, "x": 0.01},
                                             margin=RUN_MARGIN, height=RUN_HEIGHT,
-                                            legend=BELOW,
+                                            legend=BELOW, updatemenus=switch,
                                             xaxis={"title": {"text": "reading"}},
-                                            yaxis={"title": {"text": escape(unit)}}), "config": CONFIG}
+                                            yaxis={"title": {"text": escape(unit)}, **y_range}), "config": CONFIG}
 
 
 def autocorrelation_figure(sizes: Sequence[int], values: Sequence[float], *, chosen: int | None,
@@ -423,19 +556,20 @@ def autocorrelation_figure(sizes: Sequence[int], values: Sequence[float], *, cho
          "hoverinfo": "skip", "showlegend": False, "legendgroup": "bound", "name": f"-{bound:g}"},
         {"type": "scatter", "mode": "lines+markers", "x": list(sizes), "y": list(values), "name": "r1 of block means",
          "line": {"color": PALETTE[0], "width": 1.5}, "marker": {"size": 4},
-         "hovertemplate": "q = %{x}: r1 = %{y:.3f}<extra></extra>"},
+         "hovertemplate": "subsession size %{x}: r1 = %{y:.3f}<extra></extra>"},
     ]
     if chosen is not None and chosen in sizes:
         value = values[list(sizes).index(chosen)]
-        data.append({"type": "scatter", "mode": "markers+text", "x": [chosen], "y": [value], "name": f"chosen q = {chosen}",
-                     "text": [f"q = {chosen}"], "textposition": "top center",
+        data.append({"type": "scatter", "mode": "markers+text", "x": [chosen], "y": [value],
+                     "name": f"chosen subsession size {chosen}", "text": [f"size {chosen}"],
+                     "textposition": "top center",
                      "marker": {"symbol": "star", "size": 13, "color": "#c2571a"},
-                     "hovertemplate": "chosen q = %{x}: r1 = %{y:.3f}<extra></extra>"})
+                     "hovertemplate": "chosen subsession size %{x}: r1 = %{y:.3f}<extra></extra>"})
     log = bool(sizes) and max(sizes) > 40
     return {"data": data, "layout": _layout(
         title={"text": "Autocorrelation against subsession size", "font": {"size": 13}, "x": 0.01},
         margin=RUN_MARGIN, height=RUN_HEIGHT, legend=BELOW,
-        xaxis={"title": {"text": "subsession size q (samples per block)"},
+        xaxis={"title": {"text": "subsession size (samples per block)"},
                **({"type": "log", "dtick": 1} if log else {"type": "linear"})},
         yaxis={"title": {"text": "lag-1 autocorrelation r1"}, "range": [-1.05, 1.05]}), "config": CONFIG}
 

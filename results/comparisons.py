@@ -330,7 +330,7 @@ def _row(series: Series, *, method: str, alpha: float, numbers: dict, verdict: s
 
 def _identity(series: Series) -> dict:
     return {"benchmark": series.benchmark, "metric": series.metric, "unit": series.unit,
-            "direction": series.direction, "metric_id": series.metric_id}
+            "direction": series.direction, "metric_id": series.metric_id, "display_unit": series.display_unit}
 
 
 def _history_inputs(history: Sequence[Series], columns: dict, row: int) -> dict:
@@ -449,6 +449,7 @@ def stored_rows(items: Sequence[tuple[Result, Comparison | None]], *, machines: 
         common = {
             "benchmark": metric.benchmark.name, "metric": metric.name, "unit": metric.unit,
             "direction": metric.direction, "metric_id": metric.pk, "run_id": result.run_id,
+            "display_unit": metric.display_unit,
             "machine": machines.get(result.run_id, ""),
             "candidate": Side(mean=result.mean, variance=result.variance, n=result.n,
                               subsession_size=result.subsession_size, half_width=width,
@@ -509,7 +510,7 @@ def _stored_baseline(comparison: Comparison | None) -> Side:
 
 SUMMARY_FIELDS = ("id", "run_id", "metric_id", "mean", "variance", "n", "subsession_size", "independent",
                   "metric__name", "metric__unit", "metric__direction", "metric__threshold", "metric__confidence_level",
-                  "metric__benchmark__name")
+                  "metric__benchmark__name", "metric__display_unit")
 
 
 def _stored_series(queryset) -> list[Series]:

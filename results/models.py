@@ -6,6 +6,7 @@ API, shell, a future bug) can store a result the numerical core would choke on.
 
 import numpy as np
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import F, Q
 
@@ -23,7 +24,14 @@ class Direction(models.TextChoices):
 class Project(models.Model):
     name = models.CharField(max_length=200, unique=True)
     slug = models.SlugField(max_length=100, unique=True)
-    repository_url = models.URLField(blank=True)
+    repository_url = models.URLField(blank=True, help_text=(
+        "Commits link to it where its host is GitHub, GitLab, Gitea or Codeberg."))
+    commit_url_template = models.CharField(
+        max_length=500, blank=True,
+        validators=[RegexValidator(r"^https?://[^\s]*\{commit\}[^\s]*$",
+                                   message="An http(s) address containing {commit}, without spaces.")],
+        help_text="Where a commit is shown, e.g. https://git.example.org/tool/commit/{commit}; wins over the "
+                  "repository URL's host.")
     default_branch = models.CharField(max_length=BRANCH_MAX_LENGTH, default="main", validators=[validate_branch])
     history_size = models.PositiveSmallIntegerField(
         default=10, help_text="K: nightly runs of the default branch a new nightly is compared against.")
@@ -83,6 +91,10 @@ class Metric(models.Model):
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="metrics")
     name = models.CharField(max_length=200)
     unit = models.CharField(max_length=50)
+    display_unit = models.CharField(
+        max_length=50, blank=True,
+        help_text="The unit every page, chart and export shows the series in (a time: s, ms, µs or ns), chosen from "
+                  "its first result; empty: the stored unit.")
     direction = models.CharField(max_length=20, choices=Direction.choices, default=Direction.LOWER_IS_BETTER)
     threshold = models.FloatField(
         default=0.02, help_text="Practical-significance threshold θ: relative changes inside ±θ count as no change."
@@ -432,6 +444,9 @@ class Alert(models.Model):
     evidence = models.ForeignKey(Comparison, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
                                  help_text="The newest pooled comparison of the nights since the first.")
     state_note = models.CharField(max_length=300, blank=True, help_text="What set the state last.")
+    bug_url = models.URLField("bug", max_length=500, blank=True, help_text="The issue that follows the change up.")
+    assignee = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                 related_name="assigned_alerts", help_text="Who follows the change up.")
     updated_at = models.DateTimeField(auto_now=True)
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                                    related_name="+")

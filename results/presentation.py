@@ -7,24 +7,38 @@ models, no queries.
 """
 
 import math
+import re
 from collections import Counter
+from urllib.parse import quote, urlsplit
 
 from .stats import Verdict, format_change
 
 __all__ = [
     "ALPHA",
+    "COMMIT_PLACEHOLDER",
     "NOT_COMPARED",
     "VERDICT_ICONS",
     "VERDICT_ORDER",
+    "commit_subject",
+    "commit_url",
+    "compare_commits_url",
     "format_change",
     "format_duration",
     "format_level",
     "format_probability",
+    "format_threshold",
+    "evidence",
     "in_verdict_order",
     "verdict_counts",
     "format_quantity",
     "is_high_p",
     "is_significant",
+    "short_commit",
+    "display_unit",
+    "metric_scale",
+    "format_interval",
+    "format_number",
+    "series_scale",
     "unit_scale",
     "verdict_label",
     "verdict_slug",
@@ -104,25 +118,67 @@ def format_probability(value: float | None) -> str:
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
-def unit_scale(unit: str, reference: float | None) -> tuple[float, str]:
-    """The factor and unit one series is shown in: seconds get the prefix that suits ``reference`` (the
-    baseline's mean, else the candidate's), as benchstat does; other units are shown as they are."""
-    if unit != "s" or reference is None or not math.isfinite(reference) or reference == 0:
+TIME_UNITS = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "us": 1e-6, "ns": 1e-9}
+"""Time units a metric may be stored in, in seconds."""
+
+
+def display_unit(unit: str, reference: float | None) -> str:
+    """The unit a series is shown in, chosen once from one of its values (``reference``): a time gets the
+    prefix that suits the value's magnitude in seconds (33.8e-6 s → ``µs``), as benchstat does; other
+    units are shown as they are."""
+    factor = TIME_UNITS.get(unit)
+    if factor is None or reference is None or not math.isfinite(reference) or reference == 0:
+        return unit
+    # A little below a prefix still takes it: a 0.9998 s series reads 1.00 s, not 1000 ms.
+    seconds = abs(reference) * factor
+    return next((prefix for size, prefix in TIME_SCALES if seconds >= 0.95 * size), TIME_SCALES[-1][1])
+
+
+def series_scale(unit: str, shown_in: str) -> tuple[float, str]:
+    """The factor a series' stored values are divided by, and the unit they are then shown in."""
+    if shown_in == unit or unit not in TIME_UNITS or shown_in not in TIME_UNITS:
         return 1.0, unit
-    magnitude = abs(reference)
-    return next(((factor, prefix) for factor, prefix in TIME_SCALES if magnitude >= factor), TIME_SCALES[-1])
+    return TIME_UNITS[shown_in] / TIME_UNITS[unit], shown_in
+
+
+def metric_scale(metric, reference: float | None = None) -> tuple[float, str]:
+    """A stored series' one scale: its metric's display unit (chosen from ``reference`` for a metric stored
+    before display units were)."""
+    return series_scale(metric.unit, metric.display_unit or display_unit(metric.unit, reference))
+
+
+def unit_scale(unit: str, reference: float | None) -> tuple[float, str]:
+    """The scale of a series without a stored display unit (two files compared): chosen from ``reference``."""
+    return series_scale(unit, display_unit(unit, reference))
+
+
+def format_number(value: float, digits: int = 3) -> str:
+    """At least `digits` significant digits, never an exponent: ``33.8``, ``0.00412``, ``1099``."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    rounded = float(f"{value:.{digits}g}")  # 0.9998 rounds to 1.00, not 1.000
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(rounded))))
+    return f"{value:.{decimals}f}"
 
 
 def format_quantity(mean: float | None, half_width: float | None, scale: tuple[float, str]) -> str:
-    """``"1.234 ± 0.05 ms"``: four significant digits (trailing zeros kept, so a column lines up), the
+    """``"1.23 ± 0.05 ms"``: three significant digits (trailing zeros kept, so a column lines up), the
     half-width of its interval with two, in the series' scale; ``—`` for no mean."""
     if mean is None or not math.isfinite(mean):
         return "—"
     factor, unit = scale
-    text = f"{mean / factor:#.4g}".rstrip(".")
+    text = format_number(mean / factor)
     if half_width is not None and math.isfinite(half_width):
-        text += f" ± {half_width / factor:.2g}"
+        text += f" ± {format_number(half_width / factor, 2)}"
     return f"{text} {unit}".rstrip()
+
+
+def format_interval(low: float | None, high: float | None, scale: tuple[float, str]) -> str:
+    """``"[1.21, 1.25] ms"`` in the series' scale; ``—`` without limits."""
+    if low is None or high is None:
+        return "—"
+    factor, unit = scale
+    return f"[{format_number(low / factor)}, {format_number(high / factor)}] {unit}".rstrip()
 
 
 def format_duration(seconds: float | None) -> str:
@@ -135,6 +191,157 @@ def format_duration(seconds: float | None) -> str:
     if seconds < 3600:
         return f"{seconds // 60} min {seconds % 60:02d} s"
     return f"{seconds // 3600} h {seconds // 60 % 60:02d} min"
+
+
+# --- Commits: links to the project's forge ----------------------------------------------------------------
+
+SHORT_COMMIT = 12
+"""Characters of a commit hash shown (git's abbreviations stay unique far beyond a project's history)."""
+COMMIT_PLACEHOLDER = "{commit}"
+SUBJECT_LENGTH = 80
+_FORGE_PATHS = {"github": ("/commit/", "/compare/"), "gitlab": ("/-/commit/", "/-/compare/"),
+                "gitea": ("/commit/", "/compare/")}
+"""Per forge: where a commit is shown, where two are compared (``base...head``)."""
+
+
+def short_commit(commit: str) -> str:
+    """The commit as shown: its first :data:`SHORT_COMMIT` characters."""
+    return commit[:SHORT_COMMIT]
+
+
+def commit_subject(message: str) -> str:
+    """The first line of a commit message (shortened to :data:`SUBJECT_LENGTH` characters with ``…``)."""
+    subject = next((line.strip() for line in message.splitlines() if line.strip()), "")
+    return subject if len(subject) <= SUBJECT_LENGTH else subject[:SUBJECT_LENGTH - 1].rstrip() + "…"
+
+
+def commit_url(commit: str, *, repository_url: str = "", template: str = "") -> str | None:
+    """Where `commit` is shown: the project's `template` with :data:`COMMIT_PLACEHOLDER` replaced, else the
+    forge's commit page detected from `repository_url` (github.com, any host named gitlab, gitea or
+    codeberg); None for no commit, another host, or an address that is not http(s)."""
+    if not commit:
+        return None
+    if template:
+        return template.replace(COMMIT_PLACEHOLDER, _quoted(commit)) if _is_web(template) else None
+    forge = _forge(repository_url)
+    return None if forge is None else f"{forge[1]}{_FORGE_PATHS[forge[0]][0]}{_quoted(commit)}"
+
+
+def compare_commits_url(base: str, head: str, *, repository_url: str = "") -> str | None:
+    """The forge's page of the commits from `base` to `head` (GitHub and Gitea ``/compare/a...b``, GitLab
+    ``/-/compare/a...b``); None where the host is not one of them or either commit is unknown or they are equal."""
+    forge = _forge(repository_url)
+    if forge is None or not base or not head or base == head:
+        return None
+    return f"{forge[1]}{_FORGE_PATHS[forge[0]][1]}{_quoted(base)}...{_quoted(head)}"
+
+
+def _forge(repository_url: str) -> tuple[str, str] | None:
+    """(forge, repository address without credentials, ``.git`` or a trailing slash) of a repository URL;
+    ``git@host:owner/name.git`` and ``ssh://`` addresses are read as the host's https address."""
+    address = repository_url.strip()
+    scp = re.fullmatch(r"[\w.-]+@([\w.-]+):(?!/)(.+)", address)
+    if scp:
+        address = f"https://{scp[1]}/{scp[2]}"
+    try:
+        parts = urlsplit(address)
+        port = f":{parts.port}" if parts.port and parts.scheme != "ssh" else ""
+    except ValueError:  # a malformed port or IPv6 address
+        return None
+    host = (parts.hostname or "").lower()
+    path = parts.path.rstrip("/").removesuffix(".git").rstrip("/")
+    if parts.scheme not in ("http", "https", "ssh") or not host or not path.strip("/"):
+        return None
+    scheme = "http" if parts.scheme == "http" else "https"
+    if host in ("github.com", "www.github.com"):
+        forge = "github"
+    elif "gitlab" in host:
+        forge = "gitlab"
+    elif "gitea" in host or "codeberg" in host:
+        forge = "gitea"
+    else:
+        return None
+    return forge, f"{scheme}://{host}{port}{path}"
+
+
+def _is_web(address: str) -> bool:
+    try:
+        return urlsplit(address).scheme in ("http", "https")
+    except ValueError:
+        return False
+
+
+def _quoted(commit: str) -> str:
+    return quote(commit, safe="/@")
+
+# --- Why a row has its verdict ------------------------------------------------------------------------------
+
+_BASELINES = {"history": "the last nights of the series", "shift": "the nights before the shift",
+              "pairwise": "the base run", "previous": "the previous night", "bootstrap": "the base run",
+              "files": "the baseline file"}
+
+
+def format_threshold(threshold: float) -> str:
+    """θ as a band: ``±2%``."""
+    return f"±{threshold * 100:g}%"
+
+
+def verdict_reason(row) -> str:
+    """The verdict rule (spec §7) as it applied to this row, in words."""
+    band = format_threshold(row.threshold)
+    worse = "slower" if row.direction == "lower_is_better" else "lower"
+    reasons = {
+        Verdict.REGRESSION: f"the whole interval lies beyond the {band} band on the worse side ({worse})",
+        Verdict.IMPROVEMENT: f"the whole interval lies beyond the {band} band on the better side",
+        Verdict.NO_CHANGE: f"the whole interval lies within the {band} band",
+        SUSPECTED_REGRESSION: f"significant (q < {row.alpha:g}) and the estimate lies beyond the {band} band on the "
+                              "worse side, but the interval still crosses the band's edge",
+        SUSPECTED_IMPROVEMENT: f"significant (q < {row.alpha:g}) and the estimate lies beyond the {band} band on "
+                               "the better side, but the interval still crosses the band's edge",
+        Verdict.INCONCLUSIVE: f"the interval straddles an edge of the {band} band and the change is not "
+                              f"significant (q ≥ {row.alpha:g}): neither a change nor its absence is shown",
+    }
+    if not row.bounded and row.ratio is not None and row.verdict == Verdict.INCONCLUSIVE:
+        return "the interval is unbounded (the baseline's mean is not clearly away from zero)"
+    return reasons.get(row.verdict, row.note or str(row.verdict))
+
+
+def evidence(row) -> list[tuple[str, str]]:
+    """What a row's verdict rests on, as (label, text) lines: the baseline and what it holds, the run-to-run
+    spread, both sides, the interval, θ and the rule, p and q. Every page expands a row into these."""
+    inputs = row.inputs or {}
+    scale = row.scale
+    lines = [("Verdict", f"{verdict_label(row.verdict)}: {verdict_reason(row)}.")]
+    baseline = _BASELINES.get(row.method, "the baseline")
+    if row.method in ("history", "shift") and inputs.get("history_runs"):
+        runs = inputs["history_runs"]
+        held = f"{len(runs)} night{'s' if len(runs) != 1 else ''} (runs #{min(runs)}–#{max(runs)})"
+        if row.method == "shift" and inputs.get("pooled_runs"):
+            pooled = inputs["pooled_runs"]
+            held = (f"{len(pooled)} night{'s' if len(pooled) != 1 else ''} since run #{pooled[0]} pooled against "
+                    f"{held} before, {inputs.get('starts_tried', 0)} first nights tried")
+        lines.append(("Baseline", f"{baseline}: {held}; mean {format_quantity(row.baseline.mean, None, scale)}"))
+    elif row.baseline.mean is not None:
+        count = "" if row.baseline.n is None else f" from {row.baseline.n} units"
+        lines.append(("Baseline", f"{baseline}: {row.baseline_text}{count}"))
+    between = inputs.get("between_variance")
+    if between is not None and row.baseline.mean:
+        spread = math.sqrt(max(between, 0.0)) / abs(row.baseline.mean)
+        lines.append(("Run-to-run", "none beyond each night's own noise (σ_b² = 0)" if spread == 0 else
+                      f"sd {spread:.2%} of the mean between nights (σ_b², carried into the interval)"))
+    if row.candidate.mean is not None:
+        count = "" if row.candidate.n is None else f" from {row.candidate.n} units"
+        lines.append(("Candidate", f"{row.candidate_text}{count}"))
+    if row.ratio is not None:
+        df = "" if row.df is None else f", ν = {row.df:.3g}"
+        lines.append(("Change", f"{row.change or 'unbounded'} at {format_level(row.confidence_level)} "
+                                f"(Fieller{df}); θ = {format_threshold(row.threshold)}"))
+    if row.pvalue is not None:
+        q = "" if row.qvalue is None else f", q = {format_probability(row.qvalue)} (Benjamini–Hochberg)"
+        lines.append(("Test", f"p = {format_probability(row.pvalue)}{q}"))
+    if row.note and row.method != "shift" and not row.note.startswith("mean of"):
+        lines.append(("Note", row.note))
+    return lines
 
 
 # --- Tables of comparison rows: the compare command (text, JSON, Markdown) and pull-request comments --------

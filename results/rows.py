@@ -57,9 +57,13 @@ class Sparkline:
     low: float
     high: float
 
+    means: tuple[float, ...] = ()
+    dates: tuple[str, ...] = ()
+
     @classmethod
-    def of(cls, means: list[float]) -> "Sparkline":
-        """Oldest to newest means scaled into the box, 2 px of padding; a flat series is drawn mid-height."""
+    def of(cls, means: list[float], dates: list[str] | None = None) -> "Sparkline":
+        """Oldest to newest means scaled into the box, 2 px of padding; a flat series is drawn mid-height.
+        ``dates`` label each point's hover (its night)."""
         pad = 2.0
         low, high = min(means), max(means)
         span = high - low
@@ -70,11 +74,19 @@ class Sparkline:
         ]
         # Coordinates as text: the template shows them as they are, without number localization.
         return cls(points=" ".join(f"{x:.1f},{y:.1f}" for x, y in coordinates), last_x=f"{coordinates[-1][0]:.1f}",
-                   last_y=f"{coordinates[-1][1]:.1f}", count=len(means), low=low, high=high)
+                   last_y=f"{coordinates[-1][1]:.1f}", count=len(means), low=low, high=high, means=tuple(means),
+                   dates=tuple(dates or ()))
 
-    @property
-    def label(self) -> str:
-        return f"{self.count} recent nightly means, {self.low:.4g} to {self.high:.4g}"
+    def hover(self, scale: tuple[float, str]) -> list[tuple[str, str, str]]:
+        """``(x, y, "2026-10-01: 1.00 s")`` of each point, in the series' scale."""
+        coordinates = [pair.split(",") for pair in self.points.split()]
+        dates = self.dates or ("",) * len(self.means)
+        return [(x, y, f"{day}: {presentation.format_quantity(mean, None, scale)}".removeprefix(": "))
+                for (x, y), day, mean in zip(coordinates, dates, self.means)]
+
+    def label(self, scale: tuple[float, str]) -> str:
+        return (f"{self.count} recent nightly means, {presentation.format_quantity(self.low, None, scale)} to "
+                f"{presentation.format_quantity(self.high, None, scale)}")
 
 
 @dataclass(frozen=True)
@@ -117,6 +129,7 @@ class ComparisonRow:
     alert_status: str | None = None
     inputs: Mapping = field(default_factory=dict)
     sparkline: Sparkline | None = None
+    display_unit: str = ""
 
     @property
     def label(self) -> str:
@@ -171,8 +184,19 @@ class ComparisonRow:
 
     @cached_property
     def scale(self) -> tuple[float, str]:
+        """The series' one scale (its metric's display unit); chosen from the row's means for files."""
+        if self.display_unit:
+            return presentation.series_scale(self.unit, self.display_unit)
         reference = self.baseline.mean if self.baseline.mean is not None else self.candidate.mean
         return presentation.unit_scale(self.unit, reference)
+
+    @property
+    def sparkline_label(self) -> str:
+        return "" if self.sparkline is None else self.sparkline.label(self.scale)
+
+    @property
+    def sparkline_points(self) -> list[tuple[str, str, str]]:
+        return [] if self.sparkline is None else self.sparkline.hover(self.scale)
 
     @property
     def baseline_text(self) -> str:
@@ -189,6 +213,14 @@ class ComparisonRow:
     @property
     def qvalue_text(self) -> str:
         return presentation.format_probability(self.qvalue)
+
+    @property
+    def threshold_text(self) -> str:
+        return presentation.format_threshold(self.threshold)
+
+    @cached_property
+    def evidence(self) -> list[tuple[str, str]]:
+        return presentation.evidence(self)
 
     @property
     def level_text(self) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
-from . import charts, selectors, stats
+from . import charts, presentation, selectors, stats
 from .comparisons import stored_rows
 from .extensions import MetricSection, run_page_additions
 from .models import Result
@@ -59,8 +59,8 @@ def stored_section(result: Result) -> MetricSection:
             "samples to plot.",))
     key = f"m{metric.pk}"
     values = samples.ravel()
-    figures = {f"{key}-samples": charts.samples_figure(values, unit=metric.unit, mean=result.mean,
-                                                      ci_low=result.ci_low, ci_high=result.ci_high)}
+    figures = {f"{key}-samples": charts.samples_figure(values, scale=presentation.metric_scale(metric, result.mean),
+                                                      mean=result.mean, ci_low=result.ci_low, ci_high=result.ci_high)}
     notes = autocorrelation_part(figures, key, values, chosen=result.subsession_size)
     if samples.ndim > 1:
         notes.append(f"Samples stored with the shape {list(samples.shape)}, plotted flattened in time order.")

@@ -1,8 +1,12 @@
 """Reads. Each selector issues a fixed number of queries, whatever the number of rows."""
 
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 
 from django.core.paginator import Page, Paginator
 from django.db.models import (
@@ -12,20 +16,25 @@ from django.db.models import (
     FilteredRelation,
     Max,
     Min,
+    OuterRef,
     Prefetch,
     Q,
     QuerySet,
+    Subquery,
     Value,
     When,
     Window,
 )
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Abs, Coalesce, RowNumber
+from django.utils import timezone
 
 from .comparisons import stored_rows
 from .extensions import alert_additions
 from .models import (
+    OUTSIDE_SERIES,
     Alert,
+    AlertStatus,
     Benchmark,
     ChangePoint,
     Comparison,
@@ -34,6 +43,7 @@ from .models import (
     Metric,
     Project,
     Result,
+    Revision,
     Run,
     Verdict,
 )
@@ -68,6 +78,8 @@ def runs(*, project: str | None = None, machine: str | None = None, branch: str 
 
 
 RUNS_PER_PAGE = 50
+RUNS_PER_EXPORT = 10_000
+"""The runs list's CSV and JSON hold a page this long (the newest ones; ``page`` pages further)."""
 
 
 @dataclass(frozen=True)
@@ -89,9 +101,9 @@ class RunList:
     machines: list[Machine]
 
 
-def run_list(*, page: str | int | None = None, **filters) -> RunList:
+def run_list(*, page: str | int | None = None, per_page: int = RUNS_PER_PAGE, **filters) -> RunList:
     """One page of :func:`runs` (the same filters), each entry counted; six queries, whatever the page."""
-    page = Paginator(runs(**filters), RUNS_PER_PAGE).get_page(page)
+    page = Paginator(runs(**filters), per_page).get_page(page)
     listed = list(page.object_list)
     ids = [run.pk for run in listed]
     results = dict(Result.objects.filter(run_id__in=ids).values("run_id").annotate(count=Count("id"))
@@ -173,43 +185,196 @@ def machines() -> QuerySet[Machine]:
     return Machine.objects.order_by("name", "id")
 
 
-def alerts(*, status: str | None = None, project: str | None = None) -> QuerySet[Alert]:
+def alerts(*, status: str | None = None, project: str | None = None,
+           assignee: AbstractBaseUser | None = None) -> QuerySet[Alert]:
+    """Alerts, newest group first, filtered by status, project slug and the user they are assigned to."""
     queryset = Alert.objects.select_related(
-        "group__run__project", "group__run__machine", "group__run__revision", "comparison__candidate__metric__benchmark",
-        "updated_by", "first_run", "evidence__candidate__metric__benchmark").prefetch_related("events__user")
+        "group__run__project", "group__run__machine", "group__run__revision", "updated_by", "assignee",
+        "comparison__candidate__metric__benchmark", "first_run__revision", "evidence__candidate__metric__benchmark",
+    ).prefetch_related("events__user")
     if status:
         queryset = queryset.filter(status=status)
     if project:
         queryset = queryset.filter(group__run__project__slug=project)
+    if assignee is not None:
+        queryset = queryset.filter(assignee=assignee)
     return queryset.order_by("-group__created_at", "id")
+
+
+@dataclass(frozen=True)
+class CommitRange:
+    """What changed between an alert's last good run and its first bad one: for a nightly change the newest
+    run of its series (the project's default branch on the machine) before its first night, for a pull
+    request the base run its series was compared with. A commit is empty where its run has no revision."""
+
+    last_good_run: int | None
+    last_good_commit: str
+    first_bad_run: int
+    first_bad_commit: str
 
 
 @dataclass(frozen=True)
 class AlertEntry:
     """An alert as its list shows it: the comparison row that opened it, its newest pooled evidence (the
-    nights since its first night against those before), and what other apps add (HTML)."""
+    nights since its first night against those before), what other apps add (HTML), and its commit range."""
 
     alert: Alert
     row: ComparisonRow
     additions: list
     evidence: ComparisonRow | None = None
+    commits: CommitRange | None = None
+
+
+@dataclass(frozen=True)
+class ShiftAlert:
+    """An alert of a shift listed in another section (another night, page or filter)."""
+
+    alert_id: int
+    machine: str
+    status: str
+    on_page: bool
+
+
+@dataclass(frozen=True)
+class AlertShift:
+    """One change of one metric, seen on one machine or several: the section's alerts of it (one per
+    machine), every machine any alert of the shift is on, and the shift's alerts listed elsewhere."""
+
+    entries: list[AlertEntry]
+    machines: list[str]
+    elsewhere: list[ShiftAlert]
+
+
+@dataclass(frozen=True)
+class AlertSection:
+    """The alerts raised in one project's night (or by one pull request's commit), on every machine, with
+    the runs that raised them; ``key`` is the section's anchor."""
+
+    key: str
+    project: Project
+    runs: list[Run]
+    shifts: list[AlertShift]
+    night: date | None = None
+    pull_request: Revision | None = None
+
+
+@dataclass(frozen=True)
+class AlertPage:
+    """One page of alerts (``page.object_list``: the alerts), shown in :class:`AlertSection` objects, and the
+    users an alert can be assigned to."""
+
+    page: Page
+    sections: list[AlertSection]
+    assignees: list[AbstractBaseUser]
 
 
 ALERTS_PER_PAGE = 100
+SAME_SHIFT = timedelta(hours=36)
+"""Alerts of one metric whose first nights lie within this of the shift's first are one change seen on several
+machines ("a day or so"): suites start hours apart on different machines, and one machine's shift test may
+place the first night a night later than another's."""
 
 
-def alert_page(*, status: str | None = None, project: str | None = None, page: str | int | None = None) -> Page:
-    """One page of :func:`alerts`, each entry with its comparison row; a fixed number of queries."""
-    page = Paginator(alerts(status=status, project=project), ALERTS_PER_PAGE).get_page(page)
+def alert_page(*, status: str | None = None, project: str | None = None, assignee: AbstractBaseUser | None = None,
+               page: str | int | None = None) -> AlertPage:
+    """One page of :func:`alerts`, each entry with its comparison row and commit range, in sections per
+    project and night (or pull-request commit), each alert grouped with the same shift on other machines; a
+    fixed number of queries."""
+    series_before = Run.objects.filter(
+        project_id=OuterRef("first_run__project_id"), machine_id=OuterRef("first_run__machine_id"),
+        status=Run.Status.COMPLETED, revision__branch=OuterRef("first_run__project__default_branch"),
+        started_at__lt=OuterRef("first_run__started_at"),
+    ).exclude(kind__in=OUTSIDE_SERIES).order_by("-started_at", "-id")
+    queryset = alerts(status=status, project=project, assignee=assignee).annotate(
+        last_good_run=Subquery(series_before.values("pk")[:1]),
+        last_good_commit=Subquery(series_before.values("revision__commit")[:1]),
+        base_run=F("comparison__baseline__run_id"), base_commit=F("comparison__baseline__run__revision__commit"))
+    page = Paginator(queryset, ALERTS_PER_PAGE).get_page(page)
     listed = list(page.object_list)
     rows = stored_rows([(alert.comparison.candidate, alert.comparison) for alert in listed])
     pooled = [alert for alert in listed if alert.evidence is not None]
     evidence = dict(zip((alert.pk for alert in pooled),
                         stored_rows([(alert.evidence.candidate, alert.evidence) for alert in pooled])))
     additions = alert_additions(listed)
-    page.object_list = [AlertEntry(alert, row, additions.get(alert.pk, []), evidence.get(alert.pk))
-                        for alert, row in zip(listed, rows)]
-    return page
+    entries = [AlertEntry(alert, row, additions.get(alert.pk, []), evidence.get(alert.pk), _commit_range(alert))
+               for alert, row in zip(listed, rows)]
+    users = get_user_model().objects.filter(is_active=True).order_by(get_user_model().USERNAME_FIELD)
+    return AlertPage(page=page, sections=_alert_sections(entries), assignees=list(users))
+
+
+def _commit_range(alert: Alert) -> CommitRange | None:
+    first = alert.first_run
+    if first is None:
+        return None
+    pull_request = first.kind == Run.Kind.PR
+    return CommitRange(
+        last_good_run=alert.base_run if pull_request else alert.last_good_run,
+        last_good_commit=(alert.base_commit if pull_request else alert.last_good_commit) or "",
+        first_bad_run=first.pk, first_bad_commit=first.revision.commit if first.revision else "")
+
+
+def _alert_sections(entries: list[AlertEntry]) -> list[AlertSection]:
+    """The entries in sections (in the order they come), each section's alerts in shifts; one query."""
+    shift_of, members = _shifts([entry.alert for entry in entries])
+    on_page = {entry.alert.pk for entry in entries}
+    sections: dict[str, dict] = {}
+    for entry in entries:
+        run = entry.alert.group.run
+        if run.kind == Run.Kind.PR and run.revision is not None:
+            key = f"{run.project.slug}-pr-{presentation.short_commit(run.revision.commit)}"
+            section = sections.setdefault(key, {"project": run.project, "pull_request": run.revision})
+        else:
+            night = nights.night_of(run.started_at)
+            key = f"{run.project.slug}-{night.isoformat()}"
+            section = sections.setdefault(key, {"project": run.project, "night": night})
+        section.setdefault("runs", {})[run.pk] = run
+        section.setdefault("shifts", defaultdict(list))[shift_of[entry.alert.pk]].append(entry)
+    shown = []
+    for key, section in sections.items():
+        shifts = []
+        for shift, shift_entries in section.pop("shifts").items():
+            listed = {entry.alert.pk for entry in shift_entries}
+            shift_entries.sort(key=lambda entry: entry.alert.group.run.machine.name)
+            shifts.append(AlertShift(
+                entries=shift_entries, machines=sorted({member["machine"] for member in members[shift]}),
+                elsewhere=[ShiftAlert(alert_id=member["pk"], machine=member["machine"],
+                                      status=AlertStatus(member["status"]).label, on_page=member["pk"] in on_page)
+                           for member in members[shift] if member["pk"] not in listed]))
+        shifts.sort(key=lambda shift: (shift.entries[0].row.benchmark, shift.entries[0].row.metric))
+        runs = sorted(section.pop("runs").values(), key=lambda run: (run.machine.name, run.started_at))
+        shown.append(AlertSection(key=key, runs=runs, shifts=shifts, **section))
+    return shown
+
+
+def _shifts(listed: list[Alert]) -> tuple[dict[int, tuple], dict[tuple, list[dict]]]:
+    """Each listed alert's shift, and each shift's alerts (listed or not: on another page, filtered out); one
+    query. A shift is the alerts of one metric (of one pull-request commit, for pull requests' alerts) whose
+    first nights lie within :data:`SAME_SHIFT` of the earliest."""
+    dated = [alert for alert in listed if alert.first_run is not None]
+    members: dict[tuple, list[dict]] = defaultdict(list)
+    shift_of: dict[int, tuple] = {}
+    if dated:
+        times = [alert.first_run.started_at for alert in dated]
+        found = Alert.objects.filter(
+            comparison__candidate__metric_id__in={alert.comparison.candidate.metric_id for alert in dated},
+            first_run__started_at__gte=min(times) - SAME_SHIFT, first_run__started_at__lte=max(times) + SAME_SHIFT,
+        ).order_by("first_run__started_at", "pk").values(
+            "pk", "status", metric=F("comparison__candidate__metric_id"), machine=F("first_run__machine__name"),
+            started=F("first_run__started_at"), kind=F("first_run__kind"), commit=F("first_run__revision__commit"))
+        earliest: dict[tuple, datetime] = {}
+        for member in found:
+            series = (member["metric"], member["commit"] if member["kind"] == Run.Kind.PR else "")
+            if series not in earliest or member["started"] - earliest[series] > SAME_SHIFT:
+                earliest[series] = member["started"]
+            shift = (*series, earliest[series])
+            members[shift].append(member)
+            shift_of[member["pk"]] = shift
+    for alert in listed:
+        if alert.pk not in shift_of:  # no first night recorded: a shift of its own
+            shift_of[alert.pk] = ("alert", alert.pk)
+            members[shift_of[alert.pk]] = [{"pk": alert.pk, "status": alert.status,
+                                            "machine": alert.group.run.machine.name}]
+    return shift_of, members
 
 
 # The results pages: nightly overview, any two runs compared, pull-request review.
@@ -239,13 +404,15 @@ def _sparklines(series: set[tuple[int, int]], *, projects: set[int], limit: int 
     )
     rows = (
         Result.objects.filter(run_id__in=recent_runs, metric_id__in={metric for metric, _ in series})
-        .order_by("run__started_at", "run_id").values_list("metric_id", "run__machine_id", "mean")
+        .order_by("run__started_at", "run_id").values_list("metric_id", "run__machine_id", "mean", "run__started_at")
     )
     means: dict[tuple[int, int], list[float]] = defaultdict(list)
-    for metric, machine, mean in rows:
+    dates: dict[tuple[int, int], list[str]] = defaultdict(list)
+    for metric, machine, mean, started in rows:
         if (metric, machine) in series:
             means[metric, machine].append(mean)
-    return {key: Sparkline.of(values[-limit:]) for key, values in means.items()}
+            dates[metric, machine].append(timezone.localtime(started).strftime("%Y-%m-%d"))
+    return {key: Sparkline.of(values[-limit:], dates[key][-limit:]) for key, values in means.items()}
 
 
 ROW_LIMIT = 200
@@ -424,11 +591,61 @@ def nightly_overview(*, project: str | None = None, machine: str | None = None, 
 RECENT_RUNS = 200
 
 
-def recent_runs(*, limit: int = RECENT_RUNS) -> list[dict]:
-    """The newest runs of every project, for the compare page's pickers: one query of plain rows."""
-    return list(Run.objects.order_by("project__name", "-started_at", "-id").values(
+def recent_runs(*, search: str = "", include: Sequence[int] = (), limit: int = RECENT_RUNS) -> list[dict]:
+    """The newest ``limit`` runs, for the compare page's pickers, by project then newest first: those whose
+    commit starts with `search` or whose branch contains it (case-insensitive; empty: every run), and the
+    runs `include` names whatever they are (the ones chosen). One query of plain rows."""
+    queryset = Run.objects.all()
+    if search:
+        queryset = queryset.filter(Q(revision__commit__istartswith=search) | Q(revision__branch__icontains=search)
+                                   | Q(pk__in=include))
+    newest = ["-started_at", "-id"]
+    if include:
+        queryset = queryset.annotate(chosen=Case(When(pk__in=include, then=Value(0)), default=Value(1)))
+        newest.insert(0, "chosen")
+    rows = list(queryset.order_by(*newest).values(
         "pk", "kind", "started_at", project_name=F("project__name"), machine_name=F("machine__name"),
         commit=F("revision__commit"), branch=F("revision__branch"))[:limit])
+    rows.sort(key=lambda row: (row["started_at"], row["pk"]), reverse=True)
+    rows.sort(key=lambda row: row["project_name"])
+    return rows
+
+
+COMPARE_SHORTCUTS = {"nightly": "against tonight's baseline", "base": "against its base"}
+"""The compare page's shortcuts: a run against the newest nightly before it, a pull request against its base."""
+
+
+def shortcut_baseline(*, candidate_id: int, against: str) -> int:
+    """The run a compare shortcut (:data:`COMPARE_SHORTCUTS`) takes as the baseline of run `candidate_id`.
+
+    ``nightly``: the newest completed nightly run of the project's default branch on the same machine
+    started before it. ``base``: for a pull-request run, the newest completed run of its base commit on the
+    same machine (not an A/B confirmation's). Two queries. Raises Run.DoesNotExist, saying which run is
+    missing; ValueError for ``base`` of a run without a base commit, or an unknown shortcut.
+    """
+    if against not in COMPARE_SHORTCUTS:
+        raise ValueError(f"Unknown shortcut {against!r}: choose {' or '.join(COMPARE_SHORTCUTS)}.")
+    run = Run.objects.select_related("project", "machine", "revision").filter(pk=candidate_id).first()
+    if run is None:
+        raise Run.DoesNotExist(f"No run {candidate_id}.")
+    same_machine = Run.objects.filter(project_id=run.project_id, machine_id=run.machine_id,
+                                      status=Run.Status.COMPLETED).exclude(pk=run.pk).order_by("-started_at", "-id")
+    if against == "nightly":
+        branch = run.project.default_branch
+        found = same_machine.filter(kind=Run.Kind.NIGHTLY, revision__branch=branch,
+                                    started_at__lt=run.started_at).values_list("pk", flat=True).first()
+        if found is None:
+            raise Run.DoesNotExist(f"No nightly run of {branch} on {run.machine.name} before run #{run.pk}.")
+        return found
+    base_commit = run.revision.base_commit if run.kind == Run.Kind.PR and run.revision else ""
+    if not base_commit:
+        raise ValueError(f"Run #{run.pk} is not a pull request's with a base commit: it has no base to compare with.")
+    found = same_machine.filter(revision__commit=base_commit).exclude(kind=Run.Kind.CONFIRMATION).values_list(
+        "pk", flat=True).first()
+    if found is None:
+        raise Run.DoesNotExist(f"No run of the base commit {presentation.short_commit(base_commit)} on "
+                               f"{run.machine.name}.")
+    return found
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ class Series:
     metric_id: int | None = None
     result_id: int | None = None
     run_id: int | None = None
+    display_unit: str = ""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -71,6 +72,7 @@ def series_from_results(results: Iterable[Result], *, with_samples: bool) -> lis
                 independent=result.independent),
             samples=result.samples_array() if with_samples else None,
             metric_id=result.metric_id, result_id=result.pk, run_id=result.run_id,
+            display_unit=result.metric.display_unit,
         )
         for result in results
     ]
@@ -86,7 +88,8 @@ def series_from_values(values: dict, samples: np.ndarray | None = None) -> Serie
             mean=values["mean"], subsession_size=values["subsession_size"], variance=values["variance"],
             n=values["n"], sample_count=values["n"] * values["subsession_size"], autocorrelation=math.nan,
             independent=values["independent"]),
-        samples=samples, metric_id=values["metric_id"], result_id=values["id"], run_id=values["run_id"])
+        samples=samples, metric_id=values["metric_id"], result_id=values["id"], run_id=values["run_id"],
+        display_unit=values["metric__display_unit"])
 
 
 def stored_series(*, run_id: int, with_samples: bool) -> list[Series]:

@@ -19,7 +19,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 from psycopg.types.json import Jsonb
 
-from . import stats
+from . import presentation, stats
 from .models import ApiToken, Benchmark, Machine, Metric, Project, Result, Revision, Run
 from .schemas import ResultIn, RunIn
 
@@ -153,6 +153,8 @@ def _write_run(*, document: RunIn, project_slug: str, digest: str, user: Abstrac
         source=document.source, run_key=document.run_key, payload_digest=digest,
         created_by=user if user is not None and user.is_authenticated else None,
     )
+    _choose_display_units(metrics, {(result.benchmark, result.metric): summary.mean
+                                    for result, summary in zip(document.results, summaries)})
     rows = []
     for result, summary, (ci_low, ci_high) in zip(document.results, summaries, intervals):
         samples = result.samples
@@ -289,6 +291,26 @@ def _metrics(project: Project, results: list[tuple[ResultIn, str]]) -> dict[tupl
                 f"{result.direction.value!r} contradicts the stored direction {metric.direction!r} of metric {key}",
             )
     return stored
+
+
+DISPLAY_UNIT_BATCH = 900
+"""Metrics updated per query (SQLite's parameter limit)."""
+
+
+def _choose_display_units(metrics: dict[tuple[str, str], Metric], means: dict[tuple[str, str], float]) -> None:
+    """Give each new series the unit it is shown in from its first result (one query, only for new ones):
+    one scale per series on every page, chart and export, whatever its later values."""
+    chosen = {metric.pk: presentation.display_unit(metric.unit, means[key])
+              for key, metric in metrics.items() if not metric.display_unit and key in means}
+    by_unit: dict[str, list[int]] = {}
+    for pk, unit in chosen.items():
+        by_unit.setdefault(unit, []).append(pk)
+    for unit, pks in by_unit.items():
+        for start in range(0, len(pks), DISPLAY_UNIT_BATCH):
+            Metric.objects.filter(pk__in=pks[start:start + DISPLAY_UNIT_BATCH], display_unit="").update(
+                display_unit=unit)
+    for metric in metrics.values():
+        metric.display_unit = chosen.get(metric.pk, metric.display_unit)
 
 
 def _stored_metrics(benchmarks: dict[str, Benchmark]) -> dict[tuple[str, str], Metric]:

@@ -1,68 +1,97 @@
-"""Alert triage: alerts grouped per run, filtered by status and project (GET, so every view is a
-permalink), each with its history and confirmation sessions; logged-in users change a status with a note."""
+"""Alert triage: alerts in sections per project and night, the same shift on several machines together,
+filtered by status, project and "assigned to me" (GET, so every view is a permalink), each with its commit
+range, history and confirmation sessions; logged-in users change a status with a note, the bug link and the
+assignee."""
 
 
 from django import forms
 from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
-from .. import selectors
+from .. import exports, selectors
 from ..access import readable
-from ..alerts import set_alert_status
+from ..alerts import triage_alert
 from ..models import Alert, AlertStatus, Project
+
+ASSIGNED_TO_ME_LOGIN = "Log in to see the alerts assigned to you."
 
 
 class AlertFilterForm(forms.Form):
     status = forms.ChoiceField(required=False, choices=[("", "any status"), *AlertStatus.choices])
     project = forms.ModelChoiceField(required=False, queryset=Project.objects.order_by("name"),
                                      to_field_name="slug", empty_label="every project")
+    mine = forms.BooleanField(required=False, label="assigned to me")
 
 
-class AlertStatusForm(forms.Form):
+class AlertTriageForm(forms.Form):
     alert = forms.IntegerField(widget=forms.HiddenInput)
     status = forms.ChoiceField(choices=AlertStatus.choices)
     note = forms.CharField(required=False, max_length=2000)
+    bug_url = forms.URLField(required=False, max_length=500, assume_scheme="https", label="bug link")
+    assignee = forms.ModelChoiceField(required=False, queryset=get_user_model().objects.filter(is_active=True))
 
 
 def alerts(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
-        return _set_status(request)
+        return _triage(request)
     return _alert_list(request)
 
 
 @readable
 def _alert_list(request: HttpRequest) -> HttpResponse:
     filters = AlertFilterForm(request.GET or None)
-    status = project = None
+    status = project = assignee = None
     if filters.is_valid():
         status = filters.cleaned_data["status"] or None
         project = filters.cleaned_data["project"].slug if filters.cleaned_data["project"] else None
-    page = selectors.alert_page(status=status, project=project, page=request.GET.get("page"))
+        if filters.cleaned_data["mine"]:
+            if request.user.is_authenticated:
+                assignee = request.user
+            else:
+                filters.add_error("mine", ASSIGNED_TO_ME_LOGIN)
+    try:
+        export = exports.requested(request)
+    except ValueError as error:
+        return exports.bad_format(error)
+    listing = selectors.alert_page(status=status, project=project, assignee=assignee, page=request.GET.get("page"))
+    if export:
+        return exports.response(exports.alert_records(listing), name="alerts", format_name=export)
     query = request.GET.copy()
     query.pop("page", None)
     return render(request, "results/alerts.html", {
-        "filters": filters, "page": page, "query": query.urlencode(), "statuses": AlertStatus.choices,
+        "filters": filters, "listing": listing, "page": listing.page, "query": query.urlencode(),
+        "statuses": AlertStatus.choices,
     })
 
 
-def _set_status(request: HttpRequest) -> HttpResponse:
-    """POST: change one alert's status with a note, then back to the same filtered list."""
+def _triage(request: HttpRequest) -> HttpResponse:
+    """POST: change one alert's status (with a note), bug link and assignee, then back to the same filtered
+    list. A bug link or assignee left out of the form is kept as it is."""
     if not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path())
-    form = AlertStatusForm(request.POST)
+    form = AlertTriageForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Choose a status: " + "; ".join(
-            f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))
+        messages.error(request, "Not changed: " + "; ".join(
+            f"{_label(form, field)}: {' '.join(errors)}" for field, errors in form.errors.items()))
         return redirect(request.get_full_path())
     alert = get_object_or_404(Alert, pk=form.cleaned_data["alert"])
+    chosen = form.cleaned_data
     try:
-        alert = set_alert_status(alert=alert, status=form.cleaned_data["status"],
-                                             note=form.cleaned_data["note"], user=request.user)
+        alert = triage_alert(
+            alert=alert, status=chosen["status"], note=chosen["note"], user=request.user,
+            bug_url=chosen["bug_url"] if "bug_url" in request.POST else alert.bug_url,
+            assignee=chosen["assignee"] if "assignee" in request.POST else alert.assignee)
     except ValidationError as error:
-        messages.error(request, " ".join(error.messages))
+        messages.error(request, "Not changed: " + " ".join(error.messages))
     else:
-        messages.success(request, f"Alert #{alert.pk} is now {alert.get_status_display()}.")
+        messages.success(request, f"Alert #{alert.pk} is now {alert.get_status_display()}"
+                         + (f", assigned to {alert.assignee.get_username()}" if alert.assignee else "") + ".")
     return redirect(f"{request.get_full_path()}#alert-{alert.pk}")
+
+
+def _label(form: forms.Form, field: str) -> str:
+    return form.fields[field].label or field.replace("_", " ") if field in form.fields else field

@@ -11,10 +11,11 @@ from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.dateparse import parse_date
 
-
-from .. import charts, presentation, selectors
+from .. import charts, exports, presentation, selectors
+from ..comparisons import stored_rows
 from ..access import readable
 from ..models import Metric, Run
 from ..run_page import run_page
@@ -41,6 +42,10 @@ def _day(value: str | None, name: str, errors: list[str]) -> date | None:
 @readable
 def history(request: HttpRequest, metric_id: int) -> HttpResponse:
     """A metric's run means over time on one or more machines, with comparisons and change points."""
+    try:
+        export = exports.requested(request)
+    except ValueError as error:
+        return exports.bad_format(error)
     errors: list[str] = []
     first = _day(request.GET.get("from"), "from", errors)
     last = _day(request.GET.get("to"), "to", errors)
@@ -52,14 +57,20 @@ def history(request: HttpRequest, metric_id: int) -> HttpResponse:
     except Metric.DoesNotExist:
         raise Http404("No such metric.") from None
     metric = found.metric
+    if export:
+        return exports.response(exports.history_records(found), name=f"history-{metric.pk}", format_name=export)
+    if found.branch and found.branch != metric.benchmark.project.default_branch and found.branch not in found.branches:
+        errors.append(f"This series has no runs on the branch “{found.branch}”; its branches: "
+                      f"{', '.join(found.branches) or 'none named'}.")
+    scale = presentation.metric_scale(metric, found.points[0]["mean"] if found.points else None)
     figure = charts.history_figure(found.points, found.change_points, found.alerts, metric=metric.name,
-                                   unit=metric.unit, machines=found.selected_machines)
+                                   scale=scale, machines=found.selected_machines)
     # The data table is rendered when asked for (?table=1): a hundred formatted rows cost more than the
     # chart, and most visits never open it.
     rows = []
     if request.GET.get("table"):
         run_url = reverse("results:run", args=[0]).removesuffix("0/")
-        rows = [_history_row(point, run_url) for point in found.points[:-TABLE_ROWS - 1:-1]]
+        rows = [_history_row(point, run_url, scale) for point in found.points[:-TABLE_ROWS - 1:-1]]
     table_query = request.GET.copy()
     table_query["table"] = "1"
     return render(request, "results/history.html", {
@@ -70,20 +81,19 @@ def history(request: HttpRequest, metric_id: int) -> HttpResponse:
     })
 
 
-def _history_row(point: dict, run_url: str) -> dict:
+def _history_row(point: dict, run_url: str, scale: tuple[float, str]) -> dict:
     """One row of the data table, every cell formatted here (a hundred rows of template filters and
-    ``{% url %}`` tags cost more than the rest of the page)."""
+    ``{% url %}`` tags cost more than the rest of the page), in the series' one scale."""
     comparison = point.get("comparison") or {}
-    interval = "—" if point["ci_low"] is None else f"[{point['ci_low']:.4g}, {point['ci_high']:.4g}]"
     verdict = comparison.get("verdict")
     return {
         **point,
         "url": f"{run_url}{point['run_id']}/",
-        "started_text": point["started_at"].astimezone(dt_timezone.utc).strftime("%Y-%m-%d %H:%M"),
+        "started_text": timezone.localtime(point["started_at"]).strftime("%Y-%m-%d %H:%M %Z"),
         "commit_short": (point["commit"] or "")[:12],
         "verdict_class": presentation.verdict_slug(verdict),
-        "mean_text": f"{point['mean']:.4g}",
-        "ci_text": interval,
+        "mean_text": presentation.format_quantity(point["mean"], None, scale),
+        "ci_text": presentation.format_interval(point["ci_low"], point["ci_high"], scale),
         "verdict": verdict,
         "verdict_label": presentation.verdict_label(verdict),
         "change": "" if comparison.get("ratio") is None else presentation.format_change(
@@ -98,7 +108,7 @@ def _history_row(point: dict, run_url: str) -> dict:
 def _alert_row(alert: dict) -> dict:
     """One alert of the series as its list shows it."""
     verdict = alert["verdict"]
-    return {**alert, "started_text": alert["started_at"].astimezone(dt_timezone.utc).strftime("%Y-%m-%d %H:%M"),
+    return {**alert, "started_text": timezone.localtime(alert["started_at"]).strftime("%Y-%m-%d %H:%M %Z"),
             "verdict_label": presentation.verdict_label(verdict), "verdict_class": presentation.verdict_slug(verdict),
             "change": "" if alert["ratio"] is None else presentation.format_change(alert["ratio"], alert["low"],
                                                                                    alert["high"]),
@@ -112,8 +122,21 @@ def run(request: HttpRequest, run_id: int) -> HttpResponse:
     utilisation, bottlenecks and monitoring overhead; the stored comparisons.
 
     Everything but the page's frame is kept in the cache under the run's version (its comparison time
-    and its alerts' last change): a stored run does not change, and its figures replay its session."""
+    and its alerts' last change): a stored run does not change, and its session's analysis is stored.
+    ``?format=csv|json`` downloads its results (``&table=comparisons``: its comparisons)."""
     try:
+        export = exports.requested(request)
+    except ValueError as error:
+        return exports.bad_format(error)
+    try:
+        if export:
+            detail = selectors.run_detail(run_id=run_id)
+            comparisons_table = request.GET.get("table") == "comparisons"
+            return exports.response(
+                exports.comparison_records(stored_rows([(c.candidate, c) for c in detail.comparisons]))
+                if comparisons_table else exports.result_records(detail.results),
+                name=f"run-{run_id}-{'comparisons' if comparisons_table else 'results'}", format_name=export,
+                columns=exports.COMPARISON_COLUMNS if comparisons_table else None)
         version = selectors.run_page_version(run_id=run_id)
     except Run.DoesNotExist:
         raise Http404("No such run.") from None

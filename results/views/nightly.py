@@ -7,14 +7,15 @@
 Every view is a GET whose parameters are the permalink.
 """
 
-from datetime import timezone as dt_timezone
 
 from django import forms
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
 
-from .. import comparisons, presentation, selectors
+from .. import comparisons, exports, presentation, selectors
 from ..access import readable
 from ..models import Run, Verdict
 from ..presentation import ALPHA, NOT_COMPARED, VERDICT_ICONS, VERDICT_ORDER
@@ -30,10 +31,17 @@ class OverviewFilters(forms.Form):
     all = forms.BooleanField(required=False, help_text="Every series, not only the most notable of each night.")
 
 
+RUN_ID_ERRORS = {"invalid": "Run ids are whole numbers.", "min_value": "Run ids are whole numbers."}
+
+
 class CompareForm(forms.Form):
-    baseline = forms.IntegerField(min_value=1, required=False)
-    candidate = forms.IntegerField(min_value=1, required=False)
+    baseline = forms.IntegerField(min_value=1, required=False, error_messages=RUN_ID_ERRORS)
+    candidate = forms.IntegerField(min_value=1, required=False, error_messages=RUN_ID_ERRORS)
     all = forms.BooleanField(required=False, help_text="Every series, not only the most notable.")
+    search = forms.CharField(required=False, max_length=100, strip=True,
+                             help_text="A commit prefix or part of a branch name: the pickers list its runs.")
+    against = forms.ChoiceField(required=False, choices=[("", "the baseline chosen"),
+                                                         *selectors.COMPARE_SHORTCUTS.items()])
 
 
 @readable
@@ -42,10 +50,19 @@ def home(request: HttpRequest) -> HttpResponse:
     first, filterable by GET parameters."""
     form = OverviewFilters(request.GET)
     filters = form.cleaned_data if form.is_valid() else {}
+    try:
+        export = exports.requested(request)
+    except ValueError as error:
+        return exports.bad_format(error)
     overview = selectors.nightly_overview(
         project=filters.get("project") or None, machine=filters.get("machine") or None,
         benchmark=filters.get("benchmark") or None, verdict=filters.get("verdict") or None,
-        night=filters.get("night"), limit=None if filters.get("all") else selectors.ROW_LIMIT)
+        night=filters.get("night"), limit=None if filters.get("all") or export else selectors.ROW_LIMIT)
+    if export:
+        records = [record for entry in overview.projects for group in entry.groups
+                   for record in exports.comparison_records(group.rows, extra={
+                       "project": entry.project.slug, "night": group.night.isoformat()})]
+        return exports.response(records, name="nightly", format_name=export, columns=exports.COMPARISON_COLUMNS)
     return render(request, "results/home.html", {
         "form": form, "overview": overview, "filtered": any(filters.values()),
         "night_query": _without(request.GET, "night"), "time_zone": settings.TIME_ZONE,
@@ -64,20 +81,53 @@ def _without(query: QueryDict, name: str) -> str:
 
 @readable
 def compare(request: HttpRequest) -> HttpResponse:
-    """Any two runs compared series by series (Welch and Fieller, computed now by the comparison service)."""
+    """Any two runs compared series by series (Welch and Fieller, computed now by the comparison service).
+
+    The pickers list the newest runs, those matching ``search`` (a commit prefix or part of a branch name)
+    where given. ``against`` with a candidate and no baseline is a shortcut (``nightly``: the newest nightly
+    of the default branch on the candidate's machine before it; ``base``: a pull request's base commit's
+    run there): the baseline it finds is put in the address, the pair's permalink."""
+    try:
+        export = exports.requested(request)
+    except ValueError as error:
+        return exports.bad_format(error)
     form = CompareForm(request.GET)
-    ids = form.cleaned_data if form.is_valid() else {}
-    baseline, candidate = ids.get("baseline"), ids.get("candidate")
+    form.is_valid()
+    chosen = form.cleaned_data  # the fields understood; the others are said and ignored
+    baseline, candidate, against = chosen.get("baseline"), chosen.get("candidate"), chosen.get("against")
     status, error, comparison = 200, "", None
-    if baseline is not None and candidate is not None:
+    if against and candidate is not None and baseline is None:
         try:
-            comparison = comparisons.compare_stored_runs(
-                baseline_id=baseline, candidate_id=candidate, limit=None if ids.get("all") else selectors.ROW_LIMIT)
+            found = selectors.shortcut_baseline(candidate_id=candidate, against=against)
         except Run.DoesNotExist as missing:
             status, error = 404, str(missing)
+        except ValueError as wrong:
+            status, error = 400, str(wrong)
+        else:
+            query = request.GET.copy()
+            query.pop("against")
+            query["baseline"] = str(found)
+            return redirect(f"{reverse('results:compare')}?{query.urlencode()}")
+    elif baseline is not None and candidate is not None:
+        try:
+            comparison = comparisons.compare_stored_runs(baseline_id=baseline, candidate_id=candidate,
+                                                         limit=None if chosen.get("all") or export else selectors.ROW_LIMIT)
+        except Run.DoesNotExist as missing:
+            status, error = 404, str(missing)
+        else:
+            if export:
+                return exports.response(exports.comparison_records(comparison.rows, extra={
+                    "project": comparison.candidate.project.slug}), name=f"compare-{baseline}-{candidate}",
+                    format_name=export, columns=exports.COMPARISON_COLUMNS)
+    search = chosen.get("search", "")
+    runs = selectors.recent_runs(search=search, include=[pk for pk in (baseline, candidate) if pk is not None])
     return render(request, "results/compare.html", {
         "form": form, "comparison": comparison, "error": error, "baseline_id": baseline, "candidate_id": candidate,
-        "alpha": ALPHA, "run_choices": _run_choices(selectors.recent_runs()),
+        "alpha": ALPHA, "run_choices": _run_choices(runs), "search": search,
+        "form_errors": sorted({message for messages in form.errors.values() for message in messages}),
+        "matching": sum(1 for run in runs if run["pk"] not in (baseline, candidate)) if search else None,
+        "candidate_kind": next((run["kind"] for run in runs if run["pk"] == candidate), None),
+        "shortcuts": selectors.COMPARE_SHORTCUTS,
     }, status=status)
 
 
@@ -89,8 +139,8 @@ def _run_choices(runs: list[dict]) -> list[tuple[str, list[tuple[int, str]]]]:
     for run in runs:
         commit = ""
         if run["commit"] is not None:
-            commit = f" · {run['commit'][:8]}" + (f" ({run['branch']})" if run["branch"] else "")
-        started = run["started_at"].astimezone(dt_timezone.utc).strftime("%Y-%m-%d %H:%M")
+            commit = f" · {presentation.short_commit(run['commit'])}" + (f" ({run['branch']})" if run["branch"] else "")
+        started = timezone.localtime(run["started_at"]).strftime("%Y-%m-%d %H:%M %Z")
         groups.setdefault(run["project_name"], []).append(
             (run["pk"], f"#{run['pk']} · {kinds[run['kind']]} · {run['machine_name']}{commit} · {started}"))
     return list(groups.items())
@@ -100,9 +150,17 @@ def _run_choices(runs: list[dict]) -> list[tuple[str, list[tuple[int, str]]]]:
 def pr_review(request: HttpRequest, run_id: int) -> HttpResponse:
     """A pull-request run against its base: verdict counts, the comparisons, a Markdown summary to paste."""
     try:
+        export = exports.requested(request)
+    except ValueError as error:
+        return exports.bad_format(error)
+    try:
         review = selectors.pr_review(run_id=run_id)
     except Run.DoesNotExist:
         raise Http404(f"No pull-request run {run_id}.") from None
+    if export:
+        return exports.response(exports.comparison_records(review.rows, extra={"project": review.run.project.slug}),
+                                name=f"pull-request-run-{run_id}", format_name=export,
+                                columns=exports.COMPARISON_COLUMNS)
     return render(request, "results/pr.html", {
         "review": review, "run": review.run, "alpha": ALPHA,
         # Suspected changes are counted where there are some; the four decided verdicts always.

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from .. import selectors
+from .. import exports, selectors
 from ..access import readable
 from ..models import Run
 from ..presentation import VERDICT_ICONS
@@ -34,15 +34,29 @@ class RunFilters(forms.Form):
 @readable
 def runs(request: HttpRequest) -> HttpResponse:
     """The runs, filtered; a filter that is not understood is said so and ignored, never a 500."""
+    try:
+        export = exports.requested(request)
+    except ValueError as error:
+        return exports.bad_format(error)
     form = RunFilters(request.GET)
     form.is_valid()
     filters = {name: value for name, value in form.cleaned_data.items() if name not in form.errors}
     zone = ZoneInfo(settings.TIME_ZONE)
     since, until = filters.pop("since", None), filters.pop("until", None)
     found = selectors.run_list(
-        page=request.GET.get("page"), **{name: value or None for name, value in filters.items()},
+        page=request.GET.get("page"), per_page=selectors.RUNS_PER_EXPORT if export else selectors.RUNS_PER_PAGE,
+        **{name: value or None for name, value in filters.items()},
         start=datetime.combine(since, time.min, tzinfo=zone) if since else None,
         end=datetime.combine(until + timedelta(days=1), time.min, tzinfo=zone) if until else None)
+    if export:
+        return exports.response([{
+            "id": entry.run.pk, "project": entry.run.project.slug, "machine": entry.run.machine.name,
+            "kind": entry.run.kind, "status": entry.run.status,
+            "commit": entry.run.revision.commit if entry.run.revision else None,
+            "branch": entry.run.revision.branch if entry.run.revision else None,
+            "started_at": entry.run.started_at.isoformat(), "source": entry.run.source, "results": entry.results,
+            "changes": entry.counts, "url": request.build_absolute_uri(f"/runs/{entry.run.pk}/"),
+        } for entry in found.page.object_list], name="runs", format_name=export)
     query = request.GET.copy()
     query.pop("page", None)
     return render(request, "results/runs.html", {

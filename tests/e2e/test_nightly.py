@@ -84,6 +84,23 @@ def test_the_overview_shows_every_suite_of_the_night_and_opens_earlier_nights(pa
     expect(page.locator("h3")).to_have_text("bench-1 · night of 2026-10-04")
 
 
+def test_a_row_expands_to_why_it_is_red(page, screenshot):
+    tonight_with_every_verdict()
+
+    page.goto("/")
+
+    expect(page.locator("th .theta")).to_have_text("θ = ±2%")
+    regression = page.locator("tr[data-verdict=regression]")
+    evidence = regression.locator("details.why dl")
+    expect(evidence).to_be_hidden()
+    regression.locator("details.why summary").click()
+    expect(evidence).to_be_visible()
+    expect(evidence).to_contain_text("the whole interval lies beyond the ±2% band on the worse side")
+    expect(evidence).to_contain_text("10 nights (runs #")
+    expect(evidence).to_contain_text("own noise")
+    screenshot("nightly-why")
+
+
 def test_two_runs_are_compared_from_the_form(page, screenshot):
     for night in range(4):
         posted_run(night, {"sort": 1.0, "hash": 1.0, "parse": 1.0}, sd=0.01)

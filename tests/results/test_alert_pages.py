@@ -6,11 +6,13 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from django.core.exceptions import ValidationError
+
 from results import alerts, comparisons
-from results.models import Alert, AlertEvent, Run
+from results.models import Alert, AlertEvent, Project, Run
 from runner import services as runner_services
 from runner.models import Session, SessionStatus
-from tests.factories import ProjectFactory
+from tests.factories import ProjectFactory, UserFactory
 from tests.factories import posted_run
 
 pytestmark = pytest.mark.django_db
@@ -21,11 +23,11 @@ class Undelivered:
         return None
 
 
-def regressed_run(benchmarks=("sort",), factor: float = 1.2) -> Run:
-    """Ten steady nights, then one where every benchmark is `factor` slower: one alert each."""
-    for night in range(10):
-        posted_run(night, dict.fromkeys(benchmarks, 1.0), sd=0.002)
-    run = posted_run(10, dict.fromkeys(benchmarks, factor), sd=0.002)
+def regressed_run(benchmarks=("sort",), factor: float = 1.2, *, machine: str = "bench-1", night: int = 10) -> Run:
+    """`night` steady nights, then one where every benchmark is `factor` slower: one alert each."""
+    for earlier in range(night):
+        posted_run(earlier, dict.fromkeys(benchmarks, 1.0), sd=0.002, machine=machine)
+    run = posted_run(night, dict.fromkeys(benchmarks, factor), sd=0.002, machine=machine)
     comparisons.compare_run(run_id=run.pk)
     return run
 
@@ -38,7 +40,8 @@ def logged_in(user, **kwargs) -> Client:
 
 def test_alerts_are_listed_per_run_with_change_p_q_status_and_links():
     run = regressed_run(("sort", "hash"))
-    alert = Alert.objects.select_related("comparison__candidate").get(comparison__candidate__metric__benchmark__name="sort")
+    alert = Alert.objects.select_related("comparison__candidate").get(
+        comparison__candidate__metric__benchmark__name="sort")
 
     html = Client().get("/alerts/").content.decode()
 
@@ -50,6 +53,11 @@ def test_alerts_are_listed_per_run_with_change_p_q_status_and_links():
     assert "+20." in row and "% [+" in row
     assert f'href="/history/{alert.comparison.candidate.metric_id}/?machine=bench-1"' in row
     assert "New" in row and "Log in</a> to triage" in row
+    # The links say what they lead to; how the change was found is said in words, with the evidence.
+    links = row[row.index('<td class="links">'):]
+    assert f">run #{run.pk}</a>" in links and ">history</a>" in links and ">last good vs first bad</a>" in links
+    assert "vs shift" not in links and "vs history" not in links
+    assert "found by the nights since a recent shift against the nights before it" in html
 
 
 def test_filters_are_get_parameters_so_every_view_is_a_permalink(user):
@@ -89,7 +97,7 @@ def test_anonymous_visitors_cannot_triage_and_a_bad_status_changes_nothing(user)
     response = Client().post("/alerts/", {"alert": alert.pk, "status": "fixed"})
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
     response = logged_in(user).post("/alerts/", {"alert": alert.pk, "status": "gone"}, follow=True)
-    assert "Choose a status" in response.content.decode()
+    assert "Not changed: status: Select a valid choice." in response.content.decode()
 
     assert Alert.objects.get().status == "new" and not AlertEvent.objects.exists()
 
@@ -205,3 +213,128 @@ def test_the_alerts_api_issues_a_fixed_number_of_queries_with_the_confirmation_s
         return len(queries)
 
     assert listed(["a", "b"]) == listed(["a", "b", "c", "d", "e", "f"])
+
+
+# Commit ranges, bug links and assignees, the same shift on several machines.
+
+GITHUB = "https://github.com/acme/tool"
+
+
+def test_an_alert_shows_its_last_good_and_first_bad_commits_with_links_to_compare_them():
+    for night in range(10):
+        posted_run(night, {"sort": 1.0}, sd=0.002)
+    posted_run(9, {"sort": 1.3}, sd=0.002, seed=90, branch="feature", commit="f" * 40)  # not the series
+    run = posted_run(10, {"sort": 1.2}, sd=0.002)
+    comparisons.compare_run(run_id=run.pk)
+    Project.objects.update(repository_url=GITHUB)
+    last_good = Run.objects.get(revision__commit=f"{9:040x}")
+    good, bad = f"{9:040x}", f"{10:040x}"
+
+    html = Client().get("/alerts/").content.decode()
+
+    commits = html[html.index('class="alert-commits"'):]
+    commits = commits[:commits.index("</div>")]
+    assert (f'last good <a class="commit" href="{GITHUB}/commit/{good}" rel="noreferrer">'
+            f'<code title="{good}">{good[:12]}</code></a>') in commits
+    assert f'first bad <a class="commit" href="{GITHUB}/commit/{bad}"' in commits
+    assert f'href="{GITHUB}/compare/{good}...{bad}"' in commits
+    assert f'href="/compare/?baseline={last_good.pk}&amp;candidate={run.pk}"' in html
+
+
+def test_a_pull_requests_alert_ranges_from_its_base_to_its_head():
+    for night in range(3):
+        posted_run(night, {"sort": 1.0}, sd=0.002)
+    base = posted_run(3, {"sort": 1.0}, sd=0.002, commit="b" * 40)
+    head = posted_run(4, {"sort": 1.2}, sd=0.002, kind="pr", branch="feature", commit="c" * 40, base_commit="b" * 40)
+    comparisons.compare_run(run_id=head.pk)
+    Project.objects.update(repository_url="https://gitlab.example.org/acme/tool")
+
+    html = Client().get("/alerts/").content.decode()
+
+    assert 'href="https://gitlab.example.org/acme/tool/-/compare/' + "b" * 40 + "..." + "c" * 40 + '"' in html
+    assert f'href="/compare/?baseline={base.pk}&amp;candidate={head.pk}"' in html
+    assert "pull request" in html[html.index('class="alert-group"'):]
+
+
+def test_a_user_sets_the_bug_link_and_the_assignee_and_lists_the_alerts_assigned_to_them(user):
+    regressed_run(("sort", "hash"))
+    sort, hashing = (Alert.objects.get(comparison__candidate__metric__benchmark__name=name)
+                     for name in ("sort", "hash"))
+    client = logged_in(user)
+
+    response = client.post("/alerts/?status=new", {"alert": sort.pk, "status": "acknowledged", "note": "",
+                                                   "bug_url": "https://bugs.example.org/42", "assignee": user.pk})
+
+    assert response.status_code == 302 and response["Location"] == f"/alerts/?status=new#alert-{sort.pk}"
+    sort.refresh_from_db()
+    assert (sort.status, sort.bug_url, sort.assignee, sort.updated_by) == (
+        "acknowledged", "https://bugs.example.org/42", user, user)
+    html = client.get("/alerts/").content.decode()
+    assert f"Alert #{sort.pk} is now Acknowledged, assigned to {user.username}." in html
+    row = html[html.index(f'id="alert-{sort.pk}"'):]
+    row = row[:row.index("</tr>")]
+    assert '<a class="bug-link" href="https://bugs.example.org/42"' in row and f"assigned to {user.username}" in row
+    assert 'value="https://bugs.example.org/42"' in row and f'<option value="{user.pk}" selected>' in row
+
+    mine = client.get("/alerts/?mine=on").content.decode()
+    assert mine.count('class="alert-row"') == 1 and f'id="alert-{sort.pk}"' in mine
+    anonymous = Client().get("/alerts/?mine=on").content.decode()
+    assert "Log in to see the alerts assigned to you." in anonymous and anonymous.count('class="alert-row"') == 2
+    assert 'name="mine"' not in anonymous
+
+    # A status alone (the API's form of triage) keeps the bug link and the assignee.
+    client.post("/alerts/", {"alert": sort.pk, "status": "fixed"})
+    sort.refresh_from_db()
+    assert (sort.status, sort.bug_url, sort.assignee) == ("fixed", "https://bugs.example.org/42", user)
+    # Emptied in the form: none.
+    client.post("/alerts/", {"alert": sort.pk, "status": "fixed", "bug_url": "", "assignee": ""})
+    sort.refresh_from_db()
+    assert (sort.bug_url, sort.assignee) == ("", None)
+    assert hashing.assignee is None
+
+
+def test_a_bad_bug_link_or_assignee_changes_nothing(user):
+    regressed_run()
+    alert = Alert.objects.get()
+    gone = UserFactory(is_active=False)
+    client = logged_in(user)
+
+    for wrong in ({"bug_url": "javascript:alert(1)"}, {"assignee": gone.pk}, {"assignee": 9999}):
+        response = client.post("/alerts/", {"alert": alert.pk, "status": "fixed", **wrong}, follow=True)
+        assert "Not changed:" in response.content.decode()
+    with pytest.raises(ValidationError, match="active users"):
+        alerts.triage_alert(alert=alert, status="fixed", assignee=gone, user=user)
+    with pytest.raises(ValidationError, match="http"):
+        alerts.triage_alert(alert=alert, status="fixed", bug_url="ftp://bugs.example.org/1", user=user)
+
+    alert.refresh_from_db()
+    assert (alert.status, alert.bug_url, alert.assignee) == ("new", "", None) and not AlertEvent.objects.exists()
+
+
+def test_the_same_shift_on_several_machines_is_shown_together_with_the_machines_listed():
+    tonight = [regressed_run(("sort", "hash") if machine == "bench-1" else ("sort",), machine=machine)
+               for machine in ("bench-1", "bench-2")]
+    # A night later on a third machine: the same shift ("a day or so"), raised in another night's section.
+    late = regressed_run(("sort",), machine="bench-3", night=11)
+    # Four nights later on a fourth: another shift.
+    regressed_run(("sort",), machine="bench-4", night=14)
+    sort = {alert.first_run.machine.name: alert
+            for alert in Alert.objects.filter(comparison__candidate__metric__benchmark__name="sort")}
+
+    html = Client().get("/alerts/").content.decode()
+
+    assert html.count('class="alert-group"') == 3
+    night = html[html.index('id="alerts-demo-2026-10-10"'):]
+    night = night[:night.index("</section>")]
+    assert all(f'<a href="/runs/{run.pk}/">Run #{run.pk}</a> on {run.machine.name}' in night for run in tonight)
+    [together] = [body for body in night.split("<tbody")[1:] if "shift-head" in body]
+    assert "sort · time: the same shift on 3 machines (bench-1, bench-2, bench-3)" in together
+    assert f'bench-3: <a href="#alert-{sort["bench-3"].pk}">alert #{sort["bench-3"].pk}</a> (New)' in together
+    assert together.count('class="alert-row"') == 2
+    assert together.index(f'id="alert-{sort["bench-1"].pk}"') < together.index(f'id="alert-{sort["bench-2"].pk}"')
+    assert "hash" not in together and night.count("shift-head") == 1
+    later = html[html.index('id="alerts-demo-2026-10-11"'):]
+    assert f'<a href="/runs/{late.pk}/">Run #{late.pk}</a>' in later[:later.index("</section>")]
+    assert "the same shift on 3 machines (bench-1, bench-2, bench-3)" in later[:later.index("</section>")]
+    apart = html[html.index('id="alerts-demo-2026-10-14"'):]
+    assert "shift-head" not in apart[:apart.index("</section>")]

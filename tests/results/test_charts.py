@@ -39,7 +39,7 @@ def trace(figure: dict, name: str) -> dict:
 def test_one_mean_trace_and_one_interval_band_per_machine_with_run_ids_to_click():
     points = [point(day, 1.0 + 0.01 * day, machine=machine) for day in range(4) for machine in ("a", "b")]
 
-    figure = charts.history_figure(points, metric="time", unit="s")
+    figure = charts.history_figure(points, metric="time", scale=(1.0, "s"))
 
     assert [t["name"] for t in figure["data"] if t["mode"] == "lines+markers"] == ["a", "b"]
     means = trace(figure, "a")
@@ -54,7 +54,7 @@ def test_one_mean_trace_and_one_interval_band_per_machine_with_run_ids_to_click(
 def test_a_gap_in_the_intervals_splits_the_band_instead_of_bridging_it():
     points = [point(0, 1.0), point(1, 1.0), point(2, 1.0, ci=None), point(3, 1.0), point(4, 1.0)]
 
-    band = trace(charts.history_figure(points, metric="time", unit="s"), "bench-1: run CI")
+    band = trace(charts.history_figure(points, metric="time", scale=(1.0, "s")), "bench-1: run CI")
 
     assert band["x"].count(None) == 1 and len(band["x"]) == 9
 
@@ -79,7 +79,7 @@ def test_alerts_improvements_and_change_points_are_marked():
                "started_at": START + timedelta(days=1), "mean": 1.0, "first_run_id": 101, "ratio": 1.03, "low": 0.99,
                "high": 1.07, "pvalue": 0.004, "qvalue": 0.02, "nights": 3, "state_note": ""}]
 
-    figure = charts.history_figure(points, change, alerts, metric="time", unit="s")
+    figure = charts.history_figure(points, change, alerts, metric="time", scale=(1.0, "s"))
 
     alert = trace(figure, "▲ alert (regression)")
     assert alert["customdata"] == [102] and alert["marker"]["symbol"] == "triangle-up"
@@ -101,7 +101,7 @@ def test_user_text_reaches_plotly_as_entities_never_as_markup():
     nasty = "<img src=x onerror=alert(1)>"
     points = [dict(point(0, 1.0, machine=nasty), branch="<b>main</b>", commit="<script>x</script>" + "0" * 30)]
 
-    figure = charts.history_figure(points, metric="<i>time</i>", unit="<s>")
+    figure = charts.history_figure(points, metric="<i>time</i>", scale=(1.0, "<s>"))
 
     text = json.dumps(figure)
     assert "<img" not in text and "<script>" not in text and "<b>main" not in text and "<i>time" not in text
@@ -197,17 +197,119 @@ def test_autocorrelation_by_size_marks_the_chosen_size():
     assert 37 in sizes and max(sizes) == 200 and len(sizes) <= 60 + 1
     assert values[0] > 0.7 and abs(values[sizes.index(37)]) < 0.3
     figure = charts.autocorrelation_figure(sizes, values, chosen=37)
-    assert trace(figure, "chosen q = 37")["x"] == [37]
+    assert trace(figure, "chosen subsession size 37")["x"] == [37]
     assert trace(figure, "±0.1 (independent enough)")["y"] == [0.1, 0.1]
     assert autocorrelation_by_size(np.ones(5)) == ([], [])
 
 
 def test_samples_are_thinned_for_display_and_the_title_says_so():
-    figure = charts.samples_figure(np.arange(50_000.0), unit="s", mean=1.0, ci_low=0.9, ci_high=1.1)
+    figure = charts.samples_figure(np.arange(50_000.0), scale=(1.0, "s"), mean=1.0, ci_low=0.9, ci_high=1.1)
 
     samples = trace(figure, "samples")
     assert samples["type"] == "scattergl" and len(samples["x"]) == 16_667
     assert "16667 of 50000 shown, 1 in 3" in figure["layout"]["title"]["text"]
+
+
+def microbenchmark_readings(*, count: int = 5000, outliers: int = 5, seed: int = 11) -> tuple[np.ndarray, np.ndarray]:
+    """Readings of a 76 µs benchmark (2% noise, a warm-up 25% slower over the first 8%) with a few readings
+    interrupted for 1-16 ms; and where those are."""
+    rng = np.random.default_rng(seed)
+    values = 76e-6 * (1.0 + rng.normal(0, 0.02, count))
+    values[: count // 12] += 19e-6
+    where = np.sort(rng.choice(np.arange(count // 12, count), outliers, replace=False))
+    values[where] = rng.uniform(1e-3, 16e-3, outliers)
+    return values, where
+
+
+def scale_buttons(figure: dict) -> dict:
+    (menu,) = figure["layout"]["updatemenus"]
+    return {button["label"]: button["args"] for button in menu["buttons"]}
+
+
+def test_a_few_huge_readings_are_drawn_at_the_edge_of_a_range_that_shows_the_bulk():
+    values, where = microbenchmark_readings()
+    kept = np.ones(values.size, dtype=bool)
+    kept[: values.size // 12] = False
+    bulk = np.delete(values, where)
+    mean = float(bulk[kept[np.isin(np.arange(values.size), where, invert=True)]].mean())
+
+    figure = charts.samples_figure(values, scale=(1.0, "s"), kept=kept, spans=[(0, values.size // 12, 0, "warm-up")],
+                                   mean=mean, ci_low=mean * 0.999, ci_high=mean * 1.001)
+
+    low, high = figure["layout"]["yaxis"]["range"]
+    assert figure["layout"]["yaxis"]["autorange"] is False
+    assert low < bulk.min() and bulk.max() < high < 2 * bulk.max()  # every ordinary reading, warm-up included
+    assert high < 1e-3 < values[where].min()  # not flattened by 16 ms
+    edge = trace(figure, "▲▼ 5 readings beyond the y range, at its edge (see log scale)")
+    assert edge["x"] == where.tolist() and len(set(edge["y"])) == 1 and low < edge["y"][0] < high
+    assert edge["marker"]["symbol"] == ["triangle-up"] * 5
+    # Three significant digits, the series' unit.
+    assert all(text.startswith(f"#{at}: ") and text.endswith(" s")
+               and float(text.split()[1]) == pytest.approx(values[at], rel=5e-3) for at, text in zip(where, edge["text"]))
+    # Every reading is still plotted where it is, for the log scale; the markers at the edge are hidden there.
+    stable = trace(figure, "stable phase (analysed)")
+    assert set(where.tolist()) <= set(stable["x"])
+    buttons = scale_buttons(figure)
+    assert buttons["log"][1] == {"yaxis.type": "log", "yaxis.autorange": True}
+    assert buttons["log"][0]["visible"] == [t is not edge for t in figure["data"]]
+    assert buttons["linear"][1] == {"yaxis.type": "linear", "yaxis.autorange": False, "yaxis.range": [low, high]}
+    assert all(buttons["linear"][0]["visible"])
+    json.dumps(figure)
+
+
+def test_readings_without_outliers_keep_plotlys_own_range_and_normal_noise_is_never_clipped():
+    values, _ = microbenchmark_readings(outliers=0)
+    noise = 1.0 + np.random.default_rng(5).normal(0, 0.01, 200_000)
+
+    for readings in (values, noise):
+        figure = charts.samples_figure(readings, scale=(1.0, "s"), mean=float(readings.mean()))
+
+        assert "range" not in figure["layout"]["yaxis"]
+        assert not any(t["name"].startswith("▲▼") for t in figure["data"])
+        assert scale_buttons(figure)["linear"][1] == {"yaxis.type": "linear", "yaxis.autorange": True}
+
+
+def test_a_huge_reading_below_is_drawn_at_the_lower_edge_and_no_log_scale_is_offered_for_negative_values():
+    values = 5.0 + np.random.default_rng(2).normal(0, 0.1, 400)
+    values[[17, 300]] = [-500.0, 900.0]
+
+    figure = charts.samples_figure(values, scale=(1.0, "ms"))
+
+    low, high = figure["layout"]["yaxis"]["range"]
+    edge = trace(figure, "▲▼ 2 readings beyond the y range, at its edge (see log scale)")
+    assert edge["marker"]["symbol"] == ["triangle-down", "triangle-up"]
+    bulk = np.delete(values, [17, 300])
+    assert low < edge["y"][0] <= bulk.min() and bulk.max() <= edge["y"][1] < high < 6.0
+    assert figure["layout"]["updatemenus"] == []
+
+
+def test_a_history_with_a_broken_night_shows_the_others_and_links_the_broken_one_from_the_edge():
+    means = 1.0 + np.random.default_rng(4).normal(0, 0.01, 30)
+    means[20] = 40.0
+    points = [point(day, float(mean)) for day, mean in enumerate(means)]
+
+    figure = charts.history_figure(points, metric="time", scale=(1.0, "s"))
+
+    low, high = figure["layout"]["yaxis"]["range"]
+    others = np.delete(means, 20)
+    assert low < others.min() - 0.01 and others.max() + 0.01 < high < 2.0  # the bands too
+    edge = trace(figure, "▲▼ 1 run mean beyond the y range, at its edge (see log scale)")
+    assert edge["customdata"] == [120] and edge["x"] == ["2026-10-21 02:00:00"]
+    assert "mean 40.0 s" in edge["text"][0] and "<i>click for the run</i>" in edge["text"][0]
+    assert scale_buttons(figure)["log"][0]["visible"] == [t is not edge for t in figure["data"]]
+
+
+def test_a_short_history_is_not_set_by_its_one_outlier_and_a_real_shift_is_not_clipped():
+    short = [point(day, mean) for day, mean in enumerate([1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01, 0.99, 25.0])]
+    shifted = [point(day, 1.0 + 0.1 * (day >= 15) + 0.002 * (day % 3)) for day in range(30)]
+
+    clipped = charts.history_figure(short, metric="time", scale=(1.0, "s"))
+    whole = charts.history_figure(shifted, metric="time", scale=(1.0, "s"))
+
+    assert clipped["layout"]["yaxis"]["range"][1] < 2.0
+    assert trace(clipped, "▲▼ 1 run mean beyond the y range, at its edge (see log scale)")["customdata"] == [109]
+    assert "range" not in whole["layout"]["yaxis"]
+    assert not any(t["name"].startswith("▲▼") for t in whole["data"])
 
 
 def test_utilisation_keeps_percentages_and_draws_the_threshold():

@@ -94,8 +94,8 @@ def test_stored_runs_table_shows_each_verdict_with_scipy_p_values_and_fieller_in
         assert f"{BASELINE[name][2]}+{CANDIDATE[name][2]}" in line
     # The flags of benchstat: "~" for not significant (q ≥ α: two runs have q-values), and the unit scaled.
     assert "~" in table_line(table, "noisy") and "~" not in table_line(table, "slower")
-    assert "1.000 ± 0.0094 s" in table_line(table, "slower")
-    assert "100.0 ± 0.47 MB/s" in table_line(table, "throughput")
+    assert "1.00 ± 0.0094 s" in table_line(table, "slower")
+    assert "100 ± 0.47 MB/s" in table_line(table, "throughput")
 
 
 def test_stored_runs_json_has_every_number(runs):

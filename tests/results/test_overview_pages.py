@@ -81,6 +81,33 @@ def test_the_overview_shows_tonight_against_history_worst_first():
     assert "Insufficient history (fewer than 3 earlier nights): new (time)." in html
 
 
+def test_each_row_says_why_it_has_its_verdict_with_theta_and_the_evidence():
+    tonight_with_every_verdict()
+    html = Client().get("/").content.decode()
+
+    assert "θ = ±2%" in html and "Change [95% CI]" in html
+
+    def why(benchmark: str) -> dict[str, str]:
+        details = re.search(r'<details class="why">(.*?)</details>', row_html(html, benchmark), flags=re.DOTALL)
+        return dict(re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", details.group(1)))
+
+    regressed = why("regressed")
+    assert regressed["Verdict"] == ("▲ regression: the whole interval lies beyond the ±2% band on the worse side "
+                                    "(slower).")
+    # Ten quiet nights before tonight: the history is nights 0–9 (runs #1–#10 of this project).
+    assert re.fullmatch(r"the last nights of the series: 10 nights \(runs #\d+–#\d+\); mean \S+ m?s",
+                        regressed["Baseline"])
+    assert regressed["Run-to-run"] == "none beyond each night&#x27;s own noise (σ_b² = 0)"
+    assert regressed["Change"].endswith("at 95% (Fieller, ν = " + regressed["Change"].split("ν = ")[1])
+    assert "θ = ±2%" in regressed["Change"] and regressed["Test"].startswith("p = &lt;0.001, q = &lt;0.001")
+    assert why("same")["Verdict"].startswith("≈ no change: the whole interval lies within the ±2% band")
+    noisy = why("noisy")
+    assert "not significant (q ≥ 0.05)" in noisy["Verdict"]
+    assert re.fullmatch(r"sd [2-6]\.\d\d% of the mean between nights \(σ_b², carried into the interval\)",
+                        noisy["Run-to-run"])
+    assert why("new")["Verdict"] == "· insufficient history: 0 earlier nights, 3 needed."
+
+
 def test_high_q_values_are_marked_and_links_lead_to_the_history_pages():
     tonight = tonight_with_every_verdict()
     noisy = Comparison.objects.get(candidate__run=tonight, candidate__metric__benchmark__name="noisy",

@@ -13,7 +13,8 @@ STRONG_KEY = "tests-only-7f3c9a1e5b2d8046-c4e1f9a7d3b5826e0a4c7f1e9d3b5a82"
 
 def load_settings(**environment: str) -> subprocess.CompletedProcess:
     clean = {key: value for key, value in os.environ.items()
-             if key not in ("DJANGO_SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "DEBUG", "REDIS_URL")}
+             if key not in ("DJANGO_SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "DEBUG", "REDIS_URL",
+                            "PILOTWEB_LOCAL", "PILOTWEB_VAR_DIR")}
     return subprocess.run(
         [sys.executable, "-c", "import django; django.setup(); from django.conf import settings; "
                                "print(settings.DATABASES['default']['ENGINE'], settings.DEBUG, settings.REDIS_URL)"],
@@ -27,6 +28,16 @@ def test_development_defaults_work_with_nothing_set():
 
     assert loaded.returncode == 0, loaded.stderr
     assert loaded.stdout.split() == ["django.db.backends.sqlite3", "True", "redis://127.0.0.1:6379/0"]
+
+
+def test_pilot_up_runs_without_debug_pages_or_production_secrets(tmp_path):
+    loaded = load_settings(PILOTWEB_LOCAL="true", PILOTWEB_VAR_DIR=str(tmp_path))
+    again = load_settings(PILOTWEB_LOCAL="true", PILOTWEB_VAR_DIR=str(tmp_path))
+
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.split() == ["django.db.backends.sqlite3", "False", "redis://127.0.0.1:6379/0"]
+    key = (tmp_path / "secret_key").read_text()
+    assert len(key) >= 50 and again.returncode == 0 and (tmp_path / "secret_key").read_text() == key
 
 
 @pytest.mark.parametrize("missing", ["DJANGO_SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL"])

@@ -1,0 +1,67 @@
+"""Alert triage in a real browser: the same shift on two machines shown together with its commit range, and an
+alert triaged with a bug link and an assignee, then found under "assigned to me"."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from results import services, tasks
+from results.models import Alert, Project
+from tests.factories import UserFactory
+from tests.results.test_alert_pages import regressed_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+GITHUB = "https://github.com/acme/tool"
+
+
+@pytest.fixture(autouse=True)
+def no_broker(monkeypatch):
+    """Runs are compared by the tests themselves and nobody is notified: nothing goes to a (missing) broker."""
+    monkeypatch.setattr(services, "_enqueue_comparison", lambda run_id: None)
+    monkeypatch.setattr(tasks.notify_alert_group, "delay", lambda *args, **kwargs: None)
+
+
+def test_an_alert_seen_on_two_machines_is_triaged_with_a_bug_link_and_an_assignee(page, login, screenshot):
+    for machine in ("bench-1", "bench-2"):
+        regressed_run(("sort",), machine=machine)
+    Project.objects.update(repository_url=GITHUB)
+    user = UserFactory(username="ada")
+    first = Alert.objects.get(first_run__machine__name="bench-1")
+    login(user)
+
+    page.goto("/alerts/")
+
+    shift = page.locator("tbody.alert-shift.across-machines")
+    expect(shift.locator("tr.shift-head")).to_contain_text(
+        "sort · time: the same shift on 2 machines (bench-1, bench-2)")
+    expect(shift.locator("tr.alert-row")).to_have_count(2)
+    commits = shift.locator(f"#alert-{first.pk} + tr.alert-details .alert-commits")
+    expect(commits).to_contain_text(re.compile(r"last good \w{12}\s+→ first bad \w{12}"))
+    expect(commits.locator("a.commit").nth(0)).to_have_attribute("href", f"{GITHUB}/commit/{9:040x}")
+    expect(commits.locator("a.commit").nth(1)).to_have_attribute("href", f"{GITHUB}/commit/{10:040x}")
+    expect(commits.locator("a.compare-commits")).to_have_attribute(
+        "href", f"{GITHUB}/compare/{9:040x}...{10:040x}")
+
+    row = page.locator(f"#alert-{first.pk}")
+    row.locator("select[name=status]").select_option("acknowledged")
+    row.locator("input[name=note]").fill("bisecting")
+    row.locator("input[name=bug_url]").fill("https://bugs.example.org/42")
+    row.locator("select[name=assignee]").select_option(label="ada")
+    row.locator("button[type=submit]").click()
+
+    expect(page.locator("ul.messages")).to_contain_text(
+        f"Alert #{first.pk} is now Acknowledged, assigned to ada.")
+    row = page.locator(f"#alert-{first.pk}")
+    expect(row.locator("a.bug-link")).to_have_attribute("href", "https://bugs.example.org/42")
+    expect(row.locator(".assignee")).to_have_text("assigned to ada")
+    screenshot("alerts-triaged")
+
+    page.check("input[name=mine]")
+    page.click("form.filters button[type=submit]")
+    expect(page).to_have_url(re.compile(r"mine=on"))
+    expect(page.locator("tr.alert-row")).to_have_count(1)
+    expect(page.locator("tr.alert-row")).to_have_id(f"alert-{first.pk}")
+    # Its sibling on the other machine is still named, and linked to its series' history.
+    expect(page.locator("tr.shift-head")).to_contain_text("bench-2: alert #")
