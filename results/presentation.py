@@ -11,6 +11,8 @@ import re
 from collections import Counter
 from urllib.parse import quote, urlsplit
 
+from django.template.defaultfilters import filesizeformat
+
 from .stats import Verdict, format_change
 
 __all__ = [
@@ -576,3 +578,71 @@ def _suspected_line(row) -> str:
     why = "the interval is unbounded" if not row.bounded else f"the interval straddles the ±{row.threshold:.0%} band"
     return (f"- `{name}`: {interval}; {why}; {sizes}; p = {format_probability(row.pvalue)}, "
             f"q = {format_probability(row.qvalue)}. More subsessions on both sides would narrow it.")
+
+
+# --- A machine's hardware ---------------------------------------------------------------------------------
+
+# The hardware details a worker records (runner.monitor.describe_host) by name; other keys are worded from
+# their own name, a unit suffix (``_mhz``, ``_bytes``, …) becoming the unit of the value.
+HARDWARE_LABELS = {"physical_cores": "Physical cores", "cpu_max_mhz": "CPU max frequency",
+                   "numa_nodes": "NUMA nodes", "python": "Python"}
+UNIT_SUFFIXES = {"_mhz": "MHz", "_ghz": "GHz", "_bytes": "bytes", "_kb": "KB", "_mb": "MB", "_gb": "GB",
+                 "_seconds": "s", "_percent": "%"}
+
+
+def hardware_facts(details: object) -> list[tuple[str, list[str]]]:
+    """A machine's free-form hardware JSON as a definition list: (label, one text per value), the known
+    details first, then the others by name (a JSON column need not keep its keys' order).
+
+    Empty and zero values (a frequency psutil could not read is 0.0) are left out; numbers carry their unit.
+    """
+    if not isinstance(details, dict):
+        details = {"details": details}
+    known = list(HARDWARE_LABELS)
+    facts = []
+    for key, value in sorted(details.items(), key=lambda item: (
+            known.index(item[0]) if item[0] in known else len(known), str(item[0]))):
+        label, unit = _hardware_label(str(key))
+        values = value if isinstance(value, list) else [value]
+        texts = [text for text in (_hardware_text(item, unit) for item in values) if text]
+        if texts:
+            facts.append((label, texts))
+    return facts
+
+
+def _hardware_label(key: str) -> tuple[str, str]:
+    """A hardware key's label and the unit of its value ("" for none)."""
+    suffix = next((suffix for suffix in UNIT_SUFFIXES if key.endswith(suffix) and len(key) > len(suffix)), "")
+    label = HARDWARE_LABELS.get(key) or key[:len(key) - len(suffix)].replace("_", " ").capitalize()
+    return label, UNIT_SUFFIXES.get(suffix, "")
+
+
+def _hardware_text(value: object, unit: str = "") -> str:
+    """One value as text; "" for an empty or zero one."""
+    if value is None or value == "" or value == [] or value == {}:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        if value == 0:
+            return ""
+        if unit == "MHz" and value >= 1000:
+            return f"{value / 1000:.2f} GHz"
+        if unit == "bytes":
+            return filesizeformat(value)
+        number = f"{value:g}" if isinstance(value, float) else str(value)
+        return number + unit if unit in ("", "%") else f"{number} {unit}"
+    if isinstance(value, dict):
+        if {"device", "mountpoint"} <= value.keys():  # a disk partition as runner.monitor records it
+            return f"{value['device']} on {value['mountpoint']}" + (f" ({value['fstype']})" if value.get("fstype")
+                                                                     else "")
+        parts = []
+        for key, item in value.items():
+            label, item_unit = _hardware_label(str(key))
+            text = _hardware_text(item, item_unit)
+            if text:
+                parts.append(f"{label.lower()} {text}")
+        return ", ".join(parts)
+    if isinstance(value, list):
+        return ", ".join(text for text in (_hardware_text(item) for item in value) if text)
+    return str(value)

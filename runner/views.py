@@ -8,10 +8,9 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
-from django.template.defaultfilters import filesizeformat
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from results import access
+from results import access, presentation
 from results.access import readable
 
 from . import selectors, services
@@ -19,7 +18,6 @@ from .forms import JobForm, command_preview
 from .models import Job, Session
 from .pairs import session_pairs
 from .progress import progress_view
-
 
 staff_only = access.staff_only(services.STAFF_ONLY)
 
@@ -130,68 +128,5 @@ def session_rounds(request: HttpRequest, session_id: int) -> HttpResponse:
 @readable
 def machines(request: HttpRequest) -> HttpResponse:
     """Every machine: hardware, queue, last seen, runs, and the sessions queued or running on it."""
-    entries = [(entry, hardware_facts(entry.machine.hardware)) for entry in selectors.machines_overview()]
+    entries = [(entry, presentation.hardware_facts(entry.machine.hardware)) for entry in selectors.machines_overview()]
     return render(request, "runner/machines.html", {"machines": entries})
-
-
-# The hardware details a worker records (runner.monitor.describe_host) by name; other keys are worded from
-# their own name, a unit suffix (``_mhz``, ``_bytes``, …) becoming the unit of the value.
-HARDWARE_LABELS = {"physical_cores": "Physical cores", "cpu_max_mhz": "CPU max frequency",
-                   "numa_nodes": "NUMA nodes", "python": "Python"}
-UNIT_SUFFIXES = {"_mhz": "MHz", "_ghz": "GHz", "_bytes": "bytes", "_kb": "KB", "_mb": "MB", "_gb": "GB",
-                 "_seconds": "s", "_percent": "%"}
-
-
-def hardware_facts(details: object) -> list[tuple[str, list[str]]]:
-    """A machine's free-form hardware JSON as a definition list: (label, one text per value), in its order.
-
-    Empty and zero values (a frequency psutil could not read is 0.0) are left out; numbers carry their unit.
-    """
-    if not isinstance(details, dict):
-        details = {"details": details}
-    facts = []
-    for key, value in details.items():
-        label, unit = _hardware_label(str(key))
-        values = value if isinstance(value, list) else [value]
-        texts = [text for text in (_hardware_text(item, unit) for item in values) if text]
-        if texts:
-            facts.append((label, texts))
-    return facts
-
-
-def _hardware_label(key: str) -> tuple[str, str]:
-    """A hardware key's label and the unit of its value ("" for none)."""
-    suffix = next((suffix for suffix in UNIT_SUFFIXES if key.endswith(suffix) and len(key) > len(suffix)), "")
-    label = HARDWARE_LABELS.get(key) or key[:len(key) - len(suffix)].replace("_", " ").capitalize()
-    return label, UNIT_SUFFIXES.get(suffix, "")
-
-
-def _hardware_text(value: object, unit: str = "") -> str:
-    """One value as text; "" for an empty or zero one."""
-    if value is None or value == "" or value == [] or value == {}:
-        return ""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int | float):
-        if value == 0:
-            return ""
-        if unit == "MHz" and value >= 1000:
-            return f"{value / 1000:.2f} GHz"
-        if unit == "bytes":
-            return filesizeformat(value)
-        number = f"{value:g}" if isinstance(value, float) else str(value)
-        return number + unit if unit in ("", "%") else f"{number} {unit}"
-    if isinstance(value, dict):
-        if {"device", "mountpoint"} <= value.keys():  # a disk partition as runner.monitor records it
-            return f"{value['device']} on {value['mountpoint']}" + (f" ({value['fstype']})" if value.get("fstype")
-                                                                     else "")
-        parts = []
-        for key, item in value.items():
-            label, item_unit = _hardware_label(str(key))
-            text = _hardware_text(item, item_unit)
-            if text:
-                parts.append(f"{label.lower()} {text}")
-        return ", ".join(parts)
-    if isinstance(value, list):
-        return ", ".join(text for text in (_hardware_text(item) for item in value) if text)
-    return str(value)
