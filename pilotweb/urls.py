@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.http import HttpRequest, HttpResponsePermanentRedirect
+from django.http import HttpRequest, HttpResponseRedirect
 from django.templatetags.static import static
 from django.urls import include, path
 
@@ -13,10 +13,11 @@ api.add_router("/", runner_router)
 api.add_router("/", pull_request_router)
 
 
-def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
+def favicon(request: HttpRequest) -> HttpResponseRedirect:
     """Browsers and feed readers ask for /favicon.ico whatever the page links; resolved per request, since
-    production's static names are only known once collectstatic has run."""
-    return HttpResponsePermanentRedirect(static("results/favicon.svg"))
+    production's static names are only known once collectstatic has run (and change with each deploy, so
+    the redirect is not a permanent one)."""
+    return HttpResponseRedirect(static("results/favicon.svg"))
 
 
 urlpatterns = [

@@ -496,7 +496,8 @@ def alert_outs(alerts: list[Alert]) -> list[dict]:
         "machine": alert.group.run.machine.name,
         "commit": alert.group.run.revision.commit if alert.group.run.revision else None,
         "state": alert.state, "first_run_id": alert.first_run_id, "bug_url": alert.bug_url or None,
-        "assignee": alert.assignee.get_username() if alert.assignee else None, "comparison": comparison_out(row), "confirmation_sessions": sessions.get(alert.pk, []),
+        "assignee": alert.assignee.get_username() if alert.assignee else None, "comparison": comparison_out(row),
+        "confirmation_sessions": sessions.get(alert.pk, []),
         "events": [{"from": e.old_status, "to": e.new_status, "note": e.note, "at": e.created_at.isoformat(),
                     "by": e.user.get_username() if e.user else None} for e in alert.events.all()],
     } for alert, row in zip(alerts, rows)]

@@ -532,7 +532,8 @@ def compare_run(*, run_id: int) -> list[Comparison]:
     Comparison.objects.filter(candidate__run=run).delete()
     Run.objects.filter(pk=run.pk).update(compared_at=timezone.now())
     candidates = _stored_series(Result.objects.filter(run=run))
-    if not candidates or run.kind == RunKind.CONFIRMATION:  # a confirmation settles its alert instead
+    # A confirmation settles its alert instead; a cancelled session's partial runs are kept, never compared.
+    if not candidates or run.kind == RunKind.CONFIRMATION or run.status != RunStatus.COMPLETED:
         return []
     found: dict[int, SeriesBaseline] = {}
     if run.kind == RunKind.PR:

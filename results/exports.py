@@ -48,8 +48,17 @@ def response(records: Sequence[Mapping], *, name: str, format_name: str, columns
     return reply
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""A text cell starting with one of these is a formula to a spreadsheet; names come from uploaded files."""
+
+
 def _flat(record: Mapping) -> dict:
-    return {key: json.dumps(value) if isinstance(value, (list, dict)) else value for key, value in record.items()}
+    return {key: _cell(json.dumps(value) if isinstance(value, (list, dict)) else value)
+            for key, value in record.items()}
+
+
+def _cell(value: object) -> object:
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
 
 
 def _scaled(value: float | None, factor: float) -> float | None:
@@ -90,8 +99,7 @@ COMPARISON_COLUMNS = ("project", "night", "benchmark", "metric", "machine", "run
 def history_records(history) -> list[dict]:
     """A series' history (:class:`results.selectors.MetricHistory`), oldest first: each run's mean and interval
     in the series' scale, and the comparison it is shown with."""
-    metric = history.metric
-    factor, unit = presentation.metric_scale(metric, history.points[0]["mean"] if history.points else None)
+    factor, unit = history.scale
     records = []
     for point in history.points:
         comparison = point.get("comparison") or {}
@@ -118,7 +126,7 @@ def alert_records(listing) -> list[dict]:
                 alert, row = entry.alert, entry.evidence or entry.row
                 commits = entry.commits
                 records.append({
-                    "id": alert.pk, "project": section.project.slug, "machine": row.machine or None,
+                    "id": alert.pk, "project": section.project.slug, "machine": alert.group.run.machine.name,
                     "benchmark": row.benchmark, "metric": row.metric, "metric_id": row.metric_id,
                     "verdict": entry.row.verdict, "state": alert.state, "status": alert.status,
                     "first_run_id": alert.first_run_id, "change_percent": _percent(row.ratio),
@@ -148,3 +156,16 @@ def result_records(results) -> list[dict]:
             "autocorrelation": result.autocorrelation, "converged": result.converged,
         })
     return records
+
+
+def run_records(entries, *, url: str) -> list[dict]:
+    """Runs as the runs list shows them (:class:`results.selectors.RunListEntry`), each with its page (`url`:
+    the runs list's absolute address)."""
+    return [{
+        "id": entry.run.pk, "project": entry.run.project.slug, "machine": entry.run.machine.name,
+        "kind": entry.run.kind, "status": entry.run.status,
+        "commit": entry.run.revision.commit if entry.run.revision else None,
+        "branch": entry.run.revision.branch if entry.run.revision else None,
+        "started_at": entry.run.started_at.isoformat(), "source": entry.run.source, "results": entry.results,
+        "changes": entry.counts, "url": f"{url}{entry.run.pk}/",
+    } for entry in entries]

@@ -9,6 +9,16 @@ from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
+
+LAST_DAY = date(9998, 12, 31)
+"""The last day a page accepts: a day later, its end (the next day, in any time zone) cannot be represented."""
+
+
+def validate_day(day: date) -> None:
+    """A day a page can bound a query by: never so late that its end overflows (a 400, not a 500)."""
+    if day > LAST_DAY:
+        raise ValidationError(f"Choose a day up to {LAST_DAY.isoformat()}.")
 
 
 def _zone() -> ZoneInfo:
@@ -26,9 +36,3 @@ def night_bounds(night: date) -> tuple[datetime, datetime]:
     start = datetime.combine(night, time(settings.PILOTWEB_NIGHT_STARTS_AT), tzinfo=_zone())
     return start, datetime.combine(night + timedelta(days=1), time(settings.PILOTWEB_NIGHT_STARTS_AT),
                                    tzinfo=_zone())
-
-
-def night_label(night: date) -> str:
-    """``night of 2026-11-23 (12:00 to 12:00 UTC)``."""
-    hour = settings.PILOTWEB_NIGHT_STARTS_AT
-    return f"night of {night.isoformat()} ({hour:02d}:00 to {hour:02d}:00 {settings.TIME_ZONE})"

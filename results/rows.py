@@ -199,6 +199,10 @@ class ComparisonRow:
         return [] if self.sparkline is None else self.sparkline.hover(self.scale)
 
     @property
+    def sparkline_points_html(self) -> str:
+        return presentation.sparkline_points_html(self.sparkline_points)
+
+    @property
     def baseline_text(self) -> str:
         return presentation.format_quantity(self.baseline.mean, self.baseline.half_width, self.scale)
 
@@ -221,6 +225,10 @@ class ComparisonRow:
     @cached_property
     def evidence(self) -> list[tuple[str, str]]:
         return presentation.evidence(self)
+
+    @property
+    def evidence_html(self) -> str:
+        return presentation.evidence_html(self)
 
     @property
     def level_text(self) -> str:

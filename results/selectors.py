@@ -27,7 +27,6 @@ from django.db.models import (
 )
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Abs, Coalesce, RowNumber
-from django.utils import timezone
 
 from .comparisons import stored_rows
 from .extensions import alert_additions
@@ -69,7 +68,7 @@ def runs(*, project: str | None = None, machine: str | None = None, branch: str 
     if kind:
         queryset = queryset.filter(kind=kind)
     if commit:
-        queryset = queryset.filter(revision__commit__startswith=commit.lower())
+        queryset = queryset.filter(revision__commit__istartswith=commit)
     if start is not None:
         queryset = queryset.filter(started_at__gte=start)
     if end is not None:
@@ -280,10 +279,12 @@ def alert_page(*, status: str | None = None, project: str | None = None, assigne
     """One page of :func:`alerts`, each entry with its comparison row and commit range, in sections per
     project and night (or pull-request commit), each alert grouped with the same shift on other machines; a
     fixed number of queries."""
+    # The series' last good night: the newest run of it before the first bad one (not another suite's run).
     series_before = Run.objects.filter(
         project_id=OuterRef("first_run__project_id"), machine_id=OuterRef("first_run__machine_id"),
         status=Run.Status.COMPLETED, revision__branch=OuterRef("first_run__project__default_branch"),
         started_at__lt=OuterRef("first_run__started_at"),
+        results__metric_id=OuterRef("comparison__candidate__metric_id"),
     ).exclude(kind__in=OUTSIDE_SERIES).order_by("-started_at", "-id")
     queryset = alerts(status=status, project=project, assignee=assignee).annotate(
         last_good_run=Subquery(series_before.values("pk")[:1]),
@@ -387,20 +388,22 @@ SPARKLINE_POINTS = 20
 
 
 def _sparklines(series: set[tuple[int, int]], *, projects: set[int], limit: int = SPARKLINE_POINTS,
-                runs_per_point: int = 1) -> dict[tuple[int, int], Sparkline]:
+                runs_per_point: int = 1, until: datetime | None = None) -> dict[tuple[int, int], Sparkline]:
     """The newest ``limit`` means of each (metric id, machine id) in the newest ``limit × runs_per_point``
     nightly runs of its project on that machine (several suites may post a run each per night), from one
     query (the runs are picked by a window in a subquery, so only their results are read, however long
-    the history)."""
+    the history). ``until``: only runs started before it (a night picked in the past)."""
     if not series:
         return {}
     machine_ids = {machine for _, machine in series}
     recency = Window(RowNumber(), partition_by=[F("project_id"), F("machine_id")],
                      order_by=[F("started_at").desc(), F("id").desc()])
+    nightly = Run.objects.filter(project_id__in=projects, machine_id__in=machine_ids, kind=Run.Kind.NIGHTLY,
+                                 status=Run.Status.COMPLETED)
+    if until is not None:
+        nightly = nightly.filter(started_at__lt=until)
     recent_runs = (
-        Run.objects.filter(project_id__in=projects, machine_id__in=machine_ids, kind=Run.Kind.NIGHTLY,
-                           status=Run.Status.COMPLETED)
-        .annotate(recency=recency).filter(recency__lte=limit * runs_per_point).values("pk")
+        nightly.annotate(recency=recency).filter(recency__lte=limit * runs_per_point).values("pk")
     )
     rows = (
         Result.objects.filter(run_id__in=recent_runs, metric_id__in={metric for metric, _ in series})
@@ -408,10 +411,14 @@ def _sparklines(series: set[tuple[int, int]], *, projects: set[int], limit: int 
     )
     means: dict[tuple[int, int], list[float]] = defaultdict(list)
     dates: dict[tuple[int, int], list[str]] = defaultdict(list)
+    days: dict[datetime, str] = {}  # one per run, not per point
     for metric, machine, mean, started in rows:
         if (metric, machine) in series:
             means[metric, machine].append(mean)
-            dates[metric, machine].append(timezone.localtime(started).strftime("%Y-%m-%d"))
+            day = days.get(started)
+            if day is None:
+                day = days[started] = f"night of {nights.night_of(started).isoformat()}"
+            dates[metric, machine].append(day)
     return {key: Sparkline.of(values[-limit:], dates[key][-limit:]) for key, values in means.items()}
 
 
@@ -481,6 +488,26 @@ class NightlyOverview:
     later: date | None = None
 
 
+def _replaced_results(night_runs: list[Run]) -> list[int]:
+    """The results of `night_runs` a later run of the same night replaced (the same metric on the same
+    machine); one query of (id, metric, run) triples."""
+    order = {run.pk: (run.started_at, run.pk) for run in night_runs}
+    machine = {run.pk: run.machine_id for run in night_runs}
+    newest: dict[tuple[int, int], tuple[int, int]] = {}
+    replaced = []
+    for pk, metric, run in Result.objects.filter(run_id__in=list(order)).values_list("pk", "metric_id", "run_id"):
+        key = (metric, machine[run])
+        kept = newest.get(key)
+        if kept is None:
+            newest[key] = (pk, run)
+        elif order[run] > order[kept[1]]:
+            replaced.append(kept[0])
+            newest[key] = (pk, run)
+        else:
+            replaced.append(pk)
+    return replaced
+
+
 def nightly_overview(*, project: str | None = None, machine: str | None = None, benchmark: str | None = None,
                      verdict: str | None = None, night: date | None = None,
                      limit: int | None = ROW_LIMIT) -> NightlyOverview:
@@ -516,11 +543,14 @@ def nightly_overview(*, project: str | None = None, machine: str | None = None, 
                       .order_by("started_at", "id"))
     run_ids = [run.pk for run in night_runs]
 
-    # Each series' newest result of its night: a re-run of a suite replaces its earlier run's numbers.
-    newest_results = (Result.objects.filter(run_id__in=run_ids).annotate(recency=Window(
-        RowNumber(), partition_by=[F("metric_id"), F("run__machine_id")],
-        order_by=[F("run__started_at").desc(), F("run_id").desc()])).filter(recency=1).values("pk"))
-    matching = Result.objects.filter(pk__in=newest_results).annotate(history_comparison=FilteredRelation(
+    # Each series' newest result of its night: a re-run of a suite replaces its earlier run's numbers. The
+    # ones replaced are found here from the night's (metric, run) pairs: a window or an anti-join in SQL made
+    # PostgreSQL's planner loop over every run of the machine (80-130 ms at 1M results).
+    replaced = _replaced_results(night_runs)
+    newest_results = Result.objects.filter(run_id__in=run_ids)
+    if replaced:
+        newest_results = newest_results.exclude(pk__in=replaced)
+    matching = newest_results.annotate(history_comparison=FilteredRelation(
         "comparisons", condition=Q(comparisons__method=ComparisonMethod.HISTORY)))
     if benchmark:
         matching = matching.filter(metric__benchmark__name__icontains=benchmark)
@@ -543,7 +573,8 @@ def nightly_overview(*, project: str | None = None, machine: str | None = None, 
     results = list(results.annotate(**{f"history_{name}": F(f"history_comparison__{name}")
                                        for name in _HISTORY_FIELDS}))
     counts: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
-    for row in (Comparison.objects.filter(candidate_id__in=newest_results, method=ComparisonMethod.HISTORY)
+    for row in (Comparison.objects.filter(candidate__run_id__in=run_ids, method=ComparisonMethod.HISTORY)
+                .exclude(candidate_id__in=replaced)
                 .values("candidate__run__project_id", "candidate__run__machine_id", "verdict")
                 .annotate(count=Count("id")).order_by()):
         counts[row["candidate__run__project_id"], row["candidate__run__machine_id"]][row["verdict"]] = row["count"]
@@ -554,7 +585,8 @@ def nightly_overview(*, project: str | None = None, machine: str | None = None, 
     runs_per_night = max(Counter((run.project_id, run.machine_id) for run in night_runs).values(), default=1)
     sparklines = _sparklines({(result.metric_id, result.run.machine_id) for result in results},
                              projects={run.project_id for run in night_runs}, limit=SPARKLINE_POINTS,
-                             runs_per_point=runs_per_night)
+                             runs_per_point=runs_per_night,
+                             until=None if night is None else nights.night_bounds(night)[1])
     rows = _with_sparklines(
         stored_rows([(result, _history_comparison(result)) for result in results],
                     machines={run.pk: run.machine.name for run in night_runs}),
@@ -576,7 +608,10 @@ def nightly_overview(*, project: str | None = None, machine: str | None = None, 
             total=totals.get(key, 0)))
     earlier = later = None
     if windows or night is not None:
-        first = min((start for start, _ in windows.values()), default=None) or nights.night_bounds(night)[0]
+        # Without a night asked for, the groups' nights may differ (a machine that stopped posting): the
+        # earlier link goes to the night before the newest of them, so no night in between is skipped.
+        starts = [start for start, _ in windows.values()]
+        first = (max(starts) if night is None else min(starts, default=None)) or nights.night_bounds(night)[0]
         last = max((end for _, end in windows.values()), default=None) or nights.night_bounds(night)[1]
         before = nightly.filter(started_at__lt=first).aggregate(at=Max("started_at"))["at"]
         after = nightly.filter(started_at__gte=last).aggregate(at=Min("started_at"))["at"]
@@ -619,8 +654,9 @@ def shortcut_baseline(*, candidate_id: int, against: str) -> int:
     """The run a compare shortcut (:data:`COMPARE_SHORTCUTS`) takes as the baseline of run `candidate_id`.
 
     ``nightly``: the newest completed nightly run of the project's default branch on the same machine
-    started before it. ``base``: for a pull-request run, the newest completed run of its base commit on the
-    same machine (not an A/B confirmation's). Two queries. Raises Run.DoesNotExist, saying which run is
+    started before it that measured one of its series (several suites may post a run each night). ``base``:
+    for a pull-request run, the newest completed run of its base commit on the same machine holding one of
+    its series (not an A/B confirmation's). Two queries. Raises Run.DoesNotExist, saying which run is
     missing; ValueError for ``base`` of a run without a base commit, or an unknown shortcut.
     """
     if against not in COMPARE_SHORTCUTS:
@@ -628,8 +664,10 @@ def shortcut_baseline(*, candidate_id: int, against: str) -> int:
     run = Run.objects.select_related("project", "machine", "revision").filter(pk=candidate_id).first()
     if run is None:
         raise Run.DoesNotExist(f"No run {candidate_id}.")
-    same_machine = Run.objects.filter(project_id=run.project_id, machine_id=run.machine_id,
-                                      status=Run.Status.COMPLETED).exclude(pk=run.pk).order_by("-started_at", "-id")
+    same_machine = Run.objects.filter(
+        project_id=run.project_id, machine_id=run.machine_id, status=Run.Status.COMPLETED,
+        pk__in=Result.objects.filter(metric_id__in=Result.objects.filter(run=run).values("metric_id")).values("run_id"),
+    ).exclude(pk=run.pk).order_by("-started_at", "-id")
     if against == "nightly":
         branch = run.project.default_branch
         found = same_machine.filter(kind=Run.Kind.NIGHTLY, revision__branch=branch,
@@ -720,6 +758,11 @@ class MetricHistory:
     truncated: bool
     limit: int
     alerts: list[dict] = field(default_factory=list)
+
+    @property
+    def scale(self) -> tuple[float, str]:
+        """The series' one scale, on its chart, its table and its download."""
+        return presentation.metric_scale(self.metric, self.points[0]["mean"] if self.points else None)
 
 
 def metric_history(*, metric_id: int, machines: list[str] | None = None, branch: str | None = None,

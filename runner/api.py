@@ -4,6 +4,7 @@ progress."""
 from datetime import datetime
 from typing import Annotated, Any, NoReturn
 
+from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest
 from ninja import Router, Schema
@@ -15,7 +16,7 @@ from results.api import READ_AUTH, WRITE_AUTH, PageOf, Pages
 from results.schemas import Branch, ErrorOut, OptionalCommit
 
 from . import selectors, services
-from .forms import JobForm
+from .forms import JobForm, PercentField
 from .models import Job, Session
 from .progress import progress_view
 
@@ -125,8 +126,20 @@ def _job_form(fields: dict[str, Any], *, job: Job | None = None) -> JobForm:
         raise ValidationError({name: f"unknown field; a job's fields are {', '.join(current.fields)}"
                                for name in unknown})
     data = {name: current[name].value() for name in current.fields}
-    data.update({name: current.fields[name].prepare_value(value) for name, value in fields.items()})
+    data.update({name: current.fields[name].prepare_value(_stored(current.fields[name], value))
+                 for name, value in fields.items()})
     return JobForm(data, instance=job)
+
+
+def _stored(field: forms.Field, value: Any) -> Any:
+    """The API speaks the stored units: a percentage field's value is the fraction (0.1 for 10%), a number
+    or its text alike (the form's page is where people type percentages)."""
+    if isinstance(field, PercentField) and isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
 
 
 def _refuse(form: JobForm) -> NoReturn:

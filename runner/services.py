@@ -416,7 +416,11 @@ def _finish(session: Session, outcome: session_loop.SessionOutcome) -> Session:
     in one short transaction, so the database's write lock (all of it, on SQLite) is never held while the
     statistics run."""
     documents = _run_documents(session, outcome)
-    analysis = _page_analysis(session, outcome, documents)
+    try:
+        analysis = _page_analysis(session, outcome, documents)
+    except Exception:  # the measured runs matter more; the run page replays what is missing once
+        logger.exception("session %s: its run pages' analysis failed; they will replay it", session.pk)
+        analysis = {}
     with transaction.atomic():
         runs = {}
         for document in documents:

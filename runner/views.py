@@ -20,6 +20,8 @@ from .pairs import session_pairs
 from .progress import progress_view
 
 staff_only = access.staff_only(services.STAFF_ONLY)
+MAX_ROUND_INDEX = 2**31 - 1
+"""The largest round index the database holds (a larger ``after`` is a 400, not a database error)."""
 
 
 @readable
@@ -120,7 +122,11 @@ def session_rounds(request: HttpRequest, session_id: int) -> HttpResponse:
     try:
         after = int(request.GET.get("after", "-1"))
     except ValueError:
-        return HttpResponseBadRequest("after must be a round index (an integer).")
+        after = None
+    if after is None or not -1 <= after <= MAX_ROUND_INDEX:
+        return HttpResponseBadRequest(f"after must be a round index (an integer from -1 to {MAX_ROUND_INDEX}).")
+    if not Session.objects.filter(pk=session_id).exists():
+        raise Http404(f"No session {session_id}.")
     return render(request, "runner/_round_rows.html",
                   {"rounds": selectors.session_rounds(session_id=session_id, after=after)})
 

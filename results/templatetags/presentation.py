@@ -79,3 +79,14 @@ def interval(low, high, metric) -> str:
 def percent_level(level) -> str:
     """A confidence level as everywhere else: ``95%``."""
     return presentation.format_level(level)
+
+
+@register.simple_tag(takes_context=True)
+def download_href(context, format_name: str) -> str:
+    """``{% download_href "csv" %}``: this page's address as a download, its filters kept (not its page: a
+    download holds every row)."""
+    query = context["request"].GET.copy()
+    for name in ("page", "format"):
+        query.pop(name, None)
+    query["format"] = format_name
+    return "?" + query.urlencode()

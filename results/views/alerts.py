@@ -94,4 +94,4 @@ def _triage(request: HttpRequest) -> HttpResponse:
 
 
 def _label(form: forms.Form, field: str) -> str:
-    return form.fields[field].label or field.replace("_", " ") if field in form.fields else field
+    return (form.fields[field].label or field.replace("_", " ")) if field in form.fields else field

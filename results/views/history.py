@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_date
 
-from .. import charts, exports, presentation, selectors
+from .. import charts, exports, nights, presentation, selectors
 from ..comparisons import stored_rows
 from ..access import readable
 from ..models import Metric, Run
@@ -34,8 +34,9 @@ def _day(value: str | None, name: str, errors: list[str]) -> date | None:
         parsed = parse_date(value)
     except ValueError:
         parsed = None
-    if parsed is None:
-        errors.append(f"“{value}” is not a date (YYYY-MM-DD); the {name} bound is ignored.")
+    if parsed is None or parsed > nights.LAST_DAY:
+        errors.append(f"“{value}” is not a date (YYYY-MM-DD) up to {nights.LAST_DAY}; the {name} bound is ignored.")
+        return None
     return parsed
 
 
@@ -62,7 +63,7 @@ def history(request: HttpRequest, metric_id: int) -> HttpResponse:
     if found.branch and found.branch != metric.benchmark.project.default_branch and found.branch not in found.branches:
         errors.append(f"This series has no runs on the branch “{found.branch}”; its branches: "
                       f"{', '.join(found.branches) or 'none named'}.")
-    scale = presentation.metric_scale(metric, found.points[0]["mean"] if found.points else None)
+    scale = found.scale
     figure = charts.history_figure(found.points, found.change_points, found.alerts, metric=metric.name,
                                    scale=scale, machines=found.selected_machines)
     # The data table is rendered when asked for (?table=1): a hundred formatted rows cost more than the
@@ -90,7 +91,6 @@ def _history_row(point: dict, run_url: str, scale: tuple[float, str]) -> dict:
         **point,
         "url": f"{run_url}{point['run_id']}/",
         "started_text": timezone.localtime(point["started_at"]).strftime("%Y-%m-%d %H:%M %Z"),
-        "commit_short": (point["commit"] or "")[:12],
         "verdict_class": presentation.verdict_slug(verdict),
         "mean_text": presentation.format_quantity(point["mean"], None, scale),
         "ci_text": presentation.format_interval(point["ci_low"], point["ci_high"], scale),

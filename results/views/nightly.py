@@ -15,7 +15,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 
-from .. import comparisons, exports, presentation, selectors
+from .. import comparisons, exports, nights, presentation, selectors
 from ..access import readable
 from ..models import Run, Verdict
 from ..presentation import ALPHA, NOT_COMPARED, VERDICT_ICONS, VERDICT_ORDER
@@ -26,7 +26,7 @@ class OverviewFilters(forms.Form):
     machine = forms.CharField(required=False, max_length=200)
     benchmark = forms.CharField(required=False, max_length=200, strip=True)
     verdict = forms.ChoiceField(required=False, choices=[("", "any verdict"), *Verdict.choices])
-    night = forms.DateField(required=False, input_formats=["%Y-%m-%d"],
+    night = forms.DateField(required=False, input_formats=["%Y-%m-%d"], validators=[nights.validate_day],
                             help_text="The night to show; empty: each project and machine's newest night.")
     all = forms.BooleanField(required=False, help_text="Every series, not only the most notable of each night.")
 
@@ -49,7 +49,8 @@ def home(request: HttpRequest) -> HttpResponse:
     """The nightly overview: every series of the newest night (or ``?night=``) against its history, worst
     first, filterable by GET parameters."""
     form = OverviewFilters(request.GET)
-    filters = form.cleaned_data if form.is_valid() else {}
+    form.is_valid()
+    filters = {name: value for name, value in form.cleaned_data.items() if name not in form.errors}
     try:
         export = exports.requested(request)
     except ValueError as error:
@@ -110,8 +111,9 @@ def compare(request: HttpRequest) -> HttpResponse:
             return redirect(f"{reverse('results:compare')}?{query.urlencode()}")
     elif baseline is not None and candidate is not None:
         try:
-            comparison = comparisons.compare_stored_runs(baseline_id=baseline, candidate_id=candidate,
-                                                         limit=None if chosen.get("all") or export else selectors.ROW_LIMIT)
+            comparison = comparisons.compare_stored_runs(
+                baseline_id=baseline, candidate_id=candidate,
+                limit=None if chosen.get("all") or export else selectors.ROW_LIMIT)
         except Run.DoesNotExist as missing:
             status, error = 404, str(missing)
         else:

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from .. import exports, selectors
+from .. import exports, nights, selectors
 from ..access import readable
 from ..models import Run
 from ..presentation import VERDICT_ICONS
@@ -21,8 +21,8 @@ class RunFilters(forms.Form):
     kind = forms.ChoiceField(required=False, choices=[("", "any kind"), *Run.Kind.choices])
     commit = forms.RegexField(required=False, regex=r"^[0-9a-fA-F]{4,64}$", strip=True,
                               error_messages={"invalid": "A commit prefix is 4 to 64 hexadecimal digits."})
-    since = forms.DateField(required=False, input_formats=["%Y-%m-%d"])
-    until = forms.DateField(required=False, input_formats=["%Y-%m-%d"])
+    since = forms.DateField(required=False, input_formats=["%Y-%m-%d"], validators=[nights.validate_day])
+    until = forms.DateField(required=False, input_formats=["%Y-%m-%d"], validators=[nights.validate_day])
 
     def clean(self):
         cleaned = super().clean()
@@ -49,14 +49,8 @@ def runs(request: HttpRequest) -> HttpResponse:
         start=datetime.combine(since, time.min, tzinfo=zone) if since else None,
         end=datetime.combine(until + timedelta(days=1), time.min, tzinfo=zone) if until else None)
     if export:
-        return exports.response([{
-            "id": entry.run.pk, "project": entry.run.project.slug, "machine": entry.run.machine.name,
-            "kind": entry.run.kind, "status": entry.run.status,
-            "commit": entry.run.revision.commit if entry.run.revision else None,
-            "branch": entry.run.revision.branch if entry.run.revision else None,
-            "started_at": entry.run.started_at.isoformat(), "source": entry.run.source, "results": entry.results,
-            "changes": entry.counts, "url": request.build_absolute_uri(f"/runs/{entry.run.pk}/"),
-        } for entry in found.page.object_list], name="runs", format_name=export)
+        return exports.response(exports.run_records(found.page.object_list, url=request.build_absolute_uri("/runs/")),
+                                name="runs", format_name=export)
     query = request.GET.copy()
     query.pop("page", None)
     return render(request, "results/runs.html", {

@@ -245,7 +245,8 @@ def test_a_few_huge_readings_are_drawn_at_the_edge_of_a_range_that_shows_the_bul
     assert edge["marker"]["symbol"] == ["triangle-up"] * 5
     # Three significant digits, the series' unit.
     assert all(text.startswith(f"#{at}: ") and text.endswith(" s")
-               and float(text.split()[1]) == pytest.approx(values[at], rel=5e-3) for at, text in zip(where, edge["text"]))
+               and float(text.split()[1]) == pytest.approx(values[at], rel=5e-3)
+               for at, text in zip(where, edge["text"]))
     # Every reading is still plotted where it is, for the log scale; the markers at the edge are hidden there.
     stable = trace(figure, "stable phase (analysed)")
     assert set(where.tolist()) <= set(stable["x"])

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 def test_the_favicon_is_served_and_linked():
     response = Client().get("/favicon.ico")
-    assert response.status_code == 301 and response["Location"].endswith("results/favicon.svg")
+    assert response.status_code == 302 and response["Location"].endswith("results/favicon.svg")
     assert finders.find("results/favicon.svg")
     assert 'rel="icon"' in Client().get("/").content.decode()
 
@@ -50,10 +50,49 @@ def test_sparkline_points_give_their_values_on_hover():
 
     titles = re.findall(r"<circle [^>]*><title>([^<]+)</title></circle>", row)
     assert len(titles) == 4
-    assert re.fullmatch(r"2026-10-01: 1\.00 s", titles[0]) and re.fullmatch(r"2026-10-04: 1\.03 s", titles[-1])
+    # Night 0 started 2026-10-01 02:00 UTC: the night of 2026-09-30.
+    assert titles[0] == "night of 2026-09-30: 1.00 s" and titles[-1] == "night of 2026-10-03: 1.03 s"
 
 
 def test_times_say_their_time_zone():
     compared(posted_run(0, {"parse": 1.0}))
     html = Client().get("/runs/").content.decode() + Client().get("/").content.decode()
     assert "2026-10-01 02:00 UTC" in html
+
+
+def test_a_day_too_late_to_bound_a_query_is_said_not_a_500():
+    posted_run(0, {"parse": 1.0})
+    metric = Metric.objects.get()
+    client = Client()
+
+    overview = client.get("/", {"night": "9999-12-31", "benchmark": "parse"})
+    runs = client.get("/runs/", {"until": "9999-12-31"})
+    history = client.get(f"/history/{metric.pk}/", {"to": "9999-12-31"})
+
+    assert overview.status_code == runs.status_code == history.status_code == 200
+    assert "Choose a day up to 9998-12-31." in runs.content.decode()
+    assert "up to 9998-12-31; the to bound is ignored" in history.content.decode()
+    # The filters understood are kept.
+    assert row_html(overview.content.decode(), "parse")
+
+
+def test_a_cancelled_sessions_run_is_kept_but_never_compared():
+    from results import comparisons
+    from results.models import Comparison, Run
+
+    for night in range(4):
+        compared(posted_run(night, {"parse": 1.0}, sd=0.002))
+    cancelled = posted_run(4, {"parse": 2.0}, sd=0.002)
+    Run.objects.filter(pk=cancelled.pk).update(status=Run.Status.CANCELLED)
+
+    assert comparisons.compare_run(run_id=cancelled.pk) == []
+    assert not Comparison.objects.filter(candidate__run=cancelled).exists()
+
+
+def test_a_name_a_spreadsheet_would_run_as_a_formula_is_exported_as_text():
+    for night in range(4):
+        compared(posted_run(night, {"=HYPERLINK(\"x\")": 1.0}, sd=0.002))
+
+    body = Client().get("/", {"format": "csv"}).content.decode()
+
+    assert "'=HYPERLINK" in body and "\n=HYPERLINK" not in body and ",=HYPERLINK" not in body

@@ -211,6 +211,17 @@ def test_staff_change_only_the_fields_they_give(staff):
     assert (job.schedule.crontab.minute, job.schedule.crontab.hour) == ("30", "3")
 
 
+def test_the_api_gives_a_target_width_as_the_stored_fraction_whether_a_number_or_text(staff):
+    client = client_for(staff)
+    job_id = client.post("/api/v1/jobs", data=new_job(ProjectFactory(), MachineFactory(), target_width=0.05),
+                         content_type="application/json").json()["id"]
+
+    response = client.patch(f"/api/v1/jobs/{job_id}", data={"target_width": "0.2"}, content_type="application/json")
+
+    assert response.status_code == 200, response.content
+    assert Job.objects.get(pk=job_id).target_width == 0.2
+
+
 def test_a_job_edit_can_remove_its_schedule(staff, job):
     services.set_schedule(job=job, cron="0 2 * * *", user=staff)
 

@@ -510,6 +510,8 @@ def test_the_rounds_table_is_polled_for_the_rounds_after_the_last_shown(job, sta
     assert "nightly sort" in rows and "0.2500 s" in rows
     assert Client().get(f"/jobs/sessions/{session.pk}/rounds/?after=2").content.decode().strip() == ""
     assert Client().get(f"/jobs/sessions/{session.pk}/rounds/?after=x").status_code == 400
+    assert Client().get(f"/jobs/sessions/{session.pk}/rounds/?after={2**63}").status_code == 400
+    assert Client().get(f"/jobs/sessions/{session.pk + 1}/rounds/?after=0").status_code == 404
 
 
 def test_a_session_without_rounds_has_its_table_ready_and_hidden(job, staff):
