@@ -77,3 +77,18 @@ def _time_left(remaining: float | None, *, budget_left: float) -> str:
     if remaining is None or remaining > budget_left:
         return f"at most ~{format_duration(budget_left)} left (budget)"
     return f"~{format_duration(remaining)} left"
+
+
+def round_records(rounds, scales: dict[str, tuple[float, str]]) -> list[dict]:
+    """A session's rounds as its table shows them, for a download: each metric's reading in its one scale
+    (a column ``<metric> (<unit>)``)."""
+    records = []
+    for row in rounds:
+        readings = {}
+        for name, value in row.readings.items():
+            factor, unit = scales.get(name, (1.0, ""))
+            readings[f"{name} ({unit})" if unit else name] = None if value is None else value / factor
+        records.append({"index": row.index, "workload": row.workload, "work_amount": row.work_amount,
+                        "duration_seconds": row.duration, **readings, "analysed": row.analysed,
+                        "warnings": (row.monitor or {}).get("warnings", [])})
+    return records

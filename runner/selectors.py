@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Max, OuterRef, Subquery
 
+from results import presentation
 from results.models import Machine
 
 from .models import Job, Round, Session, SessionStatus
@@ -13,6 +14,13 @@ from .models import Job, Round, Session, SessionStatus
 def session(*, session_id: int) -> Session:
     """One session with its job and runs; raises Session.DoesNotExist."""
     return Session.objects.select_related("job__machine", "job__project").prefetch_related("runs").get(pk=session_id)
+
+
+def reading_scales(*, session: Session) -> dict[str, tuple[float, str]]:
+    """The one scale of each metric a session reads (by name), chosen from its first round's reading, so
+    every round and every comparison of the session shows the metric in one unit; one query."""
+    first = Round.objects.filter(session=session).order_by("index").values_list("readings", flat=True).first() or {}
+    return {spec.name: presentation.unit_scale(spec.unit, first.get(spec.name)) for spec in session.job.metric_specs()}
 
 
 def session_rounds(*, session_id: int, after: int = -1) -> list[Round]:

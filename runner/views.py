@@ -10,14 +10,14 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from results import access, presentation
+from results import access, exports, presentation
 from results.access import readable
 
 from . import selectors, services
 from .forms import JobForm, command_preview
 from .models import Job, Session
 from .pairs import session_pairs
-from .progress import progress_view
+from .progress import progress_view, round_records
 
 staff_only = access.staff_only(services.STAFF_ONLY)
 MAX_ROUND_INDEX = 2**31 - 1
@@ -104,14 +104,22 @@ def session_cancel(request: HttpRequest, session_id: int) -> HttpResponse:
 
 @readable
 def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
-    """A session's status, live progress, rounds and resulting runs."""
+    """A session's status, live progress, rounds and resulting runs; ``?format=csv|json``: its rounds."""
+    try:
+        export = exports.requested(request)
+    except ValueError as error:
+        return exports.bad_format(error)
     try:
         session = selectors.session(session_id=session_id)
     except Session.DoesNotExist:
         raise Http404(f"No session {session_id}.") from None
+    rounds, scales = selectors.session_rounds(session_id=session.pk), selectors.reading_scales(session=session)
+    if export:
+        return exports.response(round_records(rounds, scales), name=f"session-{session.pk}-rounds",
+                                format_name=export)
     return render(request, "runner/session.html", {
-        "session": session, "view": progress_view(session),
-        "rounds": selectors.session_rounds(session_id=session.pk), "pairs": session_pairs(session),
+        "session": session, "view": progress_view(session), "rounds": rounds, "pairs": session_pairs(session),
+        "scales": scales,
     })
 
 
@@ -125,10 +133,12 @@ def session_rounds(request: HttpRequest, session_id: int) -> HttpResponse:
         after = None
     if after is None or not -1 <= after <= MAX_ROUND_INDEX:
         return HttpResponseBadRequest(f"after must be a round index (an integer from -1 to {MAX_ROUND_INDEX}).")
-    if not Session.objects.filter(pk=session_id).exists():
+    session = Session.objects.select_related("job").filter(pk=session_id).first()
+    if session is None:
         raise Http404(f"No session {session_id}.")
-    return render(request, "runner/_round_rows.html",
-                  {"rounds": selectors.session_rounds(session_id=session_id, after=after)})
+    return render(request, "runner/_round_rows.html", {
+        "rounds": selectors.session_rounds(session_id=session_id, after=after),
+        "scales": selectors.reading_scales(session=session)})
 
 
 @readable

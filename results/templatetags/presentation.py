@@ -90,3 +90,9 @@ def download_href(context, format_name: str) -> str:
         query.pop(name, None)
     query["format"] = format_name
     return "?" + query.urlencode()
+
+
+@register.simple_tag
+def reading(value, metric: str, scales: dict) -> str:
+    """``{% reading value name scales %}``: a session's reading of a metric in that metric's one scale."""
+    return presentation.format_quantity(value, None, scales.get(metric, (1.0, "")))

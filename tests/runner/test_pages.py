@@ -514,6 +514,21 @@ def test_the_rounds_table_is_polled_for_the_rounds_after_the_last_shown(job, sta
     assert Client().get(f"/jobs/sessions/{session.pk + 1}/rounds/?after=0").status_code == 404
 
 
+def test_a_sessions_readings_are_shown_and_downloaded_in_one_unit_per_metric(job, staff):
+    session = services.start_session(job=job, user=staff)
+    for index, reading in enumerate((76e-6, 1.2e-3, 80e-6)):
+        Round.objects.create(session=session, index=index, workload="nightly sort", work_amount=10, duration=0.25,
+                             readings={"time": reading})
+
+    html = Client().get(f"/jobs/sessions/{session.pk}/").content.decode()
+    rows = Client().get(f"/jobs/sessions/{session.pk}/", {"format": "json"}).json()
+
+    # The first reading chose µs: the 1.2 ms outlier reads 1200 µs, never "0.0001".
+    assert ["time 76.0 µs", "time 1200 µs", "time 80.0 µs"] == re.findall(r"time [\d.]+ µs", html)
+    assert [row["time (µs)"] for row in rows] == pytest.approx([76.0, 1200.0, 80.0])
+    assert rows[0]["duration_seconds"] == 0.25 and rows[0]["analysed"] is True
+
+
 def test_a_session_without_rounds_has_its_table_ready_and_hidden(job, staff):
     session = services.start_session(job=job, user=staff)
 
