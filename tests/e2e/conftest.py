@@ -67,3 +67,12 @@ def login(page, live_server):
         page.wait_for_load_state()
 
     return log_in
+
+
+@pytest.fixture
+def results_without_broker(monkeypatch):
+    """Runs are compared by the tests themselves and nobody is notified: nothing goes to a (missing) broker."""
+    from results import services, tasks
+
+    monkeypatch.setattr(services, "_enqueue_comparison", lambda run_id: None)
+    monkeypatch.setattr(tasks.notify_alert_group, "delay", lambda *args, **kwargs: None)

@@ -6,21 +6,13 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from results import services, tasks
 from results.models import Alert, Project
 from tests.factories import UserFactory
 from tests.results.test_alert_pages import regressed_run
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("results_without_broker")]
 
 GITHUB = "https://github.com/acme/tool"
-
-
-@pytest.fixture(autouse=True)
-def no_broker(monkeypatch):
-    """Runs are compared by the tests themselves and nobody is notified: nothing goes to a (missing) broker."""
-    monkeypatch.setattr(services, "_enqueue_comparison", lambda run_id: None)
-    monkeypatch.setattr(tasks.notify_alert_group, "delay", lambda *args, **kwargs: None)
 
 
 def test_an_alert_seen_on_two_machines_is_triaged_with_a_bug_link_and_an_assignee(page, login, screenshot):

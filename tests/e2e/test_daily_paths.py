@@ -9,18 +9,11 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from results import services, tasks
 from results.models import Metric
 from tests.factories import posted_run
 from tests.results.test_overview_pages import compared
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def no_broker(monkeypatch):
-    monkeypatch.setattr(services, "_enqueue_comparison", lambda run_id: None)
-    monkeypatch.setattr(tasks.notify_alert_group, "delay", lambda *args, **kwargs: None)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("results_without_broker")]
 
 
 def test_a_pull_request_is_reviewed_against_every_run_of_its_base(page, screenshot):

@@ -5,7 +5,6 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from results import services, tasks
 from tests.factories import posted_run
 from tests.results.test_overview_pages import (
     compared,
@@ -14,14 +13,7 @@ from tests.results.test_overview_pages import (
     tonight_with_every_verdict,
 )
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def no_broker(monkeypatch):
-    """Runs are compared by the tests themselves and nobody is notified: nothing goes to a (missing) broker."""
-    monkeypatch.setattr(services, "_enqueue_comparison", lambda run_id: None)
-    monkeypatch.setattr(tasks.notify_alert_group, "delay", lambda *args, **kwargs: None)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("results_without_broker")]
 
 
 def test_the_nightly_overview_marks_regressions_and_inconclusive_rows(page, screenshot):

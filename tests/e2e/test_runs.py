@@ -5,17 +5,11 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from results import selectors, services, tasks
+from results import selectors
 from tests.factories import posted_run
 from tests.results.test_overview_pages import compared
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def no_broker(monkeypatch):
-    monkeypatch.setattr(services, "_enqueue_comparison", lambda run_id: None)
-    monkeypatch.setattr(tasks.notify_alert_group, "delay", lambda *args, **kwargs: None)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("results_without_broker")]
 
 
 def test_a_user_finds_an_imported_run_by_its_commit_and_pages_through_the_rest(page, screenshot, monkeypatch):
