@@ -47,6 +47,7 @@ def test_a_microsecond_series_reads_in_microseconds_on_every_page():
     assert re.search(r"\[3[67]\.\d, 3[67]\.\d\] µs", run_page)
     history = client.get(f"/history/{metric.pk}/", {"table": 1}).content.decode()
     assert len(re.findall(r"<td class=\"num\">3\d\.\d µs</td>", history)) == 5
+    assert "· time in µs," in history
 
 
 def test_the_scale_stays_the_series_own_when_its_values_cross_a_prefix():
