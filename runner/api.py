@@ -97,7 +97,7 @@ def job_out(job: Job) -> dict:
 @router.get("/jobs", response=list[JobOut], auth=READ_AUTH, url_name="job_list", summary="Jobs and their last session")
 @paginate(Pages)
 def list_jobs(request: HttpRequest):
-    return PageOf(selectors.jobs_with_last_session(), lambda jobs: [job_out(job) for job in jobs])
+    return PageOf(selectors.all_jobs(), lambda jobs: [job_out(job) for job in selectors.with_last_session(jobs)])
 
 
 REFUSALS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}

@@ -3,7 +3,7 @@
 from collections import defaultdict
 from dataclasses import dataclass
 
-from django.db.models import Count, Max, OuterRef, Subquery
+from django.db.models import Count, Max, OuterRef, QuerySet, Subquery
 
 from results import presentation
 from results.models import Machine
@@ -31,11 +31,22 @@ def session_rounds(*, session_id: int, after: int = -1) -> list[Round]:
 def jobs_with_last_session(*, job_id: int | None = None) -> list[Job]:
     """Every job (or the one of ``job_id``), with its schedule, and ``last_session`` set to its newest
     session (or None)."""
-    newest = Session.objects.filter(job=OuterRef("pk")).order_by("-queued_at", "-id").values("pk")[:1]
-    jobs = Job.objects.select_related("project", "machine", "schedule__crontab")
+    jobs = all_jobs()
     if job_id is not None:
         jobs = jobs.filter(pk=job_id)
-    jobs = list(jobs.annotate(last_session_id=Subquery(newest)))
+    return with_last_session(list(jobs))
+
+
+def all_jobs() -> QuerySet[Job]:
+    """Every job with its schedule (by project and name), its newest session's id annotated."""
+    newest = Session.objects.filter(job=OuterRef("pk")).order_by("-queued_at", "-id").values("pk")[:1]
+    return (Job.objects.select_related("project", "machine", "schedule__crontab")
+            .annotate(last_session_id=Subquery(newest)).order_by("project", "name", "pk"))
+
+
+def with_last_session(jobs: list[Job]) -> list[Job]:
+    """`jobs` (of :func:`all_jobs`) with ``last_session`` set to their newest session (or None); one query,
+    so a page of jobs reads only its own sessions."""
     sessions = {
         s.pk: s for s in Session.objects.filter(pk__in=[job.last_session_id for job in jobs if job.last_session_id])
         .select_related("job").prefetch_related("runs")
@@ -43,7 +54,6 @@ def jobs_with_last_session(*, job_id: int | None = None) -> list[Job]:
     for job in jobs:
         job.last_session = sessions.get(job.last_session_id)
     return jobs
-
 
 
 ACTIVE_STATUSES = (SessionStatus.QUEUED, SessionStatus.RUNNING)

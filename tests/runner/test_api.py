@@ -1,7 +1,9 @@
 """Runner endpoints: run now and cancel are for staff; progress is readable."""
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django_celery_beat.models import PeriodicTask
 
 from results import services as result_services
@@ -105,6 +107,23 @@ def test_jobs_are_listed_with_their_last_session(staff, job, django_capture_on_c
 
     assert body["count"] == 1
     assert body["items"][0]["name"] == "sort" and body["items"][0]["last_session"]["status"] == "queued"
+
+
+def test_a_page_of_jobs_reads_only_its_own_sessions(staff):
+    project, machine = ProjectFactory(), MachineFactory()
+    for index in range(6):
+        services.create_job(user=staff, project=project, name=f"job {index}", benchmark="b", machine=machine,
+                            workload_kind="builtin", builtin="sort")
+    client = Client()
+
+    with CaptureQueriesContext(connection) as few:
+        first = client.get("/api/v1/jobs", {"limit": 2}).json()
+    with CaptureQueriesContext(connection) as all_of_them:
+        everything = client.get("/api/v1/jobs", {"limit": 6}).json()
+
+    assert [job["name"] for job in first["items"]] == ["job 0", "job 1"] and first["count"] == 6
+    assert [job["name"] for job in everything["items"]] == [f"job {index}" for index in range(6)]
+    assert len(few) == len(all_of_them)
 
 
 def test_a_non_staff_user_sees_no_jobs_in_the_admin(user, client):
