@@ -22,7 +22,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from results import presentation
-from results.presentation import format_change
+from results.presentation import format_change, in_scale
 
 Figure = dict[str, Any]
 
@@ -57,17 +57,13 @@ def _number(value: float | None) -> str:
     return presentation.format_number(value)
 
 
-def _scaled(value: float | None, factor: float) -> float | None:
-    return None if value is None else value / factor
-
-
 def _scaled_point(point: Mapping, factor: float) -> dict:
     """A history point (or change point, or alert) with its values in the series' scale."""
-    scaled = {**point, **{key: _scaled(point.get(key), factor) for key in ("mean", "ci_low", "ci_high")
+    scaled = {**point, **{key: in_scale(point.get(key), factor) for key in ("mean", "ci_low", "ci_high")
                           if key in point}}
     comparison = point.get("comparison")
     if comparison and comparison.get("band"):
-        scaled["comparison"] = {**comparison, "band": [_scaled(limit, factor) for limit in comparison["band"]]}
+        scaled["comparison"] = {**comparison, "band": [in_scale(limit, factor) for limit in comparison["band"]]}
     return scaled
 
 
@@ -476,7 +472,7 @@ def samples_figure(values: np.ndarray, *, scale: tuple[float, str], kept: np.nda
     """
     factor, unit = scale
     values = np.asarray(values, dtype=float).ravel() / factor
-    mean, ci_low, ci_high = (_scaled(value, factor) for value in (mean, ci_low, ci_high))
+    mean, ci_low, ci_high = (in_scale(value, factor) for value in (mean, ci_low, ci_high))
     step = _stride(values.size)
     index = np.arange(values.size)[::step]
     shown = values[::step]

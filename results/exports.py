@@ -7,13 +7,29 @@ changes and θ as percentages; a page's filters select the same rows (all of the
 import csv
 import io
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import wraps
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
 from . import presentation
+from .presentation import in_scale
 
 FORMATS = ("csv", "json")
+
+
+def downloadable(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A page whose table downloads: the view gets ``export`` (None for the page, else the format) as a keyword
+    argument; a format not offered is a 400 naming the choices before the view runs."""
+    @wraps(view)
+    def checked(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        try:
+            export = requested(request)
+        except ValueError as error:
+            return HttpResponseBadRequest(str(error), content_type="text/plain; charset=utf-8")
+        return view(request, *args, export=export, **kwargs)
+
+    return checked
 
 
 def requested(request: HttpRequest) -> str | None:
@@ -24,10 +40,6 @@ def requested(request: HttpRequest) -> str | None:
     if name not in FORMATS:
         raise ValueError(f"format must be one of html, {', '.join(FORMATS)}; not “{name}”.")
     return name
-
-
-def bad_format(error: ValueError) -> HttpResponseBadRequest:
-    return HttpResponseBadRequest(str(error), content_type="text/plain; charset=utf-8")
 
 
 def response(records: Sequence[Mapping], *, name: str, format_name: str, columns: Sequence[str] | None = None
@@ -61,10 +73,6 @@ def _cell(value: object) -> object:
     return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
 
 
-def _scaled(value: float | None, factor: float) -> float | None:
-    return None if value is None else value / factor
-
-
 def _percent(ratio: float | None) -> float | None:
     return None if ratio is None else (ratio - 1.0) * 100.0
 
@@ -77,10 +85,10 @@ def comparison_records(rows: Iterable, *, extra: Mapping[str, object] | None = N
         records.append({
             **(extra or {}), "benchmark": row.benchmark, "metric": row.metric, "machine": row.machine,
             "run_id": row.run_id, "metric_id": row.metric_id, "method": row.method, "unit": unit,
-            "baseline_mean": _scaled(row.baseline.mean, factor),
-            "baseline_half_width": _scaled(row.baseline.half_width, factor),
-            "candidate_mean": _scaled(row.candidate.mean, factor),
-            "candidate_half_width": _scaled(row.candidate.half_width, factor),
+            "baseline_mean": in_scale(row.baseline.mean, factor),
+            "baseline_half_width": in_scale(row.baseline.half_width, factor),
+            "candidate_mean": in_scale(row.candidate.mean, factor),
+            "candidate_half_width": in_scale(row.candidate.half_width, factor),
             "change_percent": _percent(row.ratio),
             "ci_low_percent": _percent(row.low) if row.bounded else None,
             "ci_high_percent": _percent(row.high) if row.bounded else None,
@@ -106,8 +114,8 @@ def history_records(history) -> list[dict]:
         records.append({
             "run_id": point["run_id"], "started_at": point["started_at"].isoformat(), "machine": point["machine"],
             "commit": point["commit"], "branch": point["branch"], "kind": point["kind"], "unit": unit,
-            "mean": _scaled(point["mean"], factor), "ci_low": _scaled(point["ci_low"], factor),
-            "ci_high": _scaled(point["ci_high"], factor), "n": point["n"],
+            "mean": in_scale(point["mean"], factor), "ci_low": in_scale(point["ci_low"], factor),
+            "ci_high": in_scale(point["ci_high"], factor), "n": point["n"],
             "compared_by": comparison.get("method"), "change_percent": _percent(comparison.get("ratio")),
             "change_low_percent": _percent(comparison.get("ci_low")),
             "change_high_percent": _percent(comparison.get("ci_high")), "pvalue": comparison.get("pvalue"),
@@ -148,8 +156,8 @@ def result_records(results) -> list[dict]:
         factor, unit = presentation.metric_scale(result.metric, result.mean)
         records.append({
             "benchmark": result.metric.benchmark.name, "metric": result.metric.name, "metric_id": result.metric_id,
-            "unit": unit, "mean": _scaled(result.mean, factor), "ci_low": _scaled(result.ci_low, factor),
-            "ci_high": _scaled(result.ci_high, factor), "confidence_level": result.confidence_level,
+            "unit": unit, "mean": in_scale(result.mean, factor), "ci_low": in_scale(result.ci_low, factor),
+            "ci_high": in_scale(result.ci_high, factor), "confidence_level": result.confidence_level,
             "degrees_of_freedom": result.n - 1, "variance_method": result.variance_method,
             "subsession_size": result.subsession_size, "subsessions": result.subsessions,
             "samples": result.sample_count, "warmup_removed": result.warmup_removed,

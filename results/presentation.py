@@ -153,6 +153,11 @@ def metric_scale(metric, reference: float | None = None) -> tuple[float, str]:
     return series_scale(metric.unit, metric.display_unit or display_unit(metric.unit, reference))
 
 
+def in_scale(value: float | None, factor: float) -> float | None:
+    """A stored value in its series' scale (None stays None)."""
+    return None if value is None else value / factor
+
+
 def unit_scale(unit: str, reference: float | None) -> tuple[float, str]:
     """The scale of a series without a stored display unit (two files compared): chosen from ``reference``."""
     return series_scale(unit, display_unit(unit, reference))

@@ -28,6 +28,7 @@ from django.db.models import (
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Abs, Coalesce, RowNumber
 
+from .baselines import pull_request_bases
 from .comparisons import stored_rows
 from .extensions import alert_additions
 from .models import (
@@ -655,8 +656,9 @@ def shortcut_baseline(*, candidate_id: int, against: str) -> int:
 
     ``nightly``: the newest completed nightly run of the project's default branch on the same machine
     started before it that measured one of its series (several suites may post a run each night). ``base``:
-    for a pull-request run, the newest completed run of its base commit on the same machine holding one of
-    its series (not an A/B confirmation's). Two queries. Raises Run.DoesNotExist, saying which run is
+    for a pull-request run, the newest run of the base results its own comparison takes, series by series
+    (:func:`results.baselines.pull_request_bases`, leaving out the series that fell back to the default
+    branch). A few queries. Raises Run.DoesNotExist, saying which run is
     missing; ValueError for ``base`` of a run without a base commit, or an unknown shortcut.
     """
     if against not in COMPARE_SHORTCUTS:
@@ -664,11 +666,12 @@ def shortcut_baseline(*, candidate_id: int, against: str) -> int:
     run = Run.objects.select_related("project", "machine", "revision").filter(pk=candidate_id).first()
     if run is None:
         raise Run.DoesNotExist(f"No run {candidate_id}.")
-    same_machine = Run.objects.filter(
-        project_id=run.project_id, machine_id=run.machine_id, status=Run.Status.COMPLETED,
-        pk__in=Result.objects.filter(metric_id__in=Result.objects.filter(run=run).values("metric_id")).values("run_id"),
-    ).exclude(pk=run.pk).order_by("-started_at", "-id")
     if against == "nightly":
+        same_machine = Run.objects.filter(
+            project_id=run.project_id, machine_id=run.machine_id, status=Run.Status.COMPLETED,
+            pk__in=Result.objects.filter(metric_id__in=Result.objects.filter(run=run).values("metric_id"))
+            .values("run_id"),
+        ).exclude(pk=run.pk).order_by("-started_at", "-id")
         branch = run.project.default_branch
         found = same_machine.filter(kind=Run.Kind.NIGHTLY, revision__branch=branch,
                                     started_at__lt=run.started_at).values_list("pk", flat=True).first()
@@ -678,8 +681,10 @@ def shortcut_baseline(*, candidate_id: int, against: str) -> int:
     base_commit = run.revision.base_commit if run.kind == Run.Kind.PR and run.revision else ""
     if not base_commit:
         raise ValueError(f"Run #{run.pk} is not a pull request's with a base commit: it has no base to compare with.")
-    found = same_machine.filter(revision__commit=base_commit).exclude(kind=Run.Kind.CONFIRMATION).values_list(
-        "pk", flat=True).first()
+    # The base the pull request's own comparison took, series by series: the newest run holding one of them.
+    bases = pull_request_bases(run, list(Result.objects.filter(run=run).values_list("metric_id", flat=True)))
+    found = (Run.objects.filter(pk__in=[base.run_id for base in bases.values() if not base.fallback])
+             .order_by("-started_at", "-id").values_list("pk", flat=True).first())
     if found is None:
         raise Run.DoesNotExist(f"No run of the base commit {presentation.short_commit(base_commit)} on "
                                f"{run.machine.name}.")

@@ -103,12 +103,9 @@ def session_cancel(request: HttpRequest, session_id: int) -> HttpResponse:
 
 
 @readable
-def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
+@exports.downloadable
+def session_detail(request: HttpRequest, session_id: int, *, export: str | None) -> HttpResponse:
     """A session's status, live progress, rounds and resulting runs; ``?format=csv|json``: its rounds."""
-    try:
-        export = exports.requested(request)
-    except ValueError as error:
-        return exports.bad_format(error)
     try:
         session = selectors.session(session_id=session_id)
     except Session.DoesNotExist:

@@ -42,7 +42,8 @@ def alerts(request: HttpRequest) -> HttpResponse:
 
 
 @readable
-def _alert_list(request: HttpRequest) -> HttpResponse:
+@exports.downloadable
+def _alert_list(request: HttpRequest, *, export: str | None) -> HttpResponse:
     filters = AlertFilterForm(request.GET or None)
     status = project = assignee = None
     if filters.is_valid():
@@ -53,10 +54,6 @@ def _alert_list(request: HttpRequest) -> HttpResponse:
                 assignee = request.user
             else:
                 filters.add_error("mine", ASSIGNED_TO_ME_LOGIN)
-    try:
-        export = exports.requested(request)
-    except ValueError as error:
-        return exports.bad_format(error)
     listing = selectors.alert_page(status=status, project=project, assignee=assignee, page=request.GET.get("page"))
     if export:
         return exports.response(exports.alert_records(listing), name="alerts", format_name=export)

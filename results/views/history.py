@@ -41,12 +41,9 @@ def _day(value: str | None, name: str, errors: list[str]) -> date | None:
 
 
 @readable
-def history(request: HttpRequest, metric_id: int) -> HttpResponse:
+@exports.downloadable
+def history(request: HttpRequest, metric_id: int, *, export: str | None) -> HttpResponse:
     """A metric's run means over time on one or more machines, with comparisons and change points."""
-    try:
-        export = exports.requested(request)
-    except ValueError as error:
-        return exports.bad_format(error)
     errors: list[str] = []
     first = _day(request.GET.get("from"), "from", errors)
     last = _day(request.GET.get("to"), "to", errors)
@@ -117,17 +114,14 @@ def _alert_row(alert: dict) -> dict:
 
 
 @readable
-def run(request: HttpRequest, run_id: int) -> HttpResponse:
+@exports.downloadable
+def run(request: HttpRequest, run_id: int, *, export: str | None) -> HttpResponse:
     """One run: per metric its readings, warm-up, autocorrelation and CI narrowing; the session's
     utilisation, bottlenecks and monitoring overhead; the stored comparisons.
 
     Everything but the page's frame is kept in the cache under the run's version (its comparison time
     and its alerts' last change): a stored run does not change, and its session's analysis is stored.
     ``?format=csv|json`` downloads its results (``&table=comparisons``: its comparisons)."""
-    try:
-        export = exports.requested(request)
-    except ValueError as error:
-        return exports.bad_format(error)
     try:
         if export:
             detail = selectors.run_detail(run_id=run_id)

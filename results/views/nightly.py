@@ -45,16 +45,13 @@ class CompareForm(forms.Form):
 
 
 @readable
-def home(request: HttpRequest) -> HttpResponse:
+@exports.downloadable
+def home(request: HttpRequest, *, export: str | None) -> HttpResponse:
     """The nightly overview: every series of the newest night (or ``?night=``) against its history, worst
     first, filterable by GET parameters."""
     form = OverviewFilters(request.GET)
     form.is_valid()
     filters = {name: value for name, value in form.cleaned_data.items() if name not in form.errors}
-    try:
-        export = exports.requested(request)
-    except ValueError as error:
-        return exports.bad_format(error)
     overview = selectors.nightly_overview(
         project=filters.get("project") or None, machine=filters.get("machine") or None,
         benchmark=filters.get("benchmark") or None, verdict=filters.get("verdict") or None,
@@ -81,17 +78,14 @@ def _without(query: QueryDict, name: str) -> str:
 
 
 @readable
-def compare(request: HttpRequest) -> HttpResponse:
+@exports.downloadable
+def compare(request: HttpRequest, *, export: str | None) -> HttpResponse:
     """Any two runs compared series by series (Welch and Fieller, computed now by the comparison service).
 
     The pickers list the newest runs, those matching ``search`` (a commit prefix or part of a branch name)
     where given. ``against`` with a candidate and no baseline is a shortcut (``nightly``: the newest nightly
     of the default branch on the candidate's machine before it; ``base``: a pull request's base commit's
     run there): the baseline it finds is put in the address, the pair's permalink."""
-    try:
-        export = exports.requested(request)
-    except ValueError as error:
-        return exports.bad_format(error)
     form = CompareForm(request.GET)
     form.is_valid()
     chosen = form.cleaned_data  # the fields understood; the others are said and ignored
@@ -149,12 +143,9 @@ def _run_choices(runs: list[dict]) -> list[tuple[str, list[tuple[int, str]]]]:
 
 
 @readable
-def pr_review(request: HttpRequest, run_id: int) -> HttpResponse:
+@exports.downloadable
+def pr_review(request: HttpRequest, run_id: int, *, export: str | None) -> HttpResponse:
     """A pull-request run against its base: verdict counts, the comparisons, a Markdown summary to paste."""
-    try:
-        export = exports.requested(request)
-    except ValueError as error:
-        return exports.bad_format(error)
     try:
         review = selectors.pr_review(run_id=run_id)
     except Run.DoesNotExist:

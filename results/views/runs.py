@@ -32,12 +32,9 @@ class RunFilters(forms.Form):
 
 
 @readable
-def runs(request: HttpRequest) -> HttpResponse:
+@exports.downloadable
+def runs(request: HttpRequest, *, export: str | None) -> HttpResponse:
     """The runs, filtered; a filter that is not understood is said so and ignored, never a 500."""
-    try:
-        export = exports.requested(request)
-    except ValueError as error:
-        return exports.bad_format(error)
     form = RunFilters(request.GET)
     form.is_valid()
     filters = {name: value for name, value in form.cleaned_data.items() if name not in form.errors}

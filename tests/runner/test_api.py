@@ -112,8 +112,9 @@ def test_jobs_are_listed_with_their_last_session(staff, job, django_capture_on_c
 def test_a_page_of_jobs_reads_only_its_own_sessions(staff):
     project, machine = ProjectFactory(), MachineFactory()
     for index in range(6):
-        services.create_job(user=staff, project=project, name=f"job {index}", benchmark="b", machine=machine,
-                            workload_kind="builtin", builtin="sort")
+        created = services.create_job(user=staff, project=project, name=f"job {index}", benchmark="b",
+                                      machine=machine, workload_kind="builtin", builtin="sort")
+        Session.objects.create(job=created, requested_by=staff)
     client = Client()
 
     with CaptureQueriesContext(connection) as few:
@@ -124,6 +125,10 @@ def test_a_page_of_jobs_reads_only_its_own_sessions(staff):
     assert [job["name"] for job in first["items"]] == ["job 0", "job 1"] and first["count"] == 6
     assert [job["name"] for job in everything["items"]] == [f"job {index}" for index in range(6)]
     assert len(few) == len(all_of_them)
+    # Only the page's newest sessions are read (before, every job's was).
+    (read,) = [query["sql"] for query in few.captured_queries
+               if query["sql"].startswith('SELECT "runner_session"') and '"runner_session"."id" IN' in query["sql"]]
+    assert read.split('"runner_session"."id" IN (')[1].split(")")[0].count(",") == 1
 
 
 def test_a_non_staff_user_sees_no_jobs_in_the_admin(user, client):
