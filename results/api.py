@@ -341,7 +341,10 @@ def run_detail(request: HttpRequest, run_id: int):
     except Run.DoesNotExist:
         raise Http404(f"No run {run_id}.") from None
     return {**_run_out(run), "environment": run.environment,
-            "results": [_result_out(result) for result in run.results.all()]}
+            "results": [_result_out(result) for result in run.results.all()],
+            "failures": [{"metric_id": failure.metric_id, "benchmark_id": failure.metric.benchmark_id,
+                          "benchmark": failure.metric.benchmark.name, "metric": failure.metric.name,
+                          "error": failure.error} for failure in run.failures.all()]}
 
 
 def _project_out(project: Project) -> dict:

@@ -175,5 +175,6 @@ def run_records(entries, *, url: str) -> list[dict]:
         "commit": entry.run.revision.commit if entry.run.revision else None,
         "branch": entry.run.revision.branch if entry.run.revision else None,
         "started_at": entry.run.started_at.isoformat(), "source": entry.run.source, "results": entry.results,
+        "failed": entry.failed,
         "changes": entry.counts, "url": f"{url}{entry.run.pk}/",
     } for entry in entries]

@@ -287,6 +287,23 @@ class Result(models.Model):
         return np.frombuffer(bytes(self.samples), dtype=SAMPLE_DTYPE).reshape(self.samples_shape)
 
 
+class FailedResult(models.Model):
+    """A metric that a run tried to measure and could not: the benchmark crashed, timed out or returned no
+    number. It has no numbers, so it is never compared and never part of a baseline (a series' history is its
+    results); it is shown and counted, so a crashed benchmark is seen instead of silently missing."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="failures")
+    metric = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="failures")
+    error = models.TextField(blank=True, help_text="What the tool said, as posted.")
+
+    class Meta:
+        ordering = ["run", "metric"]
+        constraints = [models.UniqueConstraint(fields=["run", "metric"], name="failed_result_unique_run_metric")]
+
+    def __str__(self) -> str:
+        return f"{self.metric} failed"
+
+
 class ApiToken(models.Model):
     """A per-user API token. Only a SHA-256 digest is stored; the token is shown once, at creation."""
 

@@ -44,7 +44,8 @@ def run_page(*, run_id: int) -> dict:
                     "history_size": len((comparison.inputs or {}).get("history_runs") or [])}
                    for comparison, row in zip(detail.comparisons, rows)]
     body = render_to_string("results/_run_body.html", {
-        "run": run, "sections": sections, "comparisons": comparisons, "additions": additions})
+        "run": run, "sections": sections, "comparisons": comparisons, "additions": additions,
+        "failures": detail.failures})
     return {"title": f"Run #{run.pk} · {run.project.name} · Pilot Web", "body": mark_safe(body),
             "figures": json_data(figures, "pilotweb-figures")}
 

@@ -30,6 +30,8 @@ INT64_MAX = 2**63 - 1
 # Measurements and their summaries are bounded so that every statistic stays finite in float64 (Fieller's
 # limits square the product of two means, which overflows past about 1e77); no measurement comes near it.
 MAX_MAGNITUDE = 1e30
+# A failed result's error text: a traceback's last lines, not a log.
+MAX_ERROR_LENGTH = 10_000
 Count = Annotated[int, Field(ge=1, le=INT32_MAX)]
 
 
@@ -162,6 +164,11 @@ class ResultIn(Schema):
     warmup_removed: Annotated[int, Field(ge=0, le=INT32_MAX)] = 0
     converged: bool | None = None
     metadata: JsonObject = {}
+    failed: bool = Field(False, description="The benchmark ran and gave no number (it crashed, timed out, or the "
+                                            "tool reported an error): give no 'samples' or 'summary'. Stored and "
+                                            "shown, never compared, never part of a baseline.")
+    error: Annotated[str, Field(max_length=MAX_ERROR_LENGTH)] = Field(
+        "", description="A failed result's error text, as the tool gave it.")
 
     @field_validator("samples", mode="before")
     @classmethod
@@ -174,8 +181,15 @@ class ResultIn(Schema):
 
     @model_validator(mode="after")
     def samples_or_summary(self) -> "ResultIn":
-        if self.samples is None and self.summary is None:
-            raise ValueError("give 'samples', or 'summary' (mean, subsession_size, variance, n), or both")
+        if self.failed:
+            if self.samples is not None or self.summary is not None:
+                raise ValueError("a failed result has no numbers: give 'samples' and 'summary' only without "
+                                 "'failed': true")
+        elif self.error:
+            raise ValueError("'error' describes a failed result: give it with 'failed': true")
+        elif self.samples is None and self.summary is None:
+            raise ValueError("give 'samples', or 'summary' (mean, subsession_size, variance, n), or both, or "
+                             "'failed': true for a benchmark that gave no number")
         return self
 
 
@@ -244,9 +258,18 @@ class RunOut(Schema):
     run_key: str | None
 
 
+class FailedResultOut(Schema):
+    metric_id: int
+    benchmark_id: int
+    benchmark: str
+    metric: str
+    error: str
+
+
 class RunDetailOut(RunOut):
     environment: dict[str, Any]
     results: list[ResultOut]
+    failures: list[FailedResultOut] = Field(description="Benchmarks that gave no number in this run.")
 
 
 class ProjectOut(Schema):

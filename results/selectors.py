@@ -39,6 +39,7 @@ from .models import (
     ChangePoint,
     Comparison,
     ComparisonMethod,
+    FailedResult,
     Machine,
     Metric,
     Project,
@@ -90,6 +91,7 @@ class RunListEntry:
     run: Run
     results: int
     counts: dict[str, int]
+    failed: int = 0
 
 
 @dataclass(frozen=True)
@@ -102,18 +104,20 @@ class RunList:
 
 
 def run_list(*, page: str | int | None = None, per_page: int = RUNS_PER_PAGE, **filters) -> RunList:
-    """One page of :func:`runs` (the same filters), each entry counted; six queries, whatever the page."""
+    """One page of :func:`runs` (the same filters), each entry counted; seven queries, whatever the page."""
     page = Paginator(runs(**filters), per_page).get_page(page)
     listed = list(page.object_list)
     ids = [run.pk for run in listed]
     results = dict(Result.objects.filter(run_id__in=ids).values("run_id").annotate(count=Count("id"))
                    .values_list("run_id", "count").order_by())
+    failed = dict(FailedResult.objects.filter(run_id__in=ids).values("run_id").annotate(count=Count("id"))
+                  .values_list("run_id", "count").order_by())
     counts: dict[int, dict[str, int]] = defaultdict(dict)
     for row in (Comparison.objects.filter(candidate__run_id__in=ids,
                                           method__in=[ComparisonMethod.HISTORY, ComparisonMethod.PAIRWISE])
                 .values("candidate__run_id", "verdict").annotate(count=Count("id")).order_by()):
         counts[row["candidate__run_id"]][row["verdict"]] = row["count"]
-    page.object_list = [RunListEntry(run=run, results=results.get(run.pk, 0),
+    page.object_list = [RunListEntry(run=run, results=results.get(run.pk, 0), failed=failed.get(run.pk, 0),
                                      counts=presentation.in_verdict_order(counts.get(run.pk, {})))
                         for run in listed]
     return RunList(page=page, projects=list(Project.objects.order_by("name")),
@@ -121,13 +125,16 @@ def run_list(*, page: str | int | None = None, per_page: int = RUNS_PER_PAGE, **
 
 
 def run_with_results(*, run_id: int) -> Run:
-    """One run with its results (and their metrics and benchmarks) loaded; raises Run.DoesNotExist."""
+    """One run with its results and failed results (and their metrics and benchmarks) loaded; raises
+    Run.DoesNotExist."""
     results = Result.objects.select_related(*RESULT_FIELDS_FOR_TABLES).defer("samples").order_by(
         "metric__benchmark__name", "metric__name"
     )
+    failures = FailedResult.objects.select_related("metric__benchmark").order_by("metric__benchmark__name",
+                                                                                  "metric__name")
     return (
         Run.objects.select_related("project", "machine", "revision")
-        .prefetch_related(Prefetch("results", queryset=results))
+        .prefetch_related(Prefetch("results", queryset=results), Prefetch("failures", queryset=failures))
         .get(pk=run_id)
     )
 
@@ -457,6 +464,7 @@ class OverviewGroup:
     counts: dict[str, int]
     insufficient: list[ComparisonRow]
     total: int
+    failures: list[FailedResult] = ()
 
     @property
     def truncated(self) -> bool:
@@ -507,6 +515,28 @@ def _replaced_results(night_runs: list[Run]) -> list[int]:
         else:
             replaced.append(pk)
     return replaced
+
+
+def _night_failures(night_runs: list[Run]) -> dict[tuple[int, int], list[FailedResult]]:
+    """The night's failed results by (project, machine), but those a later run of the night measured; two
+    queries."""
+    order = {run.pk: (run.started_at, run.pk) for run in night_runs}
+    runs_by_id = {run.pk: run for run in night_runs}
+    failures = list(FailedResult.objects.filter(run_id__in=list(order)).select_related("metric__benchmark")
+                    .order_by("metric__benchmark__name", "metric__name"))
+    measured: dict[tuple[int, int], tuple] = {}
+    for metric, run in Result.objects.filter(run_id__in=list(order), metric_id__in={f.metric_id for f in failures}) \
+            .values_list("metric_id", "run_id"):
+        key = (metric, runs_by_id[run].machine_id)
+        measured[key] = max(measured.get(key, order[run]), order[run])
+    found: dict[tuple[int, int], list[FailedResult]] = defaultdict(list)
+    for failure in failures:
+        run = runs_by_id[failure.run_id]
+        later = measured.get((failure.metric_id, run.machine_id))
+        if later is None or later < order[run.pk]:
+            failure.run = run
+            found[run.project_id, run.machine_id].append(failure)
+    return found
 
 
 def nightly_overview(*, project: str | None = None, machine: str | None = None, benchmark: str | None = None,
@@ -599,6 +629,7 @@ def nightly_overview(*, project: str | None = None, machine: str | None = None, 
     runs_by_group: dict[tuple[int, int], list[Run]] = defaultdict(list)
     for run in night_runs:
         runs_by_group[run.project_id, run.machine_id].append(run)
+    failures = _night_failures(night_runs)
     groups_by_project: dict[int, list[OverviewGroup]] = defaultdict(list)
     for key, group_runs in sorted(runs_by_group.items(), key=lambda item: item[1][0].machine.name):
         group_rows = rows_by_group.get(key, [])
@@ -606,7 +637,7 @@ def nightly_overview(*, project: str | None = None, machine: str | None = None, 
             machine=group_runs[0].machine, night=nights.night_of(group_runs[0].started_at), runs=group_runs,
             rows=group_rows, counts=presentation.in_verdict_order(counts.get(key, {})),
             insufficient=[row for row in group_rows if row.verdict == Verdict.INSUFFICIENT_HISTORY],
-            total=totals.get(key, 0)))
+            total=totals.get(key, 0), failures=failures.get(key, [])))
     earlier = later = None
     if windows or night is not None:
         # Without a night asked for, the groups' nights may differ (a machine that stopped posting): the
@@ -856,6 +887,7 @@ class RunDetail:
     run: Run
     results: list[Result]
     comparisons: list[Comparison]
+    failures: list[FailedResult]
 
 
 def run_page_version(*, run_id: int) -> str:
@@ -872,7 +904,8 @@ def run_page_version(*, run_id: int) -> str:
 
 
 def run_detail(*, run_id: int) -> RunDetail:
-    """A run, its results (with samples) and its stored comparisons; three queries. Raises Run.DoesNotExist."""
+    """A run, its results (with samples), its failed results and its stored comparisons; four queries. Raises
+    Run.DoesNotExist."""
     run = Run.objects.select_related("project", "machine", "revision").get(pk=run_id)
     results = list(Result.objects.filter(run=run).select_related(*RESULT_FIELDS_FOR_TABLES)
                    .order_by("metric__benchmark__name", "metric__name"))
@@ -881,6 +914,8 @@ def run_detail(*, run_id: int) -> RunDetail:
         .select_related("candidate__metric__benchmark", "baseline__run__revision", "alert")
         .defer("candidate__samples", "baseline__samples")
         .order_by("candidate__metric__benchmark__name", "candidate__metric__name", "method"))
-    return RunDetail(run=run, results=results, comparisons=comparisons)
+    failures = list(FailedResult.objects.filter(run=run).select_related("metric__benchmark")
+                    .order_by("metric__benchmark__name", "metric__name"))
+    return RunDetail(run=run, results=results, comparisons=comparisons, failures=failures)
 
 

@@ -20,7 +20,7 @@ from django.utils.text import slugify
 from psycopg.types.json import Jsonb
 
 from . import presentation, stats
-from .models import ApiToken, Benchmark, Machine, Metric, Project, Result, Revision, Run
+from .models import ApiToken, Benchmark, FailedResult, Machine, Metric, Project, Result, Revision, Run
 from .schemas import ResultIn, RunIn
 
 TOKEN_USE_RESOLUTION = timedelta(minutes=1)
@@ -104,8 +104,9 @@ def ingest_run(*, document: RunIn, user: AbstractBaseUser | None) -> IngestOutco
             raise IngestError(f"results[{index}]", f"benchmark {result.benchmark!r} metric {result.metric!r} "
                                                    "appears twice")
         seen.add(key)
-    summaries = [summarize_result(result) for result in document.results]
-    intervals = _intervals(summaries, [result.confidence_level for result in document.results])
+    measured = [result for result in document.results if not result.failed]
+    summaries = [summarize_result(result) for result in measured]
+    intervals = _intervals(summaries, [result.confidence_level for result in measured])
 
     try:
         with transaction.atomic():
@@ -153,10 +154,11 @@ def _write_run(*, document: RunIn, project_slug: str, digest: str, user: Abstrac
         source=document.source, run_key=document.run_key, payload_digest=digest,
         created_by=user if user is not None and user.is_authenticated else None,
     )
+    measured = [result for result in document.results if not result.failed]
     _choose_display_units(metrics, {(result.benchmark, result.metric): summary.mean
-                                    for result, summary in zip(document.results, summaries)})
+                                    for result, summary in zip(measured, summaries)})
     rows = []
-    for result, summary, (ci_low, ci_high) in zip(document.results, summaries, intervals):
+    for result, summary, (ci_low, ci_high) in zip(measured, summaries, intervals):
         samples = result.samples
         metric = metrics[(result.benchmark, result.metric)]
         converged = result.converged
@@ -176,6 +178,8 @@ def _write_run(*, document: RunIn, project_slug: str, digest: str, user: Abstrac
             metadata=result.metadata,
         ))
     bulk_insert(rows)
+    bulk_insert([FailedResult(run=run, metric=metrics[(result.benchmark, result.metric)], error=result.error)
+                 for result in document.results if result.failed])
     Machine.objects.filter(pk=machine.pk).update(last_seen_at=timezone.now())
     return run
 
@@ -281,6 +285,13 @@ def _metrics(project: Project, results: list[tuple[ResultIn, str]]) -> dict[tupl
     for result, field in results:
         key = (result.benchmark, result.metric)
         metric = stored[key]
+        if result.failed and not {"unit", "direction"} & result.model_fields_set:
+            continue  # a failure that states no unit takes the series' own
+        if (metric.unit, metric.direction) != (result.unit, result.direction) and not result.failed \
+                and not Result.objects.filter(metric=metric).exists():
+            # Known only from failures so far: its first number says what it measures.
+            Metric.objects.filter(pk=metric.pk).update(unit=result.unit, direction=result.direction)
+            metric.unit, metric.direction = result.unit, result.direction
         if metric.unit != result.unit:
             raise IngestConflict(
                 f"{field}.unit", f"{result.unit!r} contradicts the stored unit {metric.unit!r} of metric {key}"

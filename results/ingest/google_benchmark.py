@@ -13,8 +13,10 @@ the file holds no iteration rows for a benchmark (``--benchmark_report_aggregate
 or ``--benchmark_display_aggregates_only`` with JSON on stdout): then ``_mean`` and
 ``_stddev`` give a ``summary`` with n = ``repetitions``.
 
-Rows that report an error (``error_occurred``) or a skip (``skipped``, version 1.8+) carry
-no measurement and are left out; a benchmark with only such rows is listed in
+A benchmark with a row that reports an error (``error_occurred``, or ``skipped`` = 1, "skipped
+with error", from version 1.8) failed: its ``real_time`` and ``cpu_time`` are failed results with
+the error message, whatever its other repetitions measured. A benchmark skipped on purpose
+(``skipped`` = 2, "skipped with message") is no result: it is listed in
 ``environment["skipped_benchmarks"]`` with its message. The library writes ``NaN`` and
 ``Infinity`` for non-finite doubles (e.g. a rate counter over zero time); such a time is an
 error, such a counter or context value becomes ``null``.
@@ -28,6 +30,8 @@ from typing import Any
 from .base import ImportFormatError, json_safe, load_json
 
 FORMAT_NAME = "google-benchmark"
+# benchmark::internal::Skipped: 1 is SkipWithError, 2 SkipWithMessage (an intended skip).
+_SKIPPED_WITH_ERROR = 1
 
 _SECONDS_PER_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 _METRICS = ("real_time", "cpu_time")
@@ -75,9 +79,11 @@ def parse(content: bytes | str) -> dict[str, Any]:
         run_name = row.get("run_name", row["name"])
         if not isinstance(run_name, str) or not run_name:
             raise ImportFormatError(f"{FORMAT_NAME}: row {row['name']!r} has an empty 'run_name'.")
-        group = groups.setdefault(run_name, {"rows": [], "aggregates": {}, "skipped": None})
-        if row.get("error_occurred") or row.get("skipped"):
-            group["skipped"] = str(row.get("error_message") or row.get("skip_message") or "skipped")
+        group = groups.setdefault(run_name, {"rows": [], "aggregates": {}, "skipped": None, "error": None})
+        if row.get("error_occurred") or row.get("skipped") == _SKIPPED_WITH_ERROR:
+            group["error"] = str(row.get("error_message") or row.get("skip_message") or "")
+        elif row.get("skipped"):
+            group["skipped"] = str(row.get("skip_message") or row.get("error_message") or "skipped")
         elif row.get("run_type", "iteration") == "aggregate" or "aggregate_name" in row:
             group["aggregates"][str(row.get("aggregate_name"))] = row
         else:
@@ -86,7 +92,10 @@ def parse(content: bytes | str) -> dict[str, Any]:
     results = []
     skipped = {}
     for run_name, group in groups.items():
-        if group["rows"]:
+        if group["error"] is not None:
+            results.extend({"benchmark": run_name, "metric": metric, "failed": True, "error": group["error"]}
+                           for metric in _METRICS)
+        elif group["rows"]:
             results.extend(_from_iterations(run_name, group["rows"]))
         elif "mean" in group["aggregates"] and "stddev" in group["aggregates"]:
             results.extend(_from_aggregates(run_name, group["aggregates"]))

@@ -12,6 +12,10 @@ from every run and clamps at zero, so very short commands may have times of exac
 ``user`` and ``system`` are means over the runs, not per-run values: they go into the
 metadata with the exit codes and parameters. The file names neither the tool version nor
 the machine.
+
+A command whose every run exited non-zero (or was killed: a null exit code), which hyperfine times
+only under ``--ignore-failure``, failed: it is a failed result with its exit codes, not a time (a
+command that fails fast would otherwise become a fast baseline).
 """
 
 import math
@@ -55,6 +59,11 @@ def _result(entry: Any, index: int) -> dict[str, Any]:
     if not times:
         raise ImportFormatError(f"{FORMAT_NAME}: {where} has no values ('times' is empty).")
 
+    codes = entry.get("exit_codes")
+    if isinstance(codes, list) and codes and all(code != 0 for code in codes):
+        shown = sorted({"killed" if code is None else str(code) for code in codes})
+        return {"benchmark": command, "metric": "time", "failed": True,
+                "error": f"every run exited with a failure (exit status {', '.join(shown)}) in {len(codes)} runs"}
     metadata: dict[str, Any] = {key: entry[key] for key in ("user", "system") if _is_number(entry.get(key))}
     for key in ("exit_codes", "parameters"):
         if entry.get(key) is not None:

@@ -16,6 +16,9 @@ stays balanced; ``metadata["dropped_runs"]`` says how many were left out.
 pyperf writes run dates as local time without a zone, so no ``started_at`` is given; the
 earliest run date is kept as ``environment["date"]``. A gzip-compressed file
 (``-o FILE.json.gz``) is accepted as well.
+
+A benchmark whose worker failed is not in pyperf's file (the run stops or leaves it out), so the file
+holds no failed result: such a benchmark is missing from the run, not failed.
 """
 
 import math

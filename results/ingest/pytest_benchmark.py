@@ -12,6 +12,9 @@ stddev², n = rounds) instead of samples.
 
 ``datetime`` is written when the session ends, so it becomes ``finished_at`` (older
 versions wrote ``datetime.utcnow()`` without a zone, so a zone-less value is read as UTC).
+
+A benchmark that raised is not in the file (pytest-benchmark writes only those without an error), so
+the file holds no failed result: such a benchmark is missing from the run, not failed.
 """
 
 import math

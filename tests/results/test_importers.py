@@ -22,6 +22,7 @@ from results.ingest.google_benchmark import parse as parse_google_benchmark
 from results.ingest.hyperfine import parse as parse_hyperfine
 from results.ingest.pyperf import parse as parse_pyperf
 from results.ingest.pytest_benchmark import parse as parse_pytest_benchmark
+from results.schemas import RunIn
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 REL = 1e-9  # the parsers only rescale the tool's numbers; anything looser would hide a bug
@@ -459,16 +460,21 @@ def test_google_benchmark_aggregates_only_gives_a_summary_from_mean_and_stddev()
         assert result["metadata"]["from_aggregates"] is True
 
 
-def test_google_benchmark_leaves_out_benchmarks_that_reported_an_error():
+def test_google_benchmark_maps_a_benchmark_that_reported_an_error_to_failed_results():
     report = load("google_benchmark_single.json")
     failed = copy.deepcopy(report["benchmarks"][0])
     failed.update(name="BM_Broken", run_name="BM_Broken", error_occurred=True, error_message="no input file")
-    report["benchmarks"].append(failed)
+    skipped = copy.deepcopy(report["benchmarks"][0])
+    skipped.update(name="BM_Later", run_name="BM_Later", skipped=2, skip_message="not on this CPU")
+    report["benchmarks"] += [failed, skipped]
 
     document = parse_google_benchmark(dumps(report))
 
-    assert "BM_Broken" not in by_benchmark(document, metric="real_time")
-    assert document["environment"]["skipped_benchmarks"] == {"BM_Broken": "no input file"}
+    assert [result for result in document["results"] if result["benchmark"] == "BM_Broken"] == [
+        {"benchmark": "BM_Broken", "metric": metric, "failed": True, "error": "no input file"}
+        for metric in ("real_time", "cpu_time")]
+    assert document["environment"]["skipped_benchmarks"] == {"BM_Later": "not on this CPU"}
+    RunIn.model_validate({**document, "project": {"name": "p"}, "machine": {"name": "m"}})
 
 
 def test_google_benchmark_turns_non_finite_counters_into_null():
@@ -493,9 +499,9 @@ def only_a_median(rows: list[dict]) -> None:
     rows[:] = [row for row in rows if row["name"] == "BM_StringCopy/4096_median"]
 
 
-def all_failed(rows: list[dict]) -> None:
+def all_skipped(rows: list[dict]) -> None:
     for row in rows:
-        row.update(error_occurred=True, error_message="setup failed")
+        row.update(skipped=2, skip_message="setup failed")
 
 
 @pytest.mark.parametrize(
@@ -520,9 +526,9 @@ def all_failed(rows: list[dict]) -> None:
             id="no-values",
         ),
         pytest.param(
-            google_benchmark_edited(all_failed, "google_benchmark_single.json"),
+            google_benchmark_edited(all_skipped, "google_benchmark_single.json"),
             r"no benchmark has values \(all were skipped: BM_StringCopy/4096: setup failed",
-            id="all-failed",
+            id="all-skipped",
         ),
     ],
 )
