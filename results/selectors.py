@@ -794,6 +794,7 @@ class MetricHistory:
     truncated: bool
     limit: int
     alerts: list[dict] = field(default_factory=list)
+    failures: list[dict] = field(default_factory=list)
 
     @property
     def scale(self) -> tuple[float, str]:
@@ -804,7 +805,8 @@ class MetricHistory:
 def metric_history(*, metric_id: int, machines: list[str] | None = None, branch: str | None = None,
                    start: datetime | None = None, end: datetime | None = None,
                    limit: int = HISTORY_LIMIT) -> MetricHistory:
-    """A metric's completed results in time order (the newest `limit`), five queries.
+    """A metric's completed results in time order (the newest `limit`), and the runs where it failed since the
+    first of them (newest first); six queries.
 
     `machines` empty: every machine that measured the metric. `branch` None: the project's default
     branch, and runs without a revision (imported runs); ``""``: every branch. `start` and `end`
@@ -875,9 +877,20 @@ def metric_history(*, metric_id: int, machines: list[str] | None = None, branch:
             row["mean"] = means.get((row["first_run_id"], row["machine"]))
             row["nights"] = len(row.pop("pooled") or []) or None
             series_alerts.append(row)
+    failed = FailedResult.objects.filter(metric=metric, run__machine__name__in=chosen,
+                                         run__status=Run.Status.COMPLETED)
+    if branch:
+        failed = failed.filter(only)
+    if rows or start is not None:
+        failed = failed.filter(run__started_at__gte=rows[0]["started_at"] if rows else start)
+    if end is not None:
+        failed = failed.filter(run__started_at__lt=end)
+    failures = list(failed.order_by("-run__started_at", "-run_id").values(
+        "run_id", "error", started_at=F("run__started_at"), machine=F("run__machine__name"),
+        commit=F("run__revision__commit"))[:limit])
     return MetricHistory(metric=metric, machines=known_machines, selected_machines=chosen, branches=branches,
                          branch=branch, points=rows, change_points=change_points, truncated=truncated, limit=limit,
-                         alerts=series_alerts)
+                         alerts=series_alerts, failures=failures)
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,8 @@ def test_failures_are_shown_on_the_run_page_the_runs_list_and_the_overview(clien
     overview = client.get("/").content.decode()
     assert "1 failed" in overview and "Segmentation fault" in overview
     assert client.get("/runs/?format=json").json()[0]["failed"] == 1
+    history = client.get(f"/history/{FailedResult.objects.get().metric_id}/").content.decode()
+    assert "1 failed" in history and "Segmentation fault" in history
 
 
 def test_a_later_run_of_the_night_that_measures_the_benchmark_clears_its_failure_on_the_overview(client):
