@@ -3,7 +3,7 @@ from django.db import models
 from django.http import HttpRequest
 
 from . import services
-from .models import ApiToken, Benchmark, Machine, Metric, Project, Result, Revision, Run
+from .models import ApiToken, Benchmark, FailedResult, Machine, Metric, Project, Result, Revision, Run
 
 
 @admin.register(Project)
@@ -68,6 +68,17 @@ class ResultInline(admin.TabularInline):
         return False
 
 
+class FailedResultInline(admin.TabularInline):
+    model = FailedResult
+    extra = 0
+    fields = ["metric", "error"]
+    readonly_fields = fields
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
     list_display = ["id", "project", "machine", "kind", "status", "revision", "started_at", "source"]
@@ -76,7 +87,7 @@ class RunAdmin(admin.ModelAdmin):
     list_select_related = ["project", "machine", "revision"]
     raw_id_fields = ["revision", "created_by"]
     readonly_fields = ["payload_digest", "created_at"]
-    inlines = [ResultInline]
+    inlines = [ResultInline, FailedResultInline]
 
 
 @admin.register(Result)
