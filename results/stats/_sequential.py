@@ -102,7 +102,7 @@ def sequential_half_width(variance, tau2, *, alpha):
     return scalar_or_array(np.sqrt((variance + tau2) / tau2 * (2.0 * np.log(1.0 / alpha) + np.log(growth))))
 
 
-def sequential_comparison(mean_a, variance_a, n_a, mean_b, variance_b, n_b, *, alpha=0.01, mixture_scale=0.02,
+def sequential_comparison(mean_a, variance_a, n_a, mean_b, variance_b, n_b, *, alpha=0.01, mixture_scale=0.04,
                           threshold=0.02):
     """Anytime-valid comparison of two means from their summaries, for a session that looks after every round.
 
@@ -128,9 +128,11 @@ def sequential_comparison(mean_a, variance_a, n_a, mean_b, variance_b, n_b, *, a
         The probability, over the whole session, of a wrong decision (a difference between equal means,
         or equivalence where the difference exceeds the band).
     mixture_scale : float, optional
-        τ relative to the mean of the two means: the size of difference the test is tuned to. Measured on
-        i.i.d. readings at 10% noise (``benchmarks/ab_sessions.py``): 0.02 decides a 5% difference after a
-        median of about 110 readings per side (the fixed-sample Welch test at α = 1% and 90% power needs 119).
+        τ relative to the mean of the two means: the size of difference the test is tuned to (default 2θ
+        for the default θ). Measured on i.i.d. readings at 10% noise, looking every 15 readings per side up
+        to 750 (2,000 simulated sessions): τ = 0.04 decides a 5% difference after a median of 120 readings
+        per side, τ = 0.02 after 135 (the fixed-sample Welch test at α = 1% and 90% power needs 121); a 2%
+        difference is decided by 750 readings in 64% and 67% of sessions.
     threshold : float, optional
         θ, the smallest relative difference that matters (spec §7): ``equivalent`` is set when the ratio's
         interval lies within ``1 ± θ``.

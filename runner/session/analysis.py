@@ -295,7 +295,7 @@ def compare(estimates, metrics, targets):
                 decision = DIFFERENT if not overlap or pvalue < targets.alpha else UNDECIDED
             else:
                 sequential = sequential_comparison(a.mean, a.variance, a.n, b.mean, b.variance, b.n,
-                                                   alpha=targets.alpha, mixture_scale=targets.threshold,
+                                                   alpha=targets.alpha, mixture_scale=targets.mixture_scale,
                                                    threshold=targets.threshold)
                 pvalue, bounded = float(sequential.pvalue), bool(sequential.ratio_bounded)
                 limits = (sequential.ratio_low, sequential.ratio_high)
@@ -654,15 +654,17 @@ class Analyser:
 def _growth_to_decide(a, b, targets):
     """How many times the samples so far both workloads need before the anytime rule's confidence sequence
     is narrow enough to decide a difference of θ (``targets.threshold``) either way: its half-width at
-    most θ·|mean|. None when the variance is unknown or zero. A fixed point, since the sequence's
-    critical value grows slowly (as sqrt(log)) as the variance of the difference shrinks."""
+    most θ·|mean| (the sequence's own τ is ``targets.mixture_scale``). None when the variance is unknown or
+    zero. A fixed point, since the sequence's critical value grows slowly (as sqrt(log)) as the variance of
+    the difference shrinks."""
     variance = a.variance / a.n + b.variance / b.n
-    scale = targets.threshold * abs(a.mean + b.mean) / 2.0
+    middle = abs(a.mean + b.mean) / 2.0
+    scale, tau = targets.threshold * middle, targets.mixture_scale * middle
     if not variance > 0.0 or not scale > 0.0:
         return None
     growth = 1.0
     for _ in range(20):
-        critical = float(sequential_half_width(variance / growth, scale**2, alpha=targets.alpha))
+        critical = float(sequential_half_width(variance / growth, tau**2, alpha=targets.alpha))
         updated = max(1.0, (critical * math.sqrt(variance) / scale) ** 2)
         if abs(updated - growth) <= 1e-3 * growth:
             break

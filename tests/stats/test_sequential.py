@@ -22,7 +22,7 @@ def test_the_likelihood_ratio_is_the_normal_mixture_integrated_numerically():
 
 
 def test_the_sequence_is_the_set_of_differences_the_test_would_not_reject():
-    result = sequential_comparison(1.0, 0.04, 50, 1.06, 0.05, 60, alpha=0.01)
+    result = sequential_comparison(1.0, 0.04, 50, 1.06, 0.05, 60, alpha=0.01, mixture_scale=0.02)
     for edge in (result.low, result.high):
         # Testing "difference = edge" is testing B − edge against A with the same τ (the scale is relative to
         # the mean of the two means, so it is rescaled); at an edge of the sequence Λ is exactly 1/α.
