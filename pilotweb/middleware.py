@@ -29,6 +29,33 @@ class DatabaseBusyMiddleware:
         return response
 
 
+class ApiErrorBodyMiddleware:
+    """Every error the API answers has its one body, ``{"detail": …, "errors": […]}``: also those made before
+    or after its views, which answer the rest themselves: Django's 404 for an address the API does not have,
+    the 405 of a method a path does not take, and the 500 of an unexpected failure (logged and reported as
+    Django does; only its page is replaced)."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (response.status_code < 400 or not request.path.startswith("/api/")
+                or response.get("Content-Type", "").startswith("application/json")):
+            return response
+        if response.status_code == 404:
+            detail = f"The API has no address {request.path}; its operations are listed at /api/v1/docs."
+        elif response.status_code == 405:
+            detail = f"{request.method} is not allowed at {request.path}; it takes {response.get('Allow', 'none')}."
+        else:
+            detail = f"{response.reason_phrase}."
+        replaced = JsonResponse({"detail": detail, "errors": []}, status=response.status_code)
+        for header in ("Allow", "Retry-After", "WWW-Authenticate"):
+            if header in response:
+                replaced[header] = response[header]
+        return replaced
+
+
 class NulInQueryMiddleware:
     """A query parameter holding a NUL character is a 400: no field of ours can hold one, and PostgreSQL
     refuses it in a query (a filter such as ``?machine=%00`` was a 500 there). Form fields refuse it

@@ -7,6 +7,7 @@ defaults without debug pages. Production (``DEBUG=false``) refuses to start unle
 """
 
 import os
+import re
 import secrets
 from pathlib import Path
 
@@ -100,6 +101,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Static files (Plotly's 4.8 MB bundle among them) compressed, with far-future caching when hashed.
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "pilotweb.middleware.ApiErrorBodyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -204,6 +206,12 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = PILOTWEB_MAX_UPLOAD_BYTES
 
 # Anonymous visitors may read the dashboard (never write) when this is true.
 PILOTWEB_PUBLIC_READ = env_bool("PILOTWEB_PUBLIC_READ", True)
+
+# The dashboard's address as people reach it (e.g. https://perf.example.org): notifications, sent without a
+# request to take it from, link their runs and alerts with it; without it they carry no links.
+PILOTWEB_SITE_URL = os.environ.get("PILOTWEB_SITE_URL", "").rstrip("/")
+if PILOTWEB_SITE_URL and not re.fullmatch(r"https?://[^/\s]+(/\S*)?", PILOTWEB_SITE_URL):
+    raise ImproperlyConfigured(f"PILOTWEB_SITE_URL must be an http(s) address, not {PILOTWEB_SITE_URL!r}")
 
 # A "night" runs from this hour (in TIME_ZONE) to the same hour the next day and is named by the date it
 # starts on: suites that start at 23:00 and finish at 03:00 post into one night.

@@ -16,7 +16,7 @@ class ProjectAdmin(admin.ModelAdmin):
         ("Commit links", {"fields": ["repository_url", "commit_url_template"],
                           "description": "Commits link to the repository's host (GitHub, GitLab, Gitea, Codeberg), "
                                          "or to the template where one is given."}),
-        ("Notifications", {"fields": ["notify_emails", "webhook_url"]}),
+        ("Notifications", {"fields": ["notify_emails", "webhook_url", "webhook_format"]}),
     ]
     # An address typed without a scheme is https (Django 6's default, asked for now).
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}

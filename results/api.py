@@ -25,6 +25,7 @@ from pydantic import ValidationError as PydanticValidationError
 from . import comparisons, selectors, services
 from .alerts import set_alert_status
 from .extensions import alert_sessions
+from .json_schema import run_json_schema
 from . import converters  # noqa: F401  (registers the "id" route converter)
 from .ingest import (
     FormatMismatch,
@@ -124,6 +125,18 @@ def error_body(detail: str, errors: list[dict] | None = None) -> dict:
     return {"detail": detail, "errors": errors or []}
 
 
+def refusals(*statuses: int) -> dict[int, type[ErrorOut]]:
+    """An operation's error responses for its OpenAPI description, every one in the API's one error shape
+    (:class:`ErrorOut`), with the 500 any operation may answer: 400 a body or query it cannot read, 401 no
+    credentials, 403 not allowed (or a session without its CSRF token), 404 an id that names nothing, 409 a
+    conflict with what is stored, 413 a body over the size limit, 422 a field refused."""
+    return {status: ErrorOut for status in (*statuses, 500)}
+
+
+READ_REFUSALS = refusals(400, 401, 422)
+"""A list's: a query it cannot read or refuses, and no credentials where reads are not public."""
+
+
 @api.exception_handler(HttpError)
 def on_http_error(request: HttpRequest, error: HttpError):
     # ninja says only "Cannot parse request body" outside DEBUG; the reason helps the sender and reveals nothing.
@@ -198,7 +211,7 @@ def _created(request: HttpRequest, outcome: services.IngestOutcome):
     return Status(201 if outcome.created else 200, body)
 
 
-@api.post("/runs", response={200: RunCreatedOut, 201: RunCreatedOut, 400: ErrorOut, 409: ErrorOut, 422: ErrorOut},
+@api.post("/runs", response={200: RunCreatedOut, 201: RunCreatedOut, **refusals(400, 401, 409, 413, 422)},
           url_name="run_create", summary="Post a run in the native format")
 def create_run(request: HttpRequest, document: RunIn):
     return _created(request, services.ingest_run(document=_posted(document), user=request.auth))
@@ -211,6 +224,20 @@ def _posted(document: RunIn) -> RunIn:
         raise services.IngestError("kind", "confirmation runs are made by the runner's A/B sessions; post "
                                            "nightly, pr, manual or imported")
     return document
+
+
+SCHEMA_RESPONSE = {"responses": {200: {"description": "A JSON Schema document", "content": {
+    "application/schema+json": {"schema": {"type": "object"}}}}}}
+
+
+@api.get("/schema/run.json", auth=None, response=refusals(), url_name="run_json_schema",
+         summary="The native run format as a JSON Schema", openapi_extra=SCHEMA_RESPONSE)
+def run_schema(request: HttpRequest):
+    """What ``POST /runs`` accepts, as a JSON Schema (draft 2020-12) made from the API's own model."""
+    schema = run_json_schema(schema_id=request.build_absolute_uri())
+    response = HttpResponse(json.dumps(schema), content_type="application/schema+json")
+    response["Cache-Control"] = "public, max-age=3600"
+    return response
 
 
 class ImportParams(Schema):
@@ -233,13 +260,12 @@ FILE_BODY = {"required": True, "content": {
 }}
 
 
-@api.post("/runs/import", response={200: RunCreatedOut, 201: RunCreatedOut, 400: ErrorOut, 409: ErrorOut,
-                                    413: ErrorOut, 422: ErrorOut},
+@api.post("/runs/import", response={200: RunCreatedOut, 201: RunCreatedOut, **refusals(400, 401, 409, 413, 422)},
           url_name="run_import", summary="Post a results file in any supported format",
           openapi_extra={"requestBody": FILE_BODY})
 def import_run(request: HttpRequest, params: Query[ImportParams]):
     """The body is the file itself (or a multipart upload named ``file``, possibly gzip-compressed);
-    ``format`` is one of native, pyperf, pytest-benchmark, google-benchmark, hyperfine. ``pull_request`` and
+    ``format`` is one of native, pyperf, pytest-benchmark, google-benchmark, hyperfine, asv. ``pull_request`` and
     ``base_commit`` go with ``commit`` (a ``kind=pr`` run). Without ``run_key``, importing the same file for
     the same project, machine, revision and kind again answers with the stored run (200)."""
     limit = settings.PILOTWEB_MAX_UPLOAD_BYTES
@@ -324,7 +350,8 @@ def _result_out(result: Result) -> dict:
     }
 
 
-@api.get("/runs", response=list[RunOut], auth=READ_AUTH, url_name="run_list", summary="List runs")
+@api.get("/runs", response={200: list[RunOut], **READ_REFUSALS}, auth=READ_AUTH,
+         url_name="run_list", summary="List runs")
 @paginate(Pages)
 def list_runs(request: HttpRequest, filters: Query[RunFilters]):
     kind = filters.kind.value if filters.kind else None
@@ -333,7 +360,7 @@ def list_runs(request: HttpRequest, filters: Query[RunFilters]):
                   lambda runs: [_run_out(run) for run in runs])
 
 
-@api.get("/runs/{id:run_id}", response=RunDetailOut, auth=READ_AUTH, url_name="run_detail",
+@api.get("/runs/{id:run_id}", response={200: RunDetailOut, **refusals(401, 404)}, auth=READ_AUTH, url_name="run_detail",
          summary="One run with its results")
 def run_detail(request: HttpRequest, run_id: int):
     try:
@@ -370,13 +397,14 @@ def _machine_out(machine: Machine) -> dict:
             "last_seen_at": machine.last_seen_at}
 
 
-@api.get("/projects", response=list[ProjectOut], auth=READ_AUTH, url_name="project_list", summary="List projects")
+@api.get("/projects", response={200: list[ProjectOut], **READ_REFUSALS}, auth=READ_AUTH,
+         url_name="project_list", summary="List projects")
 @paginate(Pages)
 def list_projects(request: HttpRequest):
     return PageOf(selectors.projects(), lambda projects: [_project_out(project) for project in projects])
 
 
-@api.get("/benchmarks", response=list[BenchmarkOut], auth=READ_AUTH, url_name="benchmark_list",
+@api.get("/benchmarks", response={200: list[BenchmarkOut], **READ_REFUSALS}, auth=READ_AUTH, url_name="benchmark_list",
          summary="List benchmarks")
 @paginate(Pages)
 def list_benchmarks(request: HttpRequest, project: str | None = None):
@@ -384,7 +412,7 @@ def list_benchmarks(request: HttpRequest, project: str | None = None):
                   lambda benchmarks: [_benchmark_out(benchmark) for benchmark in benchmarks])
 
 
-@api.get("/metrics", response=list[MetricOut], auth=READ_AUTH, url_name="metric_list",
+@api.get("/metrics", response={200: list[MetricOut], **READ_REFUSALS}, auth=READ_AUTH, url_name="metric_list",
          summary="List metrics (their ids read /metrics/{id}/series)")
 @paginate(Pages)
 def list_metrics(request: HttpRequest, project: str | None = None,
@@ -393,7 +421,8 @@ def list_metrics(request: HttpRequest, project: str | None = None,
                   lambda metrics: [_metric_out(metric) for metric in metrics])
 
 
-@api.get("/machines", response=list[MachineOut], auth=READ_AUTH, url_name="machine_list", summary="List machines")
+@api.get("/machines", response={200: list[MachineOut], **READ_REFUSALS}, auth=READ_AUTH,
+         url_name="machine_list", summary="List machines")
 @paginate(Pages)
 def list_machines(request: HttpRequest):
     return PageOf(selectors.machines(), lambda machines: [_machine_out(machine) for machine in machines])
@@ -405,7 +434,8 @@ class SeriesFilters(Schema):
     limit: int = 500
 
 
-@api.get("/metrics/{id:metric_id}/series", response=SeriesOut, auth=READ_AUTH, url_name="metric_series",
+@api.get("/metrics/{id:metric_id}/series", response={200: SeriesOut, **refusals(400, 401, 404, 422)},
+         auth=READ_AUTH, url_name="metric_series",
          summary="One metric's results over time")
 def metric_series(request: HttpRequest, metric_id: int, filters: Query[SeriesFilters]):
     try:
@@ -458,7 +488,8 @@ def comparison_out(row: ComparisonRow) -> dict:
     }
 
 
-@api.get("/runs/{id:run_id}/comparisons", response=list[ComparisonOut], auth=READ_AUTH, url_name="run_comparisons",
+@api.get("/runs/{id:run_id}/comparisons", response={200: list[ComparisonOut], **refusals(400, 401, 404, 422)},
+         auth=READ_AUTH, url_name="run_comparisons",
          summary="A run's comparisons, worst first")
 @paginate(Pages)
 def run_comparisons(request: HttpRequest, run_id: int, method: str | None = None):
@@ -506,13 +537,14 @@ def alert_outs(alerts: list[Alert]) -> list[dict]:
     } for alert, row in zip(alerts, rows)]
 
 
-@api.get("/alerts", response=list[AlertOut], auth=READ_AUTH, url_name="alert_list", summary="Alerts, newest first")
+@api.get("/alerts", response={200: list[AlertOut], **READ_REFUSALS}, auth=READ_AUTH,
+         url_name="alert_list", summary="Alerts, newest first")
 @paginate(Pages)
 def list_alerts(request: HttpRequest, status: AlertStatus | None = None, project: str | None = None):
     return PageOf(selectors.alerts(status=status.value if status else None, project=project), alert_outs)
 
 
-@api.post("/alerts/{id:alert_id}/status", response={200: AlertOut, 400: ErrorOut, 403: ErrorOut},
+@api.post("/alerts/{id:alert_id}/status", response={200: AlertOut, **refusals(400, 401, 403, 404, 413, 422)},
           auth=WRITE_AUTH, url_name="alert_status", summary="Triage an alert")
 def alert_status(request: HttpRequest, alert_id: int, body: AlertStatusIn):
     alert = selectors.alerts().filter(pk=alert_id).first()

@@ -21,6 +21,14 @@ class Direction(models.TextChoices):
     HIGHER_IS_BETTER = "higher_is_better", "higher is better"
 
 
+class WebhookFormat(models.TextChoices):
+    """The body a project's webhook is sent (:func:`results.notifications.webhook_payload`)."""
+
+    JSON = "json", "JSON: every field, with text and html (scripts, Matrix hookshot, Slack-compatible receivers)"
+    SLACK = "slack", "Slack: only text, in Slack's mrkdwn (Slack's incoming webhooks refuse other fields)"
+    MATRIX = "matrix", "Matrix: only text and html (a hookshot webhook that should post nothing else)"
+
+
 class Project(models.Model):
     name = models.CharField(max_length=200, unique=True)
     slug = models.SlugField(max_length=100, unique=True)
@@ -37,6 +45,8 @@ class Project(models.Model):
         default=10, help_text="K: nightly runs of the default branch a new nightly is compared against.")
     notify_emails = models.TextField(blank=True, help_text="Comma-separated addresses told of new regressions.")
     webhook_url = models.URLField(blank=True, help_text="Receives a JSON POST for every new alert group.")
+    webhook_format = models.CharField(max_length=10, choices=WebhookFormat.choices, default=WebhookFormat.JSON,
+                                      help_text="What the webhook's JSON holds.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -1,35 +1,157 @@
-"""Telling people about regressions: Django's email backend and an optional JSON webhook per project."""
+"""Telling people about new alerts: Django's email backend and an optional webhook per project.
+
+The webhook's JSON carries, beside its fields, the same summary as the email: ``text`` and ``html``, which
+chat webhooks post as they are (Matrix's hookshot posts ``html`` with ``text`` as its plain fallback;
+Slack-compatible receivers such as Mattermost read ``text``). Slack's own incoming webhooks want ``text`` in
+their mrkdwn and nothing else: :class:`WebhookFormat` says which body a webhook gets. Links need the site's
+address (``PILOTWEB_SITE_URL``), there being no request to take it from.
+"""
 
 import json
 import urllib.request
+from dataclasses import dataclass
 from datetime import timedelta
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.core.mail import send_mail
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html, format_html_join
 
-from .models import AlertGroup
+from .comparisons import stored_rows
+from .models import AlertGroup, WebhookFormat
+from .presentation import short_commit
 
 WEBHOOK_TIMEOUT = 10
 
 
-def alert_group_payload(group: AlertGroup) -> dict:
+@dataclass(frozen=True)
+class Change:
+    """One alert: its series, the stored comparison's numbers, the change with its interval as every page
+    writes it, the verdict, and the alert's page."""
+
+    alert_id: int
+    benchmark: str
+    metric: str
+    label: str
+    ratio: float | None
+    low: float | None
+    high: float | None
+    pvalue: float | None
+    qvalue: float | None
+    change: str
+    verdict: str
+    url: str
+
+
+@dataclass(frozen=True)
+class AlertGroupSummary:
+    """What a run's new alerts say, as every notification tells it (addresses empty without a site address)."""
+
+    project: str
+    project_name: str
+    machine: str
+    run_id: int
+    commit: str | None
+    branch: str | None
+    run_url: str
+    changes: list[Change]
+
+    @property
+    def headline(self) -> str:
+        count = len(self.changes)
+        return f"{count} new alert{'s' if count != 1 else ''}"
+
+    @property
+    def on_branch(self) -> str:
+        return f" on {self.branch}" if self.branch else ""
+
+
+def _site_url(path: str) -> str:
+    return f"{settings.PILOTWEB_SITE_URL}{path}" if settings.PILOTWEB_SITE_URL else ""
+
+
+def alert_group_summary(group: AlertGroup) -> AlertGroupSummary:
+    """A group's alerts as rows (the change and verdict formatted as on every page), with their addresses."""
     run = group.run
-    return {
-        "event": "regressions",
-        "project": run.project.slug,
-        "run": run.pk,
-        "machine": run.machine.name,
-        "commit": run.revision.commit if run.revision else None,
-        "branch": run.revision.branch if run.revision else None,
-        "alerts": [
-            {"id": alert.pk, "benchmark": alert.comparison.candidate.metric.benchmark.name,
-             "metric": alert.comparison.candidate.metric.name, "ratio": alert.comparison.ratio,
-             "low": alert.comparison.ci_low, "high": alert.comparison.ci_high,
-             "pvalue": alert.comparison.pvalue, "qvalue": alert.comparison.qvalue}
-            for alert in group.alerts.all()
-        ],
-    }
+    alerts = list(group.alerts.all())
+    rows = stored_rows([(alert.comparison.candidate, alert.comparison) for alert in alerts])
+    alerts_path = f"{reverse('results:alerts')}?{urlencode({'project': run.project.slug})}"
+    return AlertGroupSummary(
+        project=run.project.slug, project_name=run.project.name, machine=run.machine.name, run_id=run.pk,
+        commit=run.revision.commit if run.revision else None, branch=run.revision.branch if run.revision else None,
+        run_url=_site_url(reverse("results:run", args=[run.pk])),
+        changes=[Change(alert_id=alert.pk, benchmark=row.benchmark, metric=row.metric, label=row.label,
+                        ratio=row.ratio, low=row.low, high=row.high, pvalue=row.pvalue, qvalue=row.qvalue,
+                        change=row.change or "no ratio", verdict=row.verdict,
+                        url=_site_url(f"{alerts_path}#alert-{alert.pk}"))
+                 for alert, row in zip(alerts, rows)],
+    )
+
+
+def summary_text(summary: AlertGroupSummary) -> str:
+    """Plain text, the addresses written out: the email's body and the webhook's ``text``."""
+    revision = f" (commit {short_commit(summary.commit)}{summary.on_branch})" if summary.commit else ""
+    lines = [f"Pilot Web: {summary.project_name}, {summary.headline} in run #{summary.run_id} on "
+             f"{summary.machine}{revision}"]
+    lines += [f"- {change.label} {change.change} ({change.verdict})" + (f" {change.url}" if change.url else "")
+              for change in summary.changes]
+    if summary.run_url:
+        lines.append(f"Run: {summary.run_url}")
+    return "\n".join(lines)
+
+
+def summary_html(summary: AlertGroupSummary) -> str:
+    """The summary as HTML (Matrix's formatted body), every name escaped."""
+    run = (format_html('<a href="{}">run #{}</a>', summary.run_url, summary.run_id) if summary.run_url
+           else format_html("run #{}", summary.run_id))
+    revision = (format_html(" (commit <code>{}</code>{})", short_commit(summary.commit), summary.on_branch)
+                if summary.commit else "")
+    items = format_html_join("", "<li>{} {} ({})</li>", (
+        (format_html('<a href="{}">{}</a>', change.url, change.label) if change.url else change.label,
+         change.change, change.verdict) for change in summary.changes))
+    return format_html("<p><strong>Pilot Web: {}</strong>, {} in {} on {}{}</p><ul>{}</ul>", summary.project_name,
+                       summary.headline, run, summary.machine, revision, items)
+
+
+def summary_slack(summary: AlertGroupSummary) -> str:
+    """The summary in Slack's mrkdwn: ``<address|label>`` links, ``&``, ``<`` and ``>`` escaped."""
+    def link(url: str, label: str) -> str:
+        return f"<{url}|{_slack_escape(label)}>" if url else _slack_escape(label)
+
+    revision = (f" (commit `{short_commit(summary.commit)}`{_slack_escape(summary.on_branch)})"
+                if summary.commit else "")
+    lines = [f"*Pilot Web: {_slack_escape(summary.project_name)}*, {summary.headline} in "
+             f"{link(summary.run_url, f'run #{summary.run_id}')} on {_slack_escape(summary.machine)}{revision}"]
+    lines += [f"• {link(change.url, change.label)} {change.change} ({change.verdict})" for change in summary.changes]
+    return "\n".join(lines)
+
+
+def _slack_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def webhook_payload(summary: AlertGroupSummary, *, format_name: str = WebhookFormat.JSON) -> dict:
+    """The body of a project's webhook call for a group of new alerts, in the format named (a ValueError
+    for a format that is not a :class:`WebhookFormat`)."""
+    match WebhookFormat(format_name):
+        case WebhookFormat.SLACK:
+            return {"text": summary_slack(summary)}
+        case WebhookFormat.MATRIX:
+            return {"text": summary_text(summary), "html": summary_html(summary)}
+        case WebhookFormat.JSON:
+            return {
+                "event": "regressions", "project": summary.project, "run": summary.run_id,
+                "machine": summary.machine, "commit": summary.commit, "branch": summary.branch,
+                "url": summary.run_url or None,
+                "alerts": [{"id": change.alert_id, "benchmark": change.benchmark, "metric": change.metric,
+                            "ratio": change.ratio, "low": change.low, "high": change.high, "pvalue": change.pvalue,
+                            "qvalue": change.qvalue, "change": change.change, "verdict": change.verdict,
+                            "url": change.url or None}
+                           for change in summary.changes],
+                "text": summary_text(summary), "html": summary_html(summary),
+            }
 
 
 def pending_groups(*, older_than: timedelta = timedelta(minutes=2)) -> list[int]:
@@ -45,17 +167,15 @@ def notify_alert_group(*, group_id: int) -> None:
     if group.notified_at is not None:
         return
     project = group.run.project
-    payload = alert_group_payload(group)
+    summary = alert_group_summary(group)
     recipients = [address.strip() for address in project.notify_emails.split(",") if address.strip()]
     if recipients:
-        lines = [f"- {a['benchmark']} · {a['metric']}: ×{a['ratio']:.3f} [{a['low']:.3f}, {a['high']:.3f}]"
-                 for a in payload["alerts"]]
         send_mail(
-            subject=f"[Pilot Web] {project.name}: {len(lines)} regression(s) in run #{group.run_id}",
-            message="\n".join([f"Run #{group.run_id} on {payload['machine']} regressed:", *lines]),
-            from_email=settings.DEFAULT_FROM_EMAIL, recipient_list=recipients,
+            subject=f"[Pilot Web] {project.name}: {len(summary.changes)} regression(s) in run #{group.run_id}",
+            message=summary_text(summary), from_email=settings.DEFAULT_FROM_EMAIL, recipient_list=recipients,
         )
     if project.webhook_url:
+        payload = webhook_payload(summary, format_name=project.webhook_format)
         request = urllib.request.Request(project.webhook_url, data=json.dumps(payload).encode(), method="POST",
                                          headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=WEBHOOK_TIMEOUT):

@@ -11,7 +11,7 @@ from django.urls import reverse
 from ninja import Router, Schema
 
 from . import presentation, selectors
-from .api import READ_AUTH, comparison_out
+from .api import READ_AUTH, comparison_out, refusals
 from .models import Run
 
 router = Router(tags=["pull requests"])
@@ -23,7 +23,8 @@ class PullRequestSummaryOut(Schema):
     comparisons: list[dict[str, Any]]
 
 
-@router.get("/runs/{id:run_id}/pr-summary", response=PullRequestSummaryOut, auth=READ_AUTH, url_name="pr_summary",
+@router.get("/runs/{id:run_id}/pr-summary", response={200: PullRequestSummaryOut, **refusals(401, 404)}, auth=READ_AUTH,
+            url_name="pr_summary",
             summary="A pull-request run against its base: Markdown for a PR comment, counts and comparisons")
 def pr_summary(request: HttpRequest, run_id: int):
     try:

@@ -12,8 +12,8 @@ from ninja.pagination import paginate
 from ninja.responses import Status
 from pydantic import BaseModel, ConfigDict, Field
 
-from results.api import READ_AUTH, WRITE_AUTH, PageOf, Pages
-from results.schemas import Branch, ErrorOut, OptionalCommit
+from results.api import READ_AUTH, READ_REFUSALS, WRITE_AUTH, PageOf, Pages, refusals
+from results.schemas import Branch, OptionalCommit
 
 from . import selectors, services
 from .forms import JobForm, PercentField
@@ -94,13 +94,11 @@ def job_out(job: Job) -> dict:
             "last_session": session_out(job.last_session) if job.last_session else None}
 
 
-@router.get("/jobs", response=list[JobOut], auth=READ_AUTH, url_name="job_list", summary="Jobs and their last session")
+@router.get("/jobs", response={200: list[JobOut], **READ_REFUSALS}, auth=READ_AUTH, url_name="job_list",
+            summary="Jobs and their last session")
 @paginate(Pages)
 def list_jobs(request: HttpRequest):
     return PageOf(selectors.all_jobs(), lambda jobs: [job_out(job) for job in selectors.with_last_session(jobs)])
-
-
-REFUSALS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}
 
 
 class JobIn(BaseModel):
@@ -148,7 +146,8 @@ def _refuse(form: JobForm) -> NoReturn:
                            for field, errors in form.errors.get_json_data().items()})
 
 
-@router.post("/jobs", response={201: JobOut, **REFUSALS}, auth=WRITE_AUTH, url_name="job_create",
+@router.post("/jobs", response={201: JobOut, **refusals(400, 401, 403, 413, 422)}, auth=WRITE_AUTH,
+             url_name="job_create",
              summary="Define a job (staff), validated by the job form")
 def create_job(request: HttpRequest, body: JobIn):
     _staff(request)
@@ -163,7 +162,8 @@ def create_job(request: HttpRequest, body: JobIn):
     return Status(201, job_out(selectors.jobs_with_last_session(job_id=job.pk)[0]))
 
 
-@router.patch("/jobs/{id:job_id}", response={200: JobOut, **REFUSALS}, auth=WRITE_AUTH, url_name="job_edit",
+@router.patch("/jobs/{id:job_id}", response={200: JobOut, **refusals(400, 401, 403, 404, 413, 422)}, auth=WRITE_AUTH,
+              url_name="job_edit",
               summary="Change a job and its schedule (staff), validated by the job form")
 def edit_job(request: HttpRequest, job_id: int, body: JobIn):
     _staff(request)
@@ -181,8 +181,9 @@ def edit_job(request: HttpRequest, job_id: int, body: JobIn):
     return job_out(selectors.jobs_with_last_session(job_id=job.pk)[0])
 
 
-@router.post("/jobs/{id:job_id}/run", response={201: SessionOut, 202: SessionQueuedOut, **REFUSALS}, auth=WRITE_AUTH,
-             url_name="job_run", summary="Run a job now (staff)")
+@router.post("/jobs/{id:job_id}/run", response={201: SessionOut, 202: SessionQueuedOut,
+                                                **refusals(400, 401, 403, 404, 413, 422)},
+             auth=WRITE_AUTH, url_name="job_run", summary="Run a job now (staff)")
 def run_job(request: HttpRequest, job_id: int, body: RunNowIn):
     _staff(request)
     job = Job.objects.select_related("machine").filter(pk=job_id).first()
@@ -196,7 +197,7 @@ def run_job(request: HttpRequest, job_id: int, body: RunNowIn):
     return Status(201, session_out(session))
 
 
-@router.post("/sessions/{id:session_id}/cancel", response={200: SessionOut, **REFUSALS}, auth=WRITE_AUTH,
+@router.post("/sessions/{id:session_id}/cancel", response={200: SessionOut, **refusals(401, 403, 404)}, auth=WRITE_AUTH,
              url_name="session_cancel", summary="Cancel a session (staff)")
 def cancel(request: HttpRequest, session_id: int):
     _staff(request)
@@ -208,7 +209,8 @@ def cancel(request: HttpRequest, session_id: int):
     return session_out(selectors.session(session_id=session_id))
 
 
-@router.get("/sessions/{id:session_id}", response=SessionOut, auth=READ_AUTH, url_name="session_detail",
+@router.get("/sessions/{id:session_id}", response={200: SessionOut, **refusals(401, 404)}, auth=READ_AUTH,
+            url_name="session_detail",
             summary="A session's status and progress")
 def session_detail(request: HttpRequest, session_id: int):
     try:

@@ -1,0 +1,155 @@
+"""Notifications where teams are: the webhook's JSON carries a readable summary (``text``, ``html``) with
+each change and links to its alert and run, which chat webhooks post as it is; Slack and Matrix formats."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+from django.core import mail
+
+from results import comparisons, notifications
+from results.models import Alert, AlertGroup, Project, WebhookFormat
+from results.presentation import format_change
+from tests.factories import posted_run
+
+pytestmark = pytest.mark.django_db
+
+SITE = "https://perf.example.org"
+
+
+class Receiver(BaseHTTPRequestHandler):
+    """A webhook receiver on a real local port: keeps each body it is sent with its content type."""
+
+    received: list = []
+
+    def do_POST(self):  # noqa: N802 (the standard library's name)
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        Receiver.received.append((self.headers["Content-Type"], json.loads(body)))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def receiver():
+    Receiver.received = []
+    server = HTTPServer(("127.0.0.1", 0), Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/hook"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def regressed_group(names=("sort", "hash")) -> AlertGroup:
+    for night in range(10):
+        posted_run(night, dict.fromkeys(names, 1.0), sd=0.002)
+    tonight = posted_run(10, {name: 1.2 + 0.1 * index for index, name in enumerate(names)}, sd=0.002)
+    comparisons.compare_run(run_id=tonight.pk)
+    return AlertGroup.objects.get()
+
+
+def expected_lines(group: AlertGroup) -> dict[int, str]:
+    """Each alert's line as the pages write its change: "sort (time) +20.0% [+19.8%, +20.2%] (regression)"."""
+    lines = {}
+    for alert in Alert.objects.filter(group=group).select_related("comparison__candidate__metric__benchmark"):
+        comparison, metric = alert.comparison, alert.comparison.candidate.metric
+        change = format_change(comparison.ratio, comparison.ci_low, comparison.ci_high)
+        lines[alert.pk] = f"{metric.benchmark.name} ({metric.name}) {change} ({comparison.verdict})"
+    return lines
+
+
+def test_the_webhook_receives_the_json_with_a_summary_linking_each_alert_and_the_run(settings, receiver):
+    settings.PILOTWEB_SITE_URL = SITE
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    group = regressed_group()
+    Project.objects.update(webhook_url=receiver, notify_emails="perf@example.com")
+    project, run_id = Project.objects.get(), group.run_id
+
+    notifications.notify_alert_group(group_id=group.pk)
+
+    ((content_type, payload),) = Receiver.received
+    assert content_type == "application/json"
+    # The fields it always had are kept.
+    assert {"event", "project", "run", "machine", "commit", "branch", "alerts"} <= set(payload)
+    assert (payload["project"], payload["run"]) == (project.slug, run_id)
+    assert {alert["benchmark"] for alert in payload["alerts"]} == {"sort", "hash"}
+    run_url = f"{SITE}/runs/{run_id}/"
+    alert_urls = {alert_id: f"{SITE}/alerts/?project={project.slug}#alert-{alert_id}"
+                  for alert_id in expected_lines(group)}
+    text = payload["text"]
+    assert text.splitlines()[0].startswith(f"Pilot Web: {project.name}, 2 new alerts in run #{run_id} on ")
+    for alert_id, line in expected_lines(group).items():
+        assert f"- {line} {alert_urls[alert_id]}" in text.splitlines()
+    assert text.splitlines()[-1] == f"Run: {run_url}"
+    assert f'<a href="{run_url}">run #{run_id}</a>' in payload["html"]
+    for alert_id, line in expected_lines(group).items():
+        label, rest = line.split(") ", 1)
+        assert f'<li><a href="{alert_urls[alert_id]}">{label})</a> {rest}</li>' in payload["html"]
+    assert payload["url"] == run_url and {alert["url"] for alert in payload["alerts"]} == set(alert_urls.values())
+    # The email tells the same.
+    assert mail.outbox[0].body == text
+
+
+def test_a_project_chooses_its_webhooks_format(settings, receiver):
+    settings.PILOTWEB_SITE_URL = SITE
+    group = regressed_group(names=("sort",))
+    Project.objects.update(webhook_url=receiver, webhook_format=WebhookFormat.SLACK)
+
+    notifications.notify_alert_group(group_id=group.pk)
+
+    ((_, payload),) = Receiver.received
+    assert set(payload) == {"text"} and f"<{SITE}/runs/{group.run_id}/|" in payload["text"]
+
+
+@pytest.mark.parametrize("format_name", list(WebhookFormat))
+def test_each_format_carries_the_change_lines(settings, format_name):
+    settings.PILOTWEB_SITE_URL = SITE
+    group = regressed_group()
+    lines = expected_lines(group)
+
+    payload = notifications.webhook_payload(notifications.alert_group_summary(group), format_name=format_name)
+
+    expected_keys = {"slack": {"text"}, "matrix": {"text", "html"}}.get(format_name)
+    assert expected_keys is None or set(payload) == expected_keys
+    for alert_id, line in lines.items():
+        label, rest = line.split(") ", 1)
+        if format_name == WebhookFormat.SLACK:
+            assert f"• <{SITE}/alerts/?project={group.run.project.slug}#alert-{alert_id}|{label})> {rest}" \
+                in payload["text"].splitlines()
+        else:
+            assert line in payload["text"] and f"{label})</a> {rest}" in payload["html"]
+
+
+def test_without_the_site_address_the_summary_has_no_links(settings):
+    settings.PILOTWEB_SITE_URL = ""
+    group = regressed_group()
+
+    payload = notifications.webhook_payload(notifications.alert_group_summary(group))
+
+    assert "http" not in payload["text"] and "<a " not in payload["html"]
+    assert set(expected_lines(group).values()) == {line[2:] for line in payload["text"].splitlines()[1:]}
+    assert payload["url"] is None and all(alert["url"] is None for alert in payload["alerts"])
+
+
+def test_names_are_escaped_for_html_and_slack(settings):
+    settings.PILOTWEB_SITE_URL = SITE
+    group = regressed_group(names=("<b>&sort",))
+    summary = notifications.alert_group_summary(group)
+
+    html = notifications.webhook_payload(summary, format_name="matrix")["html"]
+    slack = notifications.webhook_payload(summary, format_name="slack")["text"]
+
+    assert "&lt;b&gt;&amp;sort (time)" in html and "<b>" not in html
+    assert "|&lt;b&gt;&amp;sort (time)>" in slack and "<b>" not in slack
+
+
+def test_an_unknown_format_is_refused(settings):
+    group = regressed_group()
+
+    with pytest.raises(ValueError, match="teams"):
+        notifications.webhook_payload(notifications.alert_group_summary(group), format_name="teams")
