@@ -201,14 +201,17 @@ def mean_task(task):
     return counts
 
 
-def mean_section(pool, replications):
+def mean_section(pool, replications, cells=""):
+    chosen = [cell for cell, (name, _, _, n, _) in enumerate(MEAN_CELLS) if cells in f"{name} n={n}"]
     tasks = [(cell, chunk, min(CHUNK, replications - start))
-             for cell in range(len(MEAN_CELLS)) for chunk, start in enumerate(range(0, replications, CHUNK))]
+             for cell in chosen for chunk, start in enumerate(range(0, replications, CHUNK))]
     totals = np.zeros((len(MEAN_CELLS), 4), dtype=int)
     for cell, *counts in pool.imap_unordered(mean_task, tasks):
         totals[cell] += counts
     rows = []
     for cell, (name, kind, parameter, n, _) in enumerate(MEAN_CELLS):
+        if cell not in chosen:
+            continue
         valid, hits, pilot_valid, pilot_hits = totals[cell]
         beside_pilot = kind == "ar1" and ((parameter == 0.9 and n < 1000) or (parameter == 0.7 and n < 300))
         if beside_pilot:
@@ -405,6 +408,9 @@ def main():
                         help="replications per bootstrap cell (default: --replications)")
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="smoke run: 200 replications")
+    parser.add_argument("--sections", default="1,2,3,4,5,6", help="comma-separated section numbers to run")
+    parser.add_argument("--cells", default="", help="section 1: only the cells whose 'name n=N' contains this, "
+                                                     "e.g. 'ρ=0.5 n=300'")
     options = parser.parse_args()
     replications = options.replications or (200 if options.quick else 2000)
     bootstrap_replications = options.bootstrap_replications or replications
@@ -416,14 +422,17 @@ def main():
     print("met: the point estimate meets the target; * the Wilson interval still crosses the target's edge\n")
     with multiprocessing.get_context("fork").Pool(options.processes) as pool:
         sections = [
-            lambda: mean_section(pool, replications),
+            lambda: mean_section(pool, replications, options.cells),
             lambda: fieller_section(VECTORISED * replications),
             lambda: bootstrap_section(pool, bootstrap_replications),
             lambda: history_section(VECTORISED * replications),
             lambda: welch_section(WELCH_TESTS * replications),
             lambda: false_alarm_section(VECTORISED * replications),
         ]
-        for section in sections:
+        wanted = {int(number) for number in options.sections.split(",")}
+        for number, section in enumerate(sections, start=1):
+            if number not in wanted:
+                continue
             began = time.perf_counter()
             section()
             print(f"({time.perf_counter() - began:.0f} s)\n")
