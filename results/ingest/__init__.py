@@ -1,11 +1,12 @@
 """Importers: each format is a pure function from file content to a (partial) native document."""
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable
 from typing import Any
 
-from . import google_benchmark, hyperfine, native, pyperf, pytest_benchmark
+from . import asv, google_benchmark, hyperfine, native, pyperf, pytest_benchmark
 from .base import (
     GZIP_MAGIC,
     MAX_DECOMPRESSED_BYTES,
@@ -20,12 +21,13 @@ from .sniff import looks_like, sniff
 __all__ = ["FORMATS", "FormatMismatch", "ImportFormatError", "ImportTooLarge", "import_document", "looks_like",
            "sniff", "stated_overrides", "unstorable_text"]
 
-FORMATS: dict[str, Callable[[bytes | str], dict[str, Any]]] = {
+FORMATS: dict[str, Callable[..., dict[str, Any]]] = {
     "native": native.parse,
     "pyperf": pyperf.parse,
     "pytest-benchmark": pytest_benchmark.parse,
     "google-benchmark": google_benchmark.parse,
     "hyperfine": hyperfine.parse,
+    "asv": asv.parse,
 }
 CONTENT_KEY_PREFIX = "content:"
 # What identifies the run a file is imported as, beside the file itself.
@@ -53,13 +55,15 @@ def stated_overrides(*, project: str | None = None, machine: str | None = None, 
 
 
 def import_document(*, format_name: str, content: bytes | str, overrides: dict[str, Any],
-                    max_bytes: int = MAX_DECOMPRESSED_BYTES) -> dict[str, Any]:
+                    max_bytes: int = MAX_DECOMPRESSED_BYTES,
+                    parse_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Parse ``content`` in ``format_name`` and complete it into a native run document.
 
     ``overrides`` holds what the caller states about the run (``project``, ``machine``,
     ``revision``, ``kind``, ``run_key``; see :func:`stated_overrides`); what the file says about the
     machine (hostname, CPU, OS) fills the machine fields the caller left out. Gzip-compressed content
-    of any format is accepted and may expand to at most ``max_bytes``.
+    of any format is accepted and may expand to at most ``max_bytes``. ``parse_options`` are what a
+    format's parser takes beside the file (asv: ``benchmarks``, the suite's ``benchmarks.json``).
 
     A file that is not valid in ``format_name`` but looks like another known format raises
     :class:`FormatMismatch` naming it. A document without a run key gets one derived from the file and
@@ -74,7 +78,7 @@ def import_document(*, format_name: str, content: bytes | str, overrides: dict[s
         ) from None
     if isinstance(content, bytes) and content[:2] == GZIP_MAGIC:
         content = gunzip(content, format_name=format_name, max_bytes=max_bytes)
-    document = _parse(parse, content, format_name=format_name)
+    document = _parse(functools.partial(parse, **(parse_options or {})), content, format_name=format_name)
     problem = unstorable_text(document)
     if problem is not None:
         raise ImportFormatError(f"{format_name}: {problem}.")

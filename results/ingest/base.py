@@ -34,7 +34,8 @@ class FormatMismatch(ImportFormatError):
     (``detected``), which the caller names in the way its sender states a format."""
 
     def __init__(self, problem: str, *, detected: str) -> None:
-        super().__init__(f"{problem}; this looks like a {detected} file")
+        article = "an" if detected[:1] in ("a", "e", "i", "o", "u") else "a"
+        super().__init__(f"{problem}; this looks like {article} {detected} file")
         self.detected = detected
 
 

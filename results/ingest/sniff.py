@@ -7,6 +7,8 @@ sender is told the format it looks like. Nothing is ever imported under a guesse
 import json
 from typing import Any
 
+from . import asv
+
 
 def looks_like(data: Any) -> str | None:
     """The name of the known format whose marks the parsed JSON ``data`` carries, or None.
@@ -22,6 +24,8 @@ def looks_like(data: Any) -> str | None:
         return "native"
     if result is not None and "command" in result and ("times" in result or "mean" in result):
         return "hyperfine"
+    if "result_columns" in data or {"commit_hash", "env_name"} <= data.keys() or asv.describes_suite(data):
+        return "asv"
     if benchmark is None:
         return None
     if "machine_info" in data or "commit_info" in data or isinstance(benchmark.get("stats"), dict):

@@ -2,7 +2,8 @@
 # Regenerates the real tool outputs used by tests/results/test_importers.py.
 # Run from anywhere:  sh tests/data/make_importer_data.sh
 # Needs: the project venv (pyperf 2.10.0, pytest-benchmark 5.3.1), Debian packages
-# hyperfine (1.15.0) and libbenchmark-dev (Google Benchmark 1.7.1) with g++.
+# hyperfine (1.15.0) and libbenchmark-dev (Google Benchmark 1.7.1) with g++; for the asv data,
+# ASV=/path/to/bin/asv (asv 0.6.6 and virtualenv in a venv of their own: see asv/make_asv_data.sh).
 # Outputs differ between runs (they are measurements); the tests compare each parser
 # against the numbers the tool itself wrote into the same file, so any regeneration works.
 set -eu
@@ -57,6 +58,14 @@ hyperfine --style none --shell=none --warmup 2 --runs 5 --export-json hyperfine.
 # --- hyperfine: a parameter list (two commands made from one template)
 hyperfine --style none --shell=none --runs 3 --export-json hyperfine_parameters.json \
     --parameter-list delay 0.002,0.004 'sleep {delay}'
+
+# --- asv: a results directory of a tiny suite run on 4 commits (its own script, which says what it needs);
+#     only when ASV names an asv 0.6.6 executable, since asv is not in the project venv
+if [ -n "${ASV:-}" ]; then
+    sh asv/make_asv_data.sh
+else
+    echo "ASV is not set: tests/data/asv/results left as it is" >&2
+fi
 
 # --- The files must not name paths of the machine that made them: pyperf records its
 #     interpreter's path and build flags. Replace those two metadata values (nothing measured).

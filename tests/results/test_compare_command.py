@@ -376,7 +376,7 @@ def test_a_missing_file_is_named(tmp_path):
     (b"1.0\nnan\n", [], r"bad\.txt: numbers: the values must be finite numbers"),
     (b"\xff\xfe\x00", [], r"bad\.txt: numbers: the file is neither JSON nor UTF-8 text\.$"),
     (b'{"something": []}', [], (r"bad\.txt: cannot tell the format from the file's keys; name it \(one of "
-                               r"google-benchmark, hyperfine, native, pyperf, pytest-benchmark, numbers\)\.$")),
+                               r"asv, google-benchmark, hyperfine, native, pyperf, pytest-benchmark, numbers\)\.$")),
     (b"1.0\n2.0\n", ["--format-a", "hyperfine"], r"bad\.txt: hyperfine: the file is not valid JSON"),
     (b'{"results": [{"benchmark": "b"}]}', [], r"bad\.txt: native: results\[0\]: Value error, give 'samples'"),
     (b'{"results": [{"benchmark": "b", "samples": [[1, 2], [3]]}]}', [],

@@ -625,6 +625,8 @@ FILES = {
     "google-benchmark": [read("google_benchmark_repetitions.json"), read("google_benchmark_single.json"),
                          read("google_benchmark_aggregates_only.json")],
     "hyperfine": [read("hyperfine.json"), read("hyperfine_parameters.json")],
+    "asv": [read("asv/results/vm/8c101b15-virtualenv-py3.11.json"),
+            read("asv/results/vm/3d6a229c-virtualenv-py3.11.json")],
 }
 
 
@@ -648,7 +650,7 @@ def test_a_file_declared_in_another_format_is_refused_naming_the_one_it_looks_li
 
     assert refused.value.detected == actual
     assert str(refused.value).startswith(f"{declared}: ")
-    assert str(refused.value).endswith(f"; this looks like a {actual} file")
+    assert str(refused.value).endswith(f"; this looks like {'an' if actual == 'asv' else 'a'} {actual} file")
 
 
 def test_the_pytest_benchmark_file_posted_as_pyperf_says_why_and_what_it_is():
