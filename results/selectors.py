@@ -734,6 +734,7 @@ class PullRequestReview:
     rows: list[ComparisonRow]
     counts: dict[str, int]
     fallbacks: int = 0
+    failures: list[FailedResult] = field(default_factory=list)
 
     @property
     def compared(self) -> bool:
@@ -764,8 +765,11 @@ def pr_review(*, run_id: int) -> PullRequestReview:
     rows = [replace(row, bootstrap=bootstrapped.get(row.metric_id))
             for row in stored_rows([(c.candidate, c) for c in stored], machines={run.pk: run.machine.name})]
     rows = _with_sparklines(rows, sparklines, machine_ids={run.pk: run.machine_id})
+    failures = list(FailedResult.objects.filter(run=run).select_related("metric__benchmark")
+                    .order_by("metric__benchmark__name", "metric__name"))
     return PullRequestReview(run=run, base_runs=base_runs, rows=rows, counts=presentation.verdict_counts(rows),
-                             fallbacks=sum(1 for c in stored if (c.inputs or {}).get("base_fallback")))
+                             fallbacks=sum(1 for c in stored if (c.inputs or {}).get("base_fallback")),
+                             failures=failures)
 
 
 # Charts pages: a metric's history, one run in detail, the machines (results/views/history.py).

@@ -133,3 +133,13 @@ def test_importers_map_a_tools_failures_to_failed_results():
     assert by_name["broken"]["failed"] is True and "exit status 2" in by_name["broken"]["error"]
     assert "samples" not in by_name["broken"]
     assert "failed" not in by_name["ok"] and "failed" not in by_name["flaky"]
+
+
+def test_a_pull_request_that_breaks_a_benchmark_shows_it_in_its_review(client):
+    post_results([measured("parse", 1.0), measured("render", 3.0)], night=0, commit="b" * 40)
+    head = post_results([measured("parse", 1.0, seed=1), failed("render", error="KeyError: 'width'")], night=1,
+                        kind="pr", commit="c" * 40, base_commit="b" * 40, pull_request=7)
+    comparisons.compare_run(run_id=head.pk)
+
+    page = client.get(f"/runs/{head.pk}/pr/").content.decode()
+    assert "1 failed" in page and "KeyError: &#x27;width&#x27;" in page
