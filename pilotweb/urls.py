@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.http import HttpRequest, HttpResponseRedirect
+from django.conf import settings
+from django.http import FileResponse, HttpRequest, HttpResponseRedirect
 from django.templatetags.static import static
 from django.urls import include, path
 
@@ -20,8 +21,16 @@ def favicon(request: HttpRequest) -> HttpResponseRedirect:
     return HttpResponseRedirect(static("results/favicon.svg"))
 
 
+def upload_client(request: HttpRequest) -> FileResponse:
+    """The CI client (``client/pilot_upload.py``, standard library only) as one file, so a CI job can fetch
+    the version that matches the server it posts to."""
+    return FileResponse(open(settings.BASE_DIR / "client" / "pilot_upload.py", "rb"), as_attachment=True,
+                        filename="pilot_upload.py", content_type="text/x-python; charset=utf-8")
+
+
 urlpatterns = [
     path("favicon.ico", favicon),
+    path("client/pilot_upload.py", upload_client, name="upload_client"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

@@ -334,6 +334,7 @@ def _run_out(run: Run) -> dict:
         "status": run.status, "commit": revision.commit if revision else None,
         "branch": revision.branch if revision else None, "pull_request": revision.pull_request if revision else None,
         "started_at": run.started_at, "finished_at": run.finished_at, "source": run.source, "run_key": run.run_key,
+        "compared_at": run.compared_at,
     }
 
 

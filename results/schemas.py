@@ -256,6 +256,7 @@ class RunOut(Schema):
     finished_at: datetime | None
     source: str
     run_key: str | None
+    compared_at: datetime | None = Field(description="When the run's comparisons were computed; null until then.")
 
 
 class FailedResultOut(Schema):

@@ -1,0 +1,1 @@
+"""Clients of Pilot Web that run elsewhere (CI jobs): standard library only, importing nothing of the project."""
