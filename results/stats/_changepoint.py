@@ -26,6 +26,11 @@ DEFAULT_EXACT_LIMIT = 2000  # candidate positions solved exactly by default; see
 _TILE = 128
 # Blocks with at most this many (t, s) pairs are evaluated without bounds.
 _DIRECT_PAIRS = 4096
+# The long-series approximation refines the neighbourhoods of this many best cells of its coarse
+# grid for every maximisation the answer rests on (see edm's Notes) ...
+_REFINED_CELLS = 3
+# ... and recomputes at most this many times (it stops earlier once no neighbourhood is new).
+_MAX_REFINEMENTS = 8
 # Relative slack added to every upper bound so that rounding can never prune a
 # candidate that the exact recurrence would accept.
 _BOUND_SLACK = 1e-9
@@ -53,8 +58,8 @@ class EDMResult:
         Whether the samples were rescaled to [0, 1] first.
     grid : int
         1 when the exact recurrence was solved; otherwise the spacing of the
-        candidate grid of the first pass of the long-series approximation
-        (see :func:`edm`, Notes).
+        candidate grid of the long-series approximation (see :func:`edm`,
+        Notes).
     """
 
     change_points: tuple
@@ -174,8 +179,9 @@ def edm(
     exact_limit : int or None, optional
         Series with at most this many candidate positions
         (``n - 2*min_size + 1``) are solved exactly; longer ones by the
-        two-pass approximation of the Notes, flagged by ``result.exact``.
-        None always solves exactly (the time can grow as n² log n).
+        grid approximation of the Notes, flagged by ``result.exact``, which
+        usually but not always gives the exact answer. None always solves
+        exactly (the time can grow as n² log n).
 
     Returns
     -------
@@ -200,9 +206,31 @@ def edm(
     that adds e samples to a core of the tile lies between the core's order
     statistics e/2 ranks either side of its median) and the largest
     normalisation factor over the tile, plus a relative slack of 1e-9 against
-    rounding. Skipping never changes the result: the output is the exact
-    recurrence, tie rule included; only the running time depends on the data
-    (near O(n log n) when few candidates compete, O(n² log n) at worst).
+    rounding; rows of a surviving tile get the same bound from their own
+    windows. The bar a bound must reach starts at the best score ``F[t] -
+    β·G`` valid for s (the gain is never negative) and at the values of the
+    previous ends' winners. For EDM_percent, a block of ends whose every
+    possible winner shares one state (F, prev, number), as the ends of a
+    rejected stretch do, and whose bounds all fail the percent test takes that
+    state without evaluating its pairs. Skipping never changes the result:
+    the output is the exact recurrence, tie rule included; only the running
+    time depends on the data (near O(n log n) when few candidates compete,
+    O(n² log n) at worst; about 8 s for the multi variant and a minute for
+    the percent variant at n = 10⁵, ``benchmarks/edm_speed.py``).
+
+    Longer series than `exact_limit` candidates are solved on a grid: first
+    with change points restricted to every g-th candidate (``g = result.grid``,
+    the smallest spacing leaving at most `exact_limit` of them), then,
+    repeatedly, with every position added that lies within g of the winner
+    of a maximisation the answer rests on (following the chain back from n,
+    including, for EDM_percent, the end whose state a rejected end took) or
+    of one of the 3 grid candidates with the largest statistic at that
+    maximisation's end, until no position is new (at most 8 times). This
+    usually reproduces the exact answer, but cannot promise it: EDM's
+    balancing splits (see :func:`stable_phase`) and EDM_percent's short early
+    segments sit on flat stretches, where the statistics of candidates a
+    hundred samples apart differ by 10⁻⁵ or 10⁻⁶ (data in [0, 1]), and a
+    state made at an end between two grid points can leave no trace at them.
 
     References
     ----------
@@ -372,7 +400,7 @@ def _confirmed(samples, change_points, options):
 
 
 def _search(z, min_size, beta, percent, degree, exact_limit):
-    """Change points and the first-pass grid spacing (1: exact recurrence)."""
+    """Change points and the grid spacing (1: exact recurrence; see edm's Notes)."""
     n = z.size
     if n < 2 * min_size:
         return (), 1
@@ -382,10 +410,15 @@ def _search(z, min_size, beta, percent, degree, exact_limit):
         return search.change_points(everywhere), 1
     grid = -(-everywhere.size // exact_limit)
     coarse = everywhere[::grid]
-    found = np.asarray(search.change_points(coarse), dtype=np.int64)
-    near = (found[:, None] + np.arange(-grid, grid + 1)).ravel()
-    refined = np.union1d(coarse, near[(near >= min_size) & (near <= n - min_size)])
-    return search.change_points(refined), grid
+    candidates = coarse
+    found = search.change_points(candidates)
+    for _ in range(_MAX_REFINEMENTS):
+        refined = np.union1d(candidates, search.decisive_neighbourhood(coarse, grid))
+        if refined.size == candidates.size:
+            break
+        candidates = refined
+        found = search.change_points(candidates)
+    return found, grid
 
 
 def _nonnegative(value, name):
@@ -486,6 +519,7 @@ class _EDMSearch:
         self.F = np.full(n + 1, self.initial)
         self.prev = np.zeros(n + 1, dtype=np.int64)
         self.number = np.zeros(n + 1, dtype=np.int64)
+        self.origin = np.zeros(n + 1, dtype=np.int64)  # the end whose maximisation set (F, prev, number)
         self.left_median = np.zeros(n + 1)
         self.score = np.zeros(n + 1)  # F[t] - β·G(number[t]): the part of the statistic fixed by t
         tiles = candidates.size // _TILE + 1
@@ -511,6 +545,35 @@ class _EDMSearch:
                 found.append(int(self.prev[at]))
             at = self.prev[at]
         return tuple(sorted(found))
+
+    def decisive(self):
+        """The (end, winner) maximisations the change points found last rest on, last first.
+
+        Following the chain back from n: an end whose own winner EDM_percent rejected took the
+        state made at an earlier end, its origin; that origin competed as a candidate at the end.
+        """
+        at = self.n
+        while self.origin[at]:
+            origin = int(self.origin[at])
+            if origin != at:
+                yield at, origin
+            at = int(self.prev[origin])
+            yield origin, at
+
+    def decisive_neighbourhood(self, coarse, grid):
+        """Positions within `grid` of every decisive winner and of the `_REFINED_CELLS` coarse
+        candidates with the largest statistic at its end (values from the last search)."""
+        centres = []
+        for end, winner in self.decisive():
+            t = coarse[coarse <= end - self.m]
+            ends = np.full(t.size, end)
+            value = self.statistic(t, ends, self.tree.median(t, ends)[0])
+            centres.append(t[np.argsort(-value, kind="stable")[:_REFINED_CELLS]])
+            centres.append([winner])
+        if not centres:
+            return np.empty(0, dtype=np.int64)
+        near = (np.concatenate(centres)[:, None] + np.arange(-grid, grid + 1)).ravel()
+        return near[(near >= self.m) & (near <= self.n - self.m)]
 
     def finalize(self, left_median):
         """Record what the pending candidates contribute, now that their F is final."""
@@ -543,7 +606,14 @@ class _EDMSearch:
             right = self.pair_medians(right, t_pairs, s_pairs)
             candidates = (t_pairs, s_pairs, self.statistic(t_pairs, s_pairs, right))
         else:
-            candidates = self.pruned_candidates(s, first, count, pending_windows)
+            candidates, rejected = self.pruned_candidates(s, first, count, pending_windows)
+            if rejected is not None:
+                # EDM_percent rejects whichever t wins, and every possible winner has the state of `rejected`.
+                self.F[s] = self.F[rejected]
+                self.prev[s] = self.prev[rejected]
+                self.number[s] = self.number[rejected]
+                self.origin[s] = self.origin[rejected]
+                return
         if candidates[0].size == 0:
             return
         best, winner = self.best_per_end(*candidates, s)
@@ -552,6 +622,7 @@ class _EDMSearch:
         self.F[s] = best
         self.prev[s] = winner
         self.number[s] = self.number[winner] + 1
+        self.origin[s] = s
         if self.percent is not None:
             self.percent_check(s)
 
@@ -584,15 +655,25 @@ class _EDMSearch:
             1.0, self.tile_run_low[tiles] / (s[-1] - first_t), self.tile_run_high[tiles] / core
         )
         bound = self.bound(self.tile_score[tiles], ratio, gap)
-        threshold = np.full(s.size, self.initial)
-        alive = bound > self.initial
+        # The gain is never negative, so F[s] is at least the best score of the tiles valid for s.
+        valid_tiles = np.searchsorted(last_t, s - self.m, side="right")
+        best_score = np.maximum.accumulate(self.tile_score[tiles])
+        threshold = np.where(valid_tiles > 0, best_score[np.maximum(valid_tiles - 1, 0)], self.initial)
+        threshold = np.maximum(threshold, self.initial)
         found = []
+        # The winners of the previous ends are usually close to the best for these: they raise the bar first.
+        recent = np.unique(self.prev[self.pending])
+        recent = recent[recent > 0]
+        if recent.size:
+            found.append(self.exact(recent, s))
+            threshold = np.maximum(threshold, self.best_per_end(*found[0], s)[0])
+        alive = (bound > self.initial) & (bound >= threshold.min())
         if np.count_nonzero(alive) > 1:
             # Evaluate the most promising tile first: its values raise the bar for the rest.
             seed = np.argmax(np.where(alive, bound, -np.inf))
             t = self.candidates[max(tiles[seed] * _TILE, first) : min(tiles[seed] * _TILE + _TILE, count)]
             found.append(self.exact(t, s))
-            threshold = np.maximum(threshold, self.best_per_end(*found[0], s)[0])
+            threshold = np.maximum(threshold, self.best_per_end(*found[-1], s)[0])
             alive[seed] = False
             alive &= bound >= threshold.min()
         if np.any(alive):
@@ -605,10 +686,60 @@ class _EDMSearch:
             median = self.left_median[t]
             gap = np.maximum(median - right_low[tile], right_high[tile] - median)
             row_bound = self.bound(self.score[t], ratio, gap)
+            # Rows that survive the tile's order statistics get their own, with a slack of only the block.
+            close = row_bound >= threshold.min()
+            t, run, median = t[close], run[close], median[close]
+            # A row pairs only with the ends s >= t + m: their windows all contain x[t:first_end].
+            first_end = np.maximum(s[0], t + self.m)
+            core = first_end - t
+            low_rank = (core - (s[-1] - first_end) - 1) // 2
+            high_rank = (core + (s[-1] - first_end)) // 2
+            order = self.tree.kth(
+                np.concatenate((t, t)),
+                np.concatenate((first_end, first_end)),
+                np.concatenate((np.clip(low_rank, 0, core - 1), np.clip(high_rank, 0, core - 1))),
+            )
+            right_low = np.where(low_rank >= 0, order[: t.size], self.tree.sorted[0])
+            right_high = np.where(high_rank < core, order[t.size :], self.tree.sorted[-1])
+            gap = np.maximum(median - right_low, right_high - median)
+            ratio = np.clip(1.0, run / (s[-1] - t), run / core)
+            row_bound = self.bound(self.score[t], ratio, gap)
+            if self.percent is not None:
+                rejected = self.rejected_state(found, t, row_bound, threshold.min())
+                if rejected is not None:
+                    return None, rejected
             found.append(self.exact(t, s, row_bound, threshold))
+        elif self.percent is not None:
+            rejected = self.rejected_state(found, np.empty(0, dtype=np.int64), np.empty(0), threshold.min())
+            if rejected is not None:
+                return None, rejected
         if not found:
-            return (np.empty(0, dtype=np.int64),) * 3
-        return tuple(np.concatenate(column) for column in zip(*found))
+            return (np.empty(0, dtype=np.int64),) * 3, None
+        return tuple(np.concatenate(column) for column in zip(*found)), None
+
+    def rejected_state(self, found, t, row_bound, threshold):
+        """The candidate whose state every end of the block takes, if EDM_percent must reject all winners.
+
+        The winner of an end is an evaluated pair or a row of `t` whose value (bound) reaches the
+        lowest `threshold`. When all of those share one state (F, prev, number), as the ends of a
+        rejected stretch do, and even the largest value or bound stays below the percent test's bar,
+        the end takes that state whichever of them wins; None when that cannot be shown.
+        """
+        evaluated_t = np.concatenate([pairs[0] for pairs in found] + [np.empty(0, dtype=np.int64)])
+        evaluated_value = np.concatenate([pairs[2] for pairs in found] + [np.empty(0)])
+        keep = evaluated_value >= threshold
+        close = row_bound >= threshold
+        contenders = np.concatenate((evaluated_t[keep], t[close]))
+        if contenders.size == 0:
+            return None
+        top = max(evaluated_value[keep].max(initial=-np.inf), row_bound[close].max(initial=-np.inf))
+        state = self.F[contenders], self.prev[contenders], self.number[contenders]
+        if any(np.any(column != column[0]) for column in state):
+            return None
+        f, number = state[0][:1], state[2][:1]
+        if not (f[0] > 0.0 and top - f[0] < self.percent * self.penalty(number)[0] * f[0]):
+            return None
+        return int(contenders[0])
 
     @staticmethod
     def bound(score, ratio, gap):
@@ -663,6 +794,7 @@ class _EDMSearch:
         self.number[s] = self.number[prev]
         self.F[s] = self.F[prev]
         self.prev[s] = self.prev[prev]
+        self.origin[s] = self.origin[prev]
 
     @staticmethod
     def best_per_end(t, s_pairs, value, s):
