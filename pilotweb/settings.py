@@ -194,6 +194,10 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # second delivery of the same attempt is skipped (runner.dispatch).
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_TIMEZONE = TIME_ZONE
+# One machine without an analysis worker: the analysis tasks (comparing a run, its change points, notifying its
+# alerts) run in the process that sends them, once its transaction commits. Sessions still go to their machine's
+# queue, and the periodic catch-ups need celery beat.
+PILOTWEB_ANALYSIS_IN_PROCESS = env_bool("PILOTWEB_ANALYSIS_IN_PROCESS", False)
 
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")

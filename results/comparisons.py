@@ -1,11 +1,11 @@
-"""The one comparison service. Every comparison the dashboard shows is computed here, through
-:mod:`results.stats`, as :class:`results.rows.ComparisonRow` rows:
+"""The one comparison service. Every comparison the dashboard shows is computed here or in its pure part,
+:mod:`results.comparing`, through :mod:`results.stats`, as :class:`results.rows.ComparisonRow` rows:
 
 * a nightly against the last K runs of its branch, run-to-run variance included (spec §8), and beside
   it, naively, against the previous run alone;
 * a pull request against its base run, with the hierarchical bootstrap where both kept samples;
 * any two stored runs, on the fly (the compare page and ``manage.py compare RUN RUN``);
-* two result files (``manage.py compare --files``).
+* two result files (``manage.py compare --files``: :func:`results.comparing.compare_series` alone, without Django).
 
 :func:`compare_run` stores a run's rows as :class:`results.models.Comparison` rows (and opens its alerts);
 :func:`stored_rows` reads stored comparisons back as rows, so stored and computed comparisons are shown
@@ -13,136 +13,33 @@ the same way. One confidence level per comparison, decided when it is computed (
 is the level of its interval and of both sides' half-widths.
 """
 
-import zlib
+import math
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
 import numpy as np
 from django.db import transaction
 from django.utils import timezone
-from scipy.stats import false_discovery_control
 
-from . import alerts, presentation, stats
+from . import alerts, comparing, presentation, stats
 from .baselines import SHIFT_HISTORY, SHIFT_MIN_HISTORY, SeriesBaseline, pull_request_bases, series_baselines
+from .comparing import SMALL_SIDES, Bootstrap, NothingToCompare, compare_series, pairwise_rows, with_qvalues, \
+    with_suspected
 from .models import Comparison, ComparisonMethod, Result, Run, RunKind, RunStatus, Verdict
 from .presentation import ALPHA
 from .rows import ComparisonRow, Interval, Side
-from .series import Series, series_from_results, series_from_values, stored_series
+from .series import Series
 from .services import bulk_insert
 
 MIN_HISTORY = 3
-DEFAULT_RESAMPLES = 10_000
 STORED_RESAMPLES = 2_000
 """Replicates of a stored pull-request bootstrap: computed for every series of a pull request."""
 BOOTSTRAP_MAX_SERIES = 200
-METHOD_FILES = "files"
-"""The method of rows compared from two result files: no run, so no q-value (spec §7)."""
-
-
-class NothingToCompare(ValueError):
-    """The two sides share no series that can be compared; ``comparison`` says which series each side has."""
-
-    def __init__(self, message: str, comparison: "SeriesComparison") -> None:
-        super().__init__(message)
-        self.comparison = comparison
-
-
-@dataclass(frozen=True)
-class Bootstrap:
-    """How to run the hierarchical bootstrap (spec §6): replicates and seed (None: fresh entropy)."""
-
-    resamples: int = DEFAULT_RESAMPLES
-    seed: int | None = None
-
-
-@dataclass(frozen=True)
-class SeriesComparison:
-    """Two sides compared: the rows, worst first, and the series that could not be compared."""
-
-    rows: list[ComparisonRow]
-    only_baseline: list[str]
-    only_candidate: list[str]
-    not_compared: list[str]
 
 
 # --- Computing -------------------------------------------------------------------------------------------
-
-
-def compare_series(baseline: Sequence[Series], candidate: Sequence[Series], *, alpha: float = ALPHA,
-                   threshold: float | None = None, bootstrap: Bootstrap | None = None, qvalues: bool = True,
-                   method: str = ComparisonMethod.PAIRWISE) -> SeriesComparison:
-    """Compare every series present on both sides: Welch, Fieller and the verdict (spec §5–§7).
-
-    Series are matched by (benchmark, metric); the candidate's threshold, direction and confidence level
-    apply. ``qvalues`` adds Benjamini–Hochberg q-values across the rows (the comparisons of a run);
-    without them the p-value decides significance. ``bootstrap`` adds the hierarchical bootstrap interval
-    where both sides kept samples, and the verdict is then drawn from it.
-
-    Raises
-    ------
-    NothingToCompare
-        If no series is on both sides with at least 2 subsessions each.
-    """
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be strictly between 0 and 1; got {alpha}.")
-    if threshold is not None and not threshold >= 0.0:
-        raise ValueError(f"the threshold must be at least 0; got {threshold}.")
-    old = {series.key: series for series in baseline}
-    new = {series.key: series for series in candidate}
-    common = sorted(old.keys() & new.keys())
-    comparable = [key for key in common if old[key].summary.n >= 2 and new[key].summary.n >= 2]
-    unmatched = {
-        "only_baseline": [old[key].label for key in sorted(old.keys() - new.keys())],
-        "only_candidate": [new[key].label for key in sorted(new.keys() - old.keys())],
-        "not_compared": [old[key].label for key in sorted(set(common) - set(comparable))],
-    }
-    if not comparable:
-        raise NothingToCompare(_nothing_to_compare(old, new, common), SeriesComparison(rows=[], **unmatched))
-    pairs = [(old[key], new[key]) for key in comparable]
-    if threshold is not None:
-        pairs = [(base, replace(cand, threshold=threshold)) for base, cand in pairs]
-    rows = pairwise_rows(pairs, method=method, alpha=alpha, bootstrap=bootstrap)
-    rows = with_suspected(with_qvalues(rows) if qvalues else rows)
-    return SeriesComparison(rows=sorted(rows, key=lambda row: row.sort_key), **unmatched)
-
-
-def pairwise_rows(pairs: Sequence[tuple[Series, Series]], *, method: str, alpha: float = ALPHA,
-                  bootstrap: Bootstrap | None = None,
-                  context: Callable[[Series, Series], dict] | None = None) -> list[ComparisonRow]:
-    """One row per (baseline, candidate) pair, in their order, from one vectorized call (each pair at its
-    candidate's level, threshold and direction). Every side needs at least 2 subsessions.
-
-    ``context`` adds fields to each row (identity, inputs) from its pair.
-    """
-    if not pairs:
-        return []
-    old = [pair[0].summary for pair in pairs]
-    new = [pair[1].summary for pair in pairs]
-    levels = np.array([pair[1].confidence_level for pair in pairs])
-    thresholds = np.array([pair[1].threshold for pair in pairs])
-    directions = np.array([pair[1].direction for pair in pairs], dtype=object)
-    result = stats.compare_summaries(*_statistics(new), *_statistics(old), threshold=thresholds,
-                                     direction=directions, confidence=levels)
-    old_widths = _half_widths(old, levels)
-    new_widths = _half_widths(new, levels)
-    columns = _columns(result, ("ratio", "low", "high", "bounded", "statistic", "pvalue", "df", "conservative",
-                                "verdict"))
-    rows = []
-    for i, (base, cand) in enumerate(pairs):
-        extra = context(base, cand) if context else {}
-        if columns["conservative"][i]:
-            extra = {**extra, "note": SMALL_SIDES, "inputs": {**extra.get("inputs", {}), "df_rule": "hsu"}}
-        resampled = _bootstrap(base, cand, confidence=float(levels[i]), options=bootstrap)
-        verdict = columns["verdict"][i] if resampled is None else stats.verdict(
-            resampled.low, resampled.high, threshold=thresholds[i], direction=cand.direction)
-        rows.append(_row(
-            cand, method=method, alpha=alpha, numbers={name: values[i] for name, values in columns.items()},
-            verdict=str(verdict), baseline=_side(base, old_widths[i]), candidate=_side(cand, new_widths[i]),
-            bootstrap=None if resampled is None else _interval(resampled),
-            verdict_from="fieller" if resampled is None else "bootstrap", **extra))
-    return rows
 
 
 def history_rows(candidates: Sequence[Series], histories: Sequence[Sequence[Series]], *,
@@ -155,9 +52,9 @@ def history_rows(candidates: Sequence[Series], histories: Sequence[Sequence[Seri
     for i in set(range(len(candidates))) - set(usable):
         found = len(histories[i])
         rows[i] = ComparisonRow(
-            **_identity(candidates[i]), method=ComparisonMethod.HISTORY, baseline=Side(mean=None),
-            candidate=_side(candidates[i], None), ratio=None, low=None, high=None, bounded=False, statistic=None,
-            df=None, pvalue=None, qvalue=None, verdict=Verdict.INSUFFICIENT_HISTORY,
+            **comparing.identity(candidates[i]), method=ComparisonMethod.HISTORY, baseline=Side(mean=None),
+            candidate=comparing.side_of(candidates[i], None), ratio=None, low=None, high=None, bounded=False,
+            statistic=None, df=None, pvalue=None, qvalue=None, verdict=Verdict.INSUFFICIENT_HISTORY,
             threshold=candidates[i].threshold, confidence_level=candidates[i].confidence_level,
             note=f"{found} earlier night{'s' if found != 1 else ''}, {MIN_HISTORY} needed",
             **(context(candidates[i], histories[i]) if context else {}))
@@ -170,69 +67,33 @@ def history_rows(candidates: Sequence[Series], histories: Sequence[Sequence[Seri
                 padded[:, row, column] = (series.summary.mean, series.summary.variance, series.summary.n)
         levels = np.array([series.confidence_level for series in chosen])
         result = stats.compare_with_history(
-            *_statistics([series.summary for series in chosen]), *padded,
+            *comparing.summary_arrays([series.summary for series in chosen]), *padded,
             threshold=np.array([series.threshold for series in chosen]),
             direction=np.array([series.direction for series in chosen], dtype=object), confidence=levels)
-        columns = _columns(result, ("ratio", "low", "high", "bounded", "statistic", "pvalue", "df", "verdict",
-                                    "baseline", "history_variance", "history_size", "between_variance",
-                                    "prediction_low", "prediction_high"))
-        candidate_widths = _half_widths([series.summary for series in chosen], levels)
-        baseline_widths = _half_width(columns["history_variance"], columns["history_size"], levels)
+        columns = comparing.result_columns(result, (
+            "ratio", "low", "high", "bounded", "statistic", "pvalue", "df", "verdict", "baseline", "history_variance",
+            "history_size", "between_variance", "prediction_low", "prediction_high"))
+        candidate_widths = comparing.half_widths([series.summary for series in chosen], levels)
+        baseline_widths = comparing.half_width(columns["history_variance"], columns["history_size"], levels)
         for row, i in enumerate(usable):
             size = int(columns["history_size"][row])
             baseline = Side(mean=float(columns["baseline"][row]), variance=float(columns["history_variance"][row]),
                             n=size, half_width=baseline_widths[row])
-            rows[i] = _row(
+            rows[i] = comparing.comparison_row(
                 candidates[i], method=ComparisonMethod.HISTORY, alpha=ALPHA,
                 numbers={name: values[row] for name, values in columns.items()}, verdict=str(columns["verdict"][row]),
-                baseline=baseline, candidate=_side(candidates[i], candidate_widths[row]),
+                baseline=baseline, candidate=comparing.side_of(candidates[i], candidate_widths[row]),
                 note=f"mean of {size} nights" + (SINGLE_VALUES if _single_values(candidates[i], histories[i]) else ""),
                 **(context(candidates[i], histories[i]) if context else {}))
             rows[i] = replace(rows[i], inputs={**rows[i].inputs, **_history_inputs(histories[i], columns, row)})
     return rows
 
 
-SMALL_SIDES = ("a side has fewer than 5 subsessions: ν = min(n) − 1 (Hsu), for the test and the interval, "
-               "since Welch's ν would overstate the certainty")
 SINGLE_VALUES = "; one value per night, so the run-to-run spread alone (no within-run term, no bootstrap)"
 
 
 def _single_values(candidate: Series, history: Sequence[Series]) -> bool:
     return candidate.summary.n == 1 and all(series.summary.n == 1 for series in history)
-
-
-def with_qvalues(rows: Sequence[ComparisonRow]) -> list[ComparisonRow]:
-    """The rows with Benjamini–Hochberg q-values across those of each method that have a p-value.
-
-    A run touches hundreds of series; at α = 5% per series, some would be "significant" by chance
-    alone. The q-value controls the false discovery rate across them, and it is the q-value, not the
-    p-value, that decides significance wherever the comparison belongs to a run (spec §7).
-    """
-    rows = list(rows)
-    by_method: dict[str, list[int]] = defaultdict(list)
-    for index, row in enumerate(rows):
-        if row.pvalue is not None:
-            by_method[row.method].append(index)
-    for indexes in by_method.values():
-        qvalues = np.atleast_1d(false_discovery_control([rows[i].pvalue for i in indexes], method="bh"))
-        for i, qvalue in zip(indexes, qvalues):
-            rows[i] = replace(rows[i], qvalue=float(min(qvalue, 1.0)))
-    return rows
-
-
-def with_suspected(rows: Sequence[ComparisonRow]) -> list[ComparisonRow]:
-    """The rows with *inconclusive* split (spec §7): a change that is significant (q, or p where there is no
-    q: :func:`results.presentation.is_significant`) with its point estimate beyond the band is a *suspected*
-    regression or improvement; the rest stay inconclusive, shown quietly."""
-    return [replace(row, verdict=_suspected(row)) if row.verdict == Verdict.INCONCLUSIVE else row for row in rows]
-
-
-def _suspected(row: ComparisonRow) -> str:
-    if row.ratio is None or not row.significant:
-        return row.verdict
-    worse = row.ratio > 1.0 + row.threshold if row.direction == "lower_is_better" else row.ratio < 1.0 - row.threshold
-    better = row.ratio < 1.0 - row.threshold if row.direction == "lower_is_better" else row.ratio > 1.0 + row.threshold
-    return Verdict.SUSPECTED_REGRESSION if worse else Verdict.SUSPECTED_IMPROVEMENT if better else row.verdict
 
 
 def shift_rows(candidates: Sequence[Series], nights: Sequence[Sequence[Series]], *, recent: Sequence[int],
@@ -292,9 +153,10 @@ def _shift_row(series: Series, earlier: Sequence[Series], values: dict, *, start
     # spread but not against its own, so it never confirms a new level (results.alerts).
     welch = (float(stats.welch_test(values["mean_after"], after_means.var(ddof=1), m, values["mean_before"],
                                     before_means.var(ddof=1), k).pvalue) if m >= 2 else None)
-    row = _row(series, method=ComparisonMethod.SHIFT, alpha=ALPHA, numbers=numbers, verdict=str(numbers["verdict"]),
-               baseline=Side(mean=baseline[0], variance=pooled, n=k),
-               candidate=Side(mean=float(values["mean_after"]), variance=pooled, n=m), note=shift_note(m, k))
+    row = comparing.comparison_row(
+        series, method=ComparisonMethod.SHIFT, alpha=ALPHA, numbers=numbers, verdict=str(numbers["verdict"]),
+        baseline=Side(mean=baseline[0], variance=pooled, n=k),
+        candidate=Side(mean=float(values["mean_after"]), variance=pooled, n=m), note=shift_note(m, k))
     return replace(row, inputs={
         "first_run": after[0], "pooled_runs": after, "history_runs": before, "starts_tried": starts,
         "carried": pooled_since, "unadjusted_pvalue": float(values["unadjusted_pvalue"]), "baseline": baseline,
@@ -309,28 +171,10 @@ def _untested_shift(series: Series, found: int, starts: int) -> ComparisonRow:
     why = (f"{found} earlier night{'s' if found != 1 else ''} in its level, {SHIFT_MIN_HISTORY} needed" if starts >= 1
            else "no night since the last change judged on")
     return ComparisonRow(
-        **_identity(series), method=ComparisonMethod.SHIFT, baseline=Side(mean=None), candidate=_side(series, None),
-        ratio=None, low=None, high=None, bounded=False, statistic=None, df=None, pvalue=None, qvalue=None,
-        verdict=Verdict.INSUFFICIENT_HISTORY, threshold=series.threshold, confidence_level=series.confidence_level,
-        note=why, inputs={"starts_tried": 0})
-
-
-def _row(series: Series, *, method: str, alpha: float, numbers: dict, verdict: str, baseline: Side,
-         candidate: Side, **extra) -> ComparisonRow:
-    bounded = bool(numbers["bounded"])
-    ratio, statistic = float(numbers["ratio"]), float(numbers["statistic"])
-    return ComparisonRow(
-        **_identity(series), method=method, baseline=baseline, candidate=candidate,
-        ratio=ratio if np.isfinite(ratio) else None,
-        low=float(numbers["low"]) if bounded else None, high=float(numbers["high"]) if bounded else None,
-        bounded=bounded, statistic=statistic if np.isfinite(statistic) else None, df=float(numbers["df"]),
-        pvalue=float(numbers["pvalue"]), qvalue=None, verdict=verdict, threshold=float(series.threshold),
-        confidence_level=float(series.confidence_level), alpha=alpha, **extra)
-
-
-def _identity(series: Series) -> dict:
-    return {"benchmark": series.benchmark, "metric": series.metric, "unit": series.unit,
-            "direction": series.direction, "metric_id": series.metric_id, "display_unit": series.display_unit}
+        **comparing.identity(series), method=ComparisonMethod.SHIFT, baseline=Side(mean=None),
+        candidate=comparing.side_of(series, None), ratio=None, low=None, high=None, bounded=False, statistic=None,
+        df=None, pvalue=None, qvalue=None, verdict=Verdict.INSUFFICIENT_HISTORY, threshold=series.threshold,
+        confidence_level=series.confidence_level, note=why, inputs={"starts_tried": 0})
 
 
 def _history_inputs(history: Sequence[Series], columns: dict, row: int) -> dict:
@@ -338,90 +182,6 @@ def _history_inputs(history: Sequence[Series], columns: dict, row: int) -> dict:
             "history": [[series.summary.mean, series.summary.variance, series.summary.n] for series in history],
             "between_variance": float(columns["between_variance"][row]), "baseline": float(columns["baseline"][row]),
             "band": [float(columns["prediction_low"][row]), float(columns["prediction_high"][row])]}
-
-
-def _columns(result, names: Sequence[str]) -> dict[str, np.ndarray]:
-    shape = np.shape(np.atleast_1d(result.ratio))
-    return {name: np.broadcast_to(np.asarray(getattr(result, name), dtype=object if name == "verdict" else None),
-                                  shape) for name in names}
-
-
-def _statistics(summaries) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return (np.array([s.mean for s in summaries], dtype=float), np.array([s.variance for s in summaries], dtype=float),
-            np.array([s.n for s in summaries], dtype=np.int64))
-
-
-def _half_widths(summaries, levels: np.ndarray) -> list[float | None]:
-    """Half-width of each mean's interval at its level (spec §3); None where there are fewer than 2 units."""
-    return _half_width(np.array([s.variance for s in summaries], dtype=float),
-                       np.array([s.n for s in summaries], dtype=float), levels)
-
-
-def _half_width(variances, counts, levels) -> list[float | None]:
-    variances, counts = np.asarray(variances, dtype=float), np.asarray(counts, dtype=float)
-    levels = np.broadcast_to(np.asarray(levels, dtype=float), counts.shape)
-    widths = np.full(counts.shape, np.nan)
-    usable = counts >= 2
-    if usable.any():
-        widths[usable] = np.atleast_1d(stats.mean_interval(
-            0.0, variances[usable], counts[usable].astype(np.int64), confidence=levels[usable]).half_width)
-    return [None if np.isnan(width) else float(width) for width in widths]
-
-
-def _side(series: Series, half_width: float | None) -> Side:
-    summary = series.summary
-    return Side(mean=summary.mean, variance=summary.variance, n=summary.n, subsession_size=summary.subsession_size,
-                half_width=half_width, independent=summary.independent)
-
-
-def _interval(ratio: stats.RatioResult) -> Interval:
-    bounded = bool(ratio.bounded)
-    return Interval(ratio=float(ratio.ratio) if np.isfinite(ratio.ratio) else None,
-                    low=float(ratio.low) if bounded else None, high=float(ratio.high) if bounded else None,
-                    bounded=bounded)
-
-
-def _bootstrap(baseline: Series, candidate: Series, *, confidence: float,
-               options: Bootstrap | None) -> stats.RatioResult | None:
-    if options is None or baseline.samples is None or candidate.samples is None:
-        return None
-    # One top-level unit (a single process run) says nothing of the variation between units.
-    if baseline.samples.shape[0] < 2 or candidate.samples.shape[0] < 2:
-        return None
-    old, new = _hierarchy(baseline), _hierarchy(candidate)
-    if old.ndim != new.ndim or min(old.shape) < 2 or min(new.shape) < 2:
-        return None
-    # One stream per series, keyed by its name, so a series' interval does not depend on the others.
-    seed = None if options.seed is None else [options.seed, zlib.crc32(repr(candidate.key).encode())]
-    return stats.ratio_bootstrap(new, old, confidence=confidence, n_resamples=options.resamples,
-                                 rng=np.random.default_rng(seed))
-
-
-def _hierarchy(series: Series) -> np.ndarray:
-    """Raw samples with the subsessions as their top level (spec §6: for one-level data the top level
-    is the subsession), so autocorrelated samples are not resampled as if independent."""
-    size = series.summary.subsession_size
-    # A level with one unit (e.g. pyperf runs of one value each) adds nothing, and cannot be resampled.
-    samples = series.samples.squeeze()
-    if samples.ndim > 1 or size < 2 or samples.size < 2 * size:
-        return samples
-    blocks = samples.size // size
-    # Drop the oldest remainder, as subsession analysis does (spec §2).
-    return samples[samples.size - blocks * size:].reshape(blocks, size)
-
-
-def _nothing_to_compare(old: dict, new: dict, common: list) -> str:
-    if common:
-        return ("no common series has at least 2 subsessions on both sides: "
-                + ", ".join(old[key].label for key in common))
-    return (f"no common series: the baseline has {_listed(old)}; the candidate has {_listed(new)} "
-            "(series are matched by benchmark and metric name)")
-
-
-def _listed(side: dict, *, limit: int = 5) -> str:
-    labels = [series.label for series in side.values()]
-    more = f" and {len(labels) - limit} more" if len(labels) > limit else ""
-    return ", ".join(labels[:limit]) + more if labels else "none"
 
 
 # --- Stored comparisons read back as rows ----------------------------------------------------------------
@@ -439,10 +199,10 @@ def stored_rows(items: Sequence[tuple[Result, Comparison | None]], *, machines: 
     machines = machines or {}
     alerts_by_comparison = alerts_by_comparison or {}
     levels = np.array([(comparison or result.metric).confidence_level for result, comparison in items], dtype=float)
-    candidates = _half_width([r.variance for r, _ in items], [r.n for r, _ in items], levels) if items else []
+    candidates = comparing.half_width([r.variance for r, _ in items], [r.n for r, _ in items], levels) if items else []
     baselines = [_stored_baseline(comparison) for _, comparison in items]
-    baseline_widths = _half_width([b.variance or 0.0 for b in baselines], [b.n or 0 for b in baselines],
-                                  levels) if items else []
+    baseline_widths = comparing.half_width([b.variance or 0.0 for b in baselines], [b.n or 0 for b in baselines],
+                                           levels) if items else []
     rows = []
     for (result, comparison), width, baseline, baseline_width in zip(items, candidates, baselines, baseline_widths):
         metric = result.metric
@@ -506,6 +266,51 @@ def _stored_baseline(comparison: Comparison | None) -> Side:
 
 
 # --- Comparing a stored run, and storing it --------------------------------------------------------------
+
+
+def series_from_results(results: Iterable[Result], *, with_samples: bool) -> list[Series]:
+    """Stored results as series, with their metric's threshold, direction and confidence level.
+
+    ``with_samples=False`` leaves the raw samples untouched, so a queryset may defer them.
+    """
+    return [
+        Series(
+            benchmark=result.metric.benchmark.name, metric=result.metric.name, unit=result.metric.unit,
+            direction=result.metric.direction, threshold=result.metric.threshold,
+            confidence_level=result.metric.confidence_level,
+            summary=stats.SampleSummary(
+                mean=result.mean, subsession_size=result.subsession_size, variance=result.variance, n=result.n,
+                sample_count=result.sample_count,
+                autocorrelation=math.nan if result.autocorrelation is None else result.autocorrelation,
+                independent=result.independent),
+            samples=result.samples_array() if with_samples else None,
+            metric_id=result.metric_id, result_id=result.pk, run_id=result.run_id,
+            display_unit=result.metric.display_unit,
+        )
+        for result in results
+    ]
+
+
+def series_from_values(values: dict, samples: np.ndarray | None = None) -> Series:
+    """A stored result read with ``values()`` (:data:`SUMMARY_FIELDS`) as a series."""
+    return Series(
+        benchmark=values["metric__benchmark__name"], metric=values["metric__name"], unit=values["metric__unit"],
+        direction=values["metric__direction"], threshold=values["metric__threshold"],
+        confidence_level=values["metric__confidence_level"],
+        summary=stats.SampleSummary(
+            mean=values["mean"], subsession_size=values["subsession_size"], variance=values["variance"],
+            n=values["n"], sample_count=values["n"] * values["subsession_size"], autocorrelation=math.nan,
+            independent=values["independent"]),
+        samples=samples, metric_id=values["metric_id"], result_id=values["id"], run_id=values["run_id"],
+        display_unit=values["metric__display_unit"])
+
+
+def stored_series(*, run_id: int, with_samples: bool) -> list[Series]:
+    """A stored run's results as series (their raw samples only when asked for)."""
+    results = Result.objects.filter(run_id=run_id).select_related("metric__benchmark").order_by("id")
+    if not with_samples:
+        results = results.defer("samples")
+    return series_from_results(results, with_samples=with_samples)
 
 
 SUMMARY_FIELDS = ("id", "run_id", "metric_id", "mean", "variance", "n", "subsession_size", "independent",
@@ -644,7 +449,7 @@ def _bootstrap_against_results(run: Run, baselines: dict[int, int]) -> list[Entr
             continue
         base, cand = series_from_results([baselines[metric], result], with_samples=True)
         shapes = [list(cand.samples.shape), list(base.samples.shape)]
-        resampled = _bootstrap(base, cand, confidence=cand.confidence_level, options=options)
+        resampled = comparing.bootstrap_ratio(base, cand, confidence=cand.confidence_level, options=options)
         inputs: dict = {"baseline_run": baselines[metric].run_id, "shapes": shapes}
         if resampled is None:
             inputs["skipped"] = ("not resampled: a side has fewer than 2 units at a level (shapes "
@@ -654,12 +459,12 @@ def _bootstrap_against_results(run: Run, baselines: dict[int, int]) -> list[Entr
             verdict = Verdict.INCONCLUSIVE
         else:
             inputs.update(resamples=STORED_RESAMPLES, seed=run.pk)
-            interval = _interval(resampled)
+            interval = comparing.interval_of(resampled)
             verdict = stats.verdict(resampled.low, resampled.high, threshold=cand.threshold,
                                     direction=cand.direction)
         row = ComparisonRow(
-            **_identity(cand), method=ComparisonMethod.BOOTSTRAP, baseline=_side(base, None),
-            candidate=_side(cand, None), ratio=interval.ratio, low=interval.low, high=interval.high,
+            **comparing.identity(cand), method=ComparisonMethod.BOOTSTRAP, baseline=comparing.side_of(base, None),
+            candidate=comparing.side_of(cand, None), ratio=interval.ratio, low=interval.low, high=interval.high,
             bounded=interval.bounded, statistic=None, df=None, pvalue=None, qvalue=None, verdict=str(verdict),
             threshold=cand.threshold, confidence_level=cand.confidence_level, bootstrap=interval,
             verdict_from="bootstrap", inputs=inputs)

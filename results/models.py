@@ -11,9 +11,8 @@ from django.db import models
 from django.db.models import F, Q
 
 from .identifiers import BRANCH_MAX_LENGTH, COMMIT_MAX_LENGTH, validate_branch, validate_commit
+from .result_schema import DEFAULT_THRESHOLD, SAMPLE_DTYPE
 from .stats import VARIANCE_METHODS
-
-SAMPLE_DTYPE = np.dtype("<f8")
 
 
 class Direction(models.TextChoices):
@@ -107,7 +106,8 @@ class Metric(models.Model):
                   "its first result; empty: the stored unit.")
     direction = models.CharField(max_length=20, choices=Direction.choices, default=Direction.LOWER_IS_BETTER)
     threshold = models.FloatField(
-        default=0.02, help_text="Practical-significance threshold θ: relative changes inside ±θ count as no change."
+        default=DEFAULT_THRESHOLD,
+        help_text="Practical-significance threshold θ: relative changes inside ±θ count as no change.",
     )
     confidence_level = models.FloatField(default=0.95)
     target_width = models.FloatField(

@@ -3,17 +3,16 @@ probabilities, changes, quantities with their unit scaled once per series, and d
 
 Pages, the API, the ``compare`` command, the pull-request Markdown, charts and the runner's progress all
 format through here, so a number reads the same wherever it is shown. Pure functions of values: no
-models, no queries.
+models, no queries. Nothing here imports Django at import time (the two HTML helpers and the file-size one
+import it when called), so ``manage.py compare --files`` formats its tables without starting Django.
 """
 
 import html
+import json
 import math
 import re
 from collections import Counter
 from urllib.parse import quote, urlsplit
-
-from django.template.defaultfilters import filesizeformat
-from django.utils.safestring import mark_safe
 
 from .stats import Verdict, format_change
 
@@ -320,6 +319,8 @@ def verdict_reason(row) -> str:
 def evidence_html(row) -> str:
     """:func:`evidence` as the ``<dt>``/``<dd>`` pairs of a definition list (escaped), built here in one pass:
     two hundred rows of template loops cost more than the rest of the overview."""
+    from django.utils.safestring import mark_safe
+
     return mark_safe("".join(f"<dt>{html.escape(label)}</dt><dd>{html.escape(text)}</dd>"
                              for label, text in evidence(row)))
 
@@ -327,6 +328,8 @@ def evidence_html(row) -> str:
 def sparkline_points_html(points) -> str:
     """Each sparkline point as an SVG circle whose title gives its night and value (escaped); four thousand
     points on an overview, so plain string building."""
+    from django.utils.safestring import mark_safe
+
     return mark_safe("".join(f'<circle class="spark-point" cx="{x}" cy="{y}" r="4"><title>{html.escape(text)}'
                              "</title></circle>" for x, y, text in points))
 
@@ -402,6 +405,26 @@ def _change_cell(interval) -> str:
     return interval.change
 
 
+def _row_change(row, interval) -> str:
+    """A row's change cell; ``—`` where it has no baseline (a series with too little history yet)."""
+    return "—" if row.baseline.mean is None else _change_cell(interval)
+
+
+OUTPUT_FORMATS = ("text", "json", "markdown")
+"""How the command line prints comparison rows (``manage.py compare``, ``import_results --compare``)."""
+
+
+def comparison_output(rows, *, output_format: str, only_baseline=(), only_candidate=(), not_compared=()) -> str:
+    """Rows as the command line prints them, ending with a newline: :func:`text_table`, :func:`json_rows` as
+    indented JSON, or :func:`markdown_table` (one of :data:`OUTPUT_FORMATS`)."""
+    if output_format == "json":
+        return json.dumps(json_rows(rows), indent=2) + "\n"
+    unmatched = {"only_baseline": only_baseline, "only_candidate": only_candidate, "not_compared": not_compared}
+    if output_format == "markdown":
+        return markdown_table(rows, **unmatched)
+    return text_table(rows, **unmatched)
+
+
 def text_table(rows, *, only_baseline=(), only_candidate=(), not_compared=()) -> str:
     """A benchstat-like aligned table of comparison rows, the unmatched series and a legend."""
     bootstrapped = any(row.bootstrap is not None for row in rows)
@@ -412,8 +435,8 @@ def text_table(rows, *, only_baseline=(), only_candidate=(), not_compared=()) ->
     header += ["p"] + (["q"] if with_q else []) + ["n", "verdict"]
     lines = [header]
     for row in rows:
-        cells = [row.benchmark, row.metric, row.baseline_text, row.candidate_text, _change_cell(row.interval)]
-        cells += [_change_cell(row.bootstrap) if row.bootstrap is not None else "-"] if bootstrapped else []
+        cells = [row.benchmark, row.metric, row.baseline_text, row.candidate_text, _row_change(row, row.interval)]
+        cells += [_row_change(row, row.bootstrap) if row.bootstrap is not None else "-"] if bootstrapped else []
         cells += [probability_cell(row.pvalue, row.high_p and not with_q)]
         cells += [probability_cell(row.qvalue, row.high_p)] if with_q else []
         cells += [_counts(row), row.verdict]
@@ -475,7 +498,7 @@ def _markdown_rows(rows, with_q: bool) -> str:
     rule = "| --- | ---: | ---: |" + (" ---: |" if with_q else "") + " --- |"
     lines = [head, rule]
     for row in rows:
-        cells = [_markdown_cell(row.label), _change_cell(row.decisive),
+        cells = [_markdown_cell(row.label), _row_change(row, row.decisive),
                  probability_cell(row.pvalue, row.high_p and not with_q)]
         cells += [probability_cell(row.qvalue, row.high_p)] if with_q else []
         cells += [row.verdict_label]
@@ -489,7 +512,7 @@ def _markdown_cell(text: str) -> str:
 
 def _counts(row) -> str:
     flag = "" if row.baseline.independent and row.candidate.independent else " !"
-    return f"{row.baseline.n}+{row.candidate.n}{flag}"
+    return "+".join("—" if side.n is None else str(side.n) for side in (row.baseline, row.candidate)) + flag
 
 
 def _aligned(lines: list[list[str]], *, right: set[int]) -> str:
@@ -654,6 +677,8 @@ def _hardware_text(value: object, unit: str = "") -> str:
         if unit == "MHz" and value >= 1000:
             return f"{value / 1000:.2f} GHz"
         if unit == "bytes":
+            from django.template.defaultfilters import filesizeformat
+
             return filesizeformat(value)
         number = f"{value:g}" if isinstance(value, float) else str(value)
         return number + unit if unit in ("", "%") else f"{number} {unit}"

@@ -1,44 +1,24 @@
 """The native JSON format of a run, and the API's response shapes.
 
 A run document is validated here in full before anything is written: a bad field anywhere
-rejects the whole document with its location named.
+rejects the whole document with its location named. Its results are :mod:`results.result_schema`'s.
 """
 
-import math
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from ninja import Schema
-import numpy as np
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    Field,
-    WithJsonSchema,
-    field_serializer,
-    field_validator,
-    model_validator,
-)
+from pydantic import AfterValidator, BaseModel, Field, WithJsonSchema, model_validator
 
 from .identifiers import BRANCH_MAX_LENGTH, COMMIT_MAX_LENGTH, COMMIT_PATTERN, check_branch, check_commit
-from .models import SAMPLE_DTYPE, Direction, Run
-from .stats import VARIANCE_METHODS
+from .models import Run
+# A result of the document is validated without Django (manage.py compare --files reads files with it).
+from .result_schema import Count, JsonObject, Name, ResultIn
+from .result_schema import INT32_MAX as INT32_MAX, describe_errors as describe_errors  # results.api's
 
-# Database integer columns: PositiveIntegerField and PositiveBigIntegerField hold these on every backend.
-INT32_MAX = 2**31 - 1
+# Database integer columns: PositiveBigIntegerField holds this on every backend (PositiveIntegerField's limit,
+# INT32_MAX, is the results' own: results.result_schema).
 INT64_MAX = 2**63 - 1
-# Measurements and their summaries are bounded so that every statistic stays finite in float64 (Fieller's
-# limits square the product of two means, which overflows past about 1e77); no measurement comes near it.
-MAX_MAGNITUDE = 1e30
-# A failed result's error text: a traceback's last lines, not a log.
-MAX_ERROR_LENGTH = 10_000
-Count = Annotated[int, Field(ge=1, le=INT32_MAX)]
-
-
-def _printable(value: str) -> str:
-    if any(ord(character) < 32 or ord(character) == 127 for character in value):
-        raise ValueError("must not contain control characters")
-    return value
 
 
 def _utc(value: datetime) -> datetime:
@@ -51,23 +31,6 @@ def _utc(value: datetime) -> datetime:
         raise ValueError("is out of range once converted to UTC") from None
 
 
-def _finite_json(value: Any) -> Any:
-    """JSON without NaN or infinity (Python's encoder writes them, a number past 1e308 parses to one;
-    PostgreSQL's jsonb refuses them)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            raise ValueError("must not hold NaN or infinite numbers")
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return value
-
-
-Name = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_printable)]
-JsonObject = Annotated[dict[str, Any], AfterValidator(_finite_json)]
 Timestamp = Annotated[datetime, AfterValidator(_utc)]
 Commit = Annotated[str, AfterValidator(check_commit), WithJsonSchema(
     {"type": "string", "minLength": 1, "maxLength": COMMIT_MAX_LENGTH, "pattern": f"^{COMMIT_PATTERN.pattern}$",
@@ -81,34 +44,6 @@ CommitPrefix = Annotated[str, Field(pattern=r"^[0-9a-fA-F]{4,64}$", description=
 Branch = Annotated[str, AfterValidator(check_branch), WithJsonSchema(
     {"type": "string", "maxLength": BRANCH_MAX_LENGTH, "pattern": r"^(?!-)[^\s\x00-\x1f\x7f~^:?*\[\\]*$",
      "description": "A branch name (never starting with '-')."})]
-MAX_SAMPLE_LEVELS = 4
-Samples = Annotated[Any, WithJsonSchema({
-    "type": "array",
-    "items": {"anyOf": [{"type": "number"}, {"type": "array"}]},
-    "description": "Raw samples in time order: a list of numbers, or balanced nested lists (at most "
-                   f"{MAX_SAMPLE_LEVELS} levels) whose axis 0 is the top level (e.g. process runs) and whose last "
-                   "axis holds the measurements.",
-})]
-
-
-def samples_array(value: Any) -> np.ndarray:
-    """Raw samples as a float64 array, or a ValueError saying what is wrong with them."""
-    if not isinstance(value, list) or not value:
-        raise ValueError("must be a non-empty list of numbers or of balanced lists of numbers")
-    try:
-        array = np.asarray(value)
-    except ValueError:
-        raise ValueError("nested lists must be balanced: every unit of a level the same size") from None
-    if array.dtype.kind not in "iuf" or array.size == 0:
-        raise ValueError("must hold only numbers, in balanced nested lists")
-    if array.ndim > MAX_SAMPLE_LEVELS:
-        raise ValueError(f"at most {MAX_SAMPLE_LEVELS} levels of nesting")
-    array = array.astype(SAMPLE_DTYPE, copy=False)
-    if not np.isfinite(array).all():
-        raise ValueError("must be finite numbers (no NaN or infinity)")
-    if np.abs(array).max() > MAX_MAGNITUDE:
-        raise ValueError(f"must be numbers of magnitude at most {MAX_MAGNITUDE:g}")
-    return array
 
 
 class ProjectIn(Schema):
@@ -137,60 +72,6 @@ class RevisionIn(Schema):
     author: Annotated[str, Field(max_length=255)] = ""
     message: str = ""
     timestamp: Timestamp | None = None
-
-
-class SummaryIn(Schema):
-    """What a comparison needs when raw samples are not kept: the mean, ``variance`` and ``n`` with
-    ``variance / n`` the variance of the mean and ``n − 1`` its degrees of freedom (for independent units:
-    their variance and number), and Pilot's subsession size q. ``variance_method`` says how the variance
-    was estimated (default: ``summary``, as posted)."""
-
-    mean: float = Field(allow_inf_nan=False, ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE)
-    subsession_size: Count
-    variance: float = Field(ge=0, le=MAX_MAGNITUDE**2, allow_inf_nan=False)
-    n: Count
-    variance_method: Literal[tuple(VARIANCE_METHODS)] = "summary"  # type: ignore[valid-type]
-
-
-class ResultIn(Schema):
-    benchmark: Annotated[str, Field(min_length=1, max_length=500)]
-    metric: Name = "time"
-    unit: Annotated[str, Field(min_length=1, max_length=50)] = "s"
-    direction: Direction = Direction.LOWER_IS_BETTER
-    description: str = ""
-    samples: Samples | None = None
-    summary: SummaryIn | None = None
-    confidence_level: float = Field(0.95, gt=0, lt=1)
-    warmup_removed: Annotated[int, Field(ge=0, le=INT32_MAX)] = 0
-    converged: bool | None = None
-    metadata: JsonObject = {}
-    failed: bool = Field(False, description="The benchmark ran and gave no number (it crashed, timed out, or the "
-                                            "tool reported an error): give no 'samples' or 'summary'. Stored and "
-                                            "shown, never compared, never part of a baseline.")
-    error: Annotated[str, Field(max_length=MAX_ERROR_LENGTH)] = Field(
-        "", description="A failed result's error text, as the tool gave it.")
-
-    @field_validator("samples", mode="before")
-    @classmethod
-    def samples_as_array(cls, samples: Any) -> np.ndarray | None:
-        return None if samples is None else samples_array(samples)
-
-    @field_serializer("samples")
-    def samples_as_lists(self, samples: np.ndarray | None) -> list | None:
-        return None if samples is None else samples.tolist()
-
-    @model_validator(mode="after")
-    def samples_or_summary(self) -> "ResultIn":
-        if self.failed:
-            if self.samples is not None or self.summary is not None:
-                raise ValueError("a failed result has no numbers: give 'samples' and 'summary' only without "
-                                 "'failed': true")
-        elif self.error:
-            raise ValueError("'error' describes a failed result: give it with 'failed': true")
-        elif self.samples is None and self.summary is None:
-            raise ValueError("give 'samples', or 'summary' (mean, subsession_size, variance, n), or both, or "
-                             "'failed': true for a benchmark that gave no number")
-        return self
 
 
 class RunIn(Schema):
@@ -341,21 +222,3 @@ class SeriesOut(BaseModel):
 class ErrorOut(Schema):
     detail: str
     errors: list[dict[str, Any]] = []
-
-
-def field_path(location: tuple | list) -> str:
-    """A validation error's location as a field path: ``('body', 'document', 'results', 3, 'mean')`` →
-    ``results[3].mean``."""
-    path = ""
-    for part in location:
-        if part in ("body", "document", "query", "params"):
-            continue
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-    return path or "body"
-
-
-def describe_errors(errors: list[dict]) -> dict:
-    """pydantic's error list as the API's error body: a one-line ``detail`` and the ``errors`` by field."""
-    listed = [{"field": field_path(error.get("loc", ())), "message": error.get("msg", "")} for error in errors]
-    detail = "; ".join(f"{item['field']}: {item['message']}" for item in listed[:5])
-    return {"detail": detail, "errors": listed}

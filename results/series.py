@@ -1,13 +1,11 @@
 """Series to compare: one (benchmark, metric) of one side, from stored results or from a results file.
 
-:func:`read_series` reads any importer format (or plain numbers, one per line) and :func:`series_from_results`
-stored results; the comparison service (:mod:`results.comparisons`) compares them. Nothing here queries the
+:func:`read_series` reads any importer format (or plain numbers, one per line); :mod:`results.comparisons`
+reads stored results as series. :mod:`results.comparing` compares them. Nothing here needs Django, queries the
 database or writes.
 """
 
 import json
-import math
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -17,15 +15,12 @@ from pydantic import TypeAdapter, ValidationError
 from . import stats
 from .ingest import FORMATS
 from .ingest.base import ImportFormatError
-from .models import Metric, Result
-from .schemas import ResultIn, describe_errors, samples_array
-from .services import summarize_result
+from .result_schema import DEFAULT_THRESHOLD, ResultIn, describe_errors, samples_array, summarize_result
 
 PLAIN = "numbers"
 """The format name of a plain-number file: one value per line, no unit, lower is better."""
 AUTO = "auto"
 INPUT_FORMATS = (AUTO, *sorted(FORMATS), PLAIN)
-DEFAULT_THRESHOLD: float = Metric._meta.get_field("threshold").default
 _RESULTS = TypeAdapter(list[ResultIn])
 
 
@@ -53,51 +48,6 @@ class Series:
     @property
     def label(self) -> str:
         return f"{self.benchmark} ({self.metric})"
-
-
-def series_from_results(results: Iterable[Result], *, with_samples: bool) -> list[Series]:
-    """Stored results as series, with their metric's threshold, direction and confidence level.
-
-    ``with_samples=False`` leaves the raw samples untouched, so a queryset may defer them.
-    """
-    return [
-        Series(
-            benchmark=result.metric.benchmark.name, metric=result.metric.name, unit=result.metric.unit,
-            direction=result.metric.direction, threshold=result.metric.threshold,
-            confidence_level=result.metric.confidence_level,
-            summary=stats.SampleSummary(
-                mean=result.mean, subsession_size=result.subsession_size, variance=result.variance, n=result.n,
-                sample_count=result.sample_count,
-                autocorrelation=math.nan if result.autocorrelation is None else result.autocorrelation,
-                independent=result.independent),
-            samples=result.samples_array() if with_samples else None,
-            metric_id=result.metric_id, result_id=result.pk, run_id=result.run_id,
-            display_unit=result.metric.display_unit,
-        )
-        for result in results
-    ]
-
-
-def series_from_values(values: dict, samples: np.ndarray | None = None) -> Series:
-    """A stored result read with ``values()`` (:data:`results.comparisons.SUMMARY_FIELDS`) as a series."""
-    return Series(
-        benchmark=values["metric__benchmark__name"], metric=values["metric__name"], unit=values["metric__unit"],
-        direction=values["metric__direction"], threshold=values["metric__threshold"],
-        confidence_level=values["metric__confidence_level"],
-        summary=stats.SampleSummary(
-            mean=values["mean"], subsession_size=values["subsession_size"], variance=values["variance"],
-            n=values["n"], sample_count=values["n"] * values["subsession_size"], autocorrelation=math.nan,
-            independent=values["independent"]),
-        samples=samples, metric_id=values["metric_id"], result_id=values["id"], run_id=values["run_id"],
-        display_unit=values["metric__display_unit"])
-
-
-def stored_series(*, run_id: int, with_samples: bool) -> list[Series]:
-    """A stored run's results as series (their raw samples only when asked for)."""
-    results = Result.objects.filter(run_id=run_id).select_related("metric__benchmark").order_by("id")
-    if not with_samples:
-        results = results.defer("samples")
-    return series_from_results(results, with_samples=with_samples)
 
 
 def read_series(content: bytes, *, format_name: str, name: str) -> tuple[str, list[Series]]:

@@ -21,6 +21,7 @@ from psycopg.types.json import Jsonb
 
 from . import presentation, stats
 from .models import ApiToken, Benchmark, FailedResult, Machine, Metric, Project, Result, Revision, Run
+from .result_schema import summarize_result
 from .schemas import ResultIn, RunIn
 
 TOKEN_USE_RESOLUTION = timedelta(minutes=1)
@@ -48,19 +49,6 @@ class IngestOutcome:
     run: Run
     created: bool
     results: int
-
-
-def summarize_result(result: ResultIn) -> stats.SampleSummary:
-    """A given summary is taken as given (a runner computed it after warm-up removal, or by WPS);
-    otherwise it is computed from the samples (spec §2a, §6)."""
-    if result.summary is None:
-        return stats.summarize_samples(result.samples)
-    given = result.summary
-    return stats.SampleSummary(
-        mean=given.mean, subsession_size=given.subsession_size, variance=given.variance, n=given.n,
-        sample_count=given.n * given.subsession_size if result.samples is None or result.samples.size < given.n
-        else result.samples.size,
-        autocorrelation=math.nan, independent=True, variance_method=given.variance_method)
 
 
 def _intervals(summaries: list[stats.SampleSummary], levels: list[float]) -> list[tuple[float | None, float | None]]:

@@ -7,7 +7,6 @@ exactly what a stored result keeps, so history can be compared without raw data.
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ._base import (
     ConfidenceInterval,
@@ -18,6 +17,7 @@ from ._base import (
     check_positive_int,
     scalar_or_array,
 )
+from ._distributions import normal_quantile, t_quantile, t_survival
 
 __all__ = ["SMALL_SIDE", "WelchResult", "welch_degrees_of_freedom", "welch_required_subsessions", "welch_test"]
 
@@ -62,7 +62,7 @@ class WelchResult:
         the interval collapses to the difference itself.
         """
         confidence = check_confidence(confidence)
-        half_width = stats.t.ppf((1.0 + confidence) / 2.0, self.df) * self.standard_error
+        half_width = t_quantile((1.0 + confidence) / 2.0, self.df) * self.standard_error
         return ConfidenceInterval(
             scalar_or_array(self.difference - half_width),
             scalar_or_array(self.difference + half_width),
@@ -155,16 +155,14 @@ def welch_test(mean_a, variance_a, n_a, mean_b, variance_b, n_b, *, small_side=S
     error_a = variance_a / n_a
     error_b = variance_b / n_b
     degenerate = (error_a + error_b) == 0.0
-    # Give scipy a harmless variance where both are zero; those entries are overwritten below.
+    # A harmless variance where both are zero; those entries are overwritten below.
     safe_a = np.where(degenerate, 1.0, variance_a)
-    result = stats.ttest_ind_from_stats(
-        mean_a, np.sqrt(safe_a), n_a, mean_b, np.sqrt(variance_b), n_b, equal_var=False
-    )
+    welch_statistic, welch_pvalue = _ttest_from_stats(mean_a, np.sqrt(safe_a), n_a, mean_b, np.sqrt(variance_b), n_b)
     df, conservative = welch_degrees_of_freedom(variance_a, n_a, variance_b, n_b, small_side=small_side)
     difference = mean_a - mean_b
-    statistic = np.where(degenerate, np.copysign(np.inf, difference), result.statistic)
+    statistic = np.where(degenerate, np.copysign(np.inf, difference), welch_statistic)
     statistic = np.where(degenerate & (difference == 0.0), 0.0, statistic)
-    pvalue = np.where(conservative, 2.0 * stats.t.sf(np.abs(statistic), df), result.pvalue)
+    pvalue = np.where(conservative, 2.0 * t_survival(np.abs(statistic), df), welch_pvalue)
     pvalue = np.where(degenerate, np.where(difference == 0.0, 1.0, 0.0), pvalue)
     return WelchResult(
         statistic=scalar_or_array(statistic),
@@ -174,6 +172,18 @@ def welch_test(mean_a, variance_a, n_a, mean_b, variance_b, n_b, *, small_side=S
         difference=scalar_or_array(difference),
         standard_error=scalar_or_array(np.sqrt(error_a + error_b)),
     )
+
+
+def _ttest_from_stats(mean_a, std_a, n_a, mean_b, std_b, n_b):
+    """``scipy.stats.ttest_ind_from_stats(..., equal_var=False)``'s statistic and p-value, by its own arithmetic
+    (scipy 1.17: ``_unequal_var_ttest_denom``, ``_ttest_ind_from_stats``) on the t distribution it calls, so
+    the numbers are its own (tests/stats/test_distributions.py) without importing scipy.stats."""
+    error_a, error_b = std_a**2 / n_a, std_b**2 / n_b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = (error_a + error_b) ** 2 / (error_a**2 / (n_a - 1) + error_b**2 / (n_b - 1))
+        statistic = np.divide(mean_a - mean_b, np.sqrt(error_a + error_b))
+    df = np.where(np.isnan(df), 1.0, df)
+    return statistic, 2 * t_survival(np.abs(statistic), df)
 
 
 def welch_required_subsessions(mean_a, variance_a, mean_b, variance_b, *, alpha=0.05):
@@ -228,10 +238,10 @@ def welch_required_subsessions(mean_a, variance_a, mean_b, variance_b, *, alpha=
     squares = values["variance_a"] ** 2 + values["variance_b"] ** 2
     level = 1.0 - alpha / 2.0
     # t > z for every df, so the normal-theory count is a lower bound to start from.
-    m = max(2, int(np.ceil(total * (stats.norm.ppf(level) / difference) ** 2)))
+    m = max(2, int(np.ceil(total * (normal_quantile(level) / difference) ** 2)))
     def df(m):
         return m - 1.0 if m < SMALL_SIDE else (m - 1) * total**2 / squares
 
-    while difference / np.sqrt(total / m) < stats.t.ppf(level, df(m)):
+    while difference / np.sqrt(total / m) < t_quantile(level, df(m)):
         m += 1
     return m

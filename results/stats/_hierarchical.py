@@ -11,7 +11,6 @@ holds the measurements of one execution.
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from ._base import (
     StatisticsError,
@@ -19,6 +18,7 @@ from ._base import (
     as_hierarchy,
     check_confidence,
 )
+from ._distributions import t_quantile
 from ._subsessions import mean_interval
 
 __all__ = [
@@ -143,7 +143,7 @@ def predicted_half_width(variances, counts, *, confidence=0.95):
         raise StatisticsError(
             "The design has a single unit at the highest varying level; at least 2 are needed for an interval."
         )
-    quantile = stats.t.ppf((1.0 + confidence) / 2.0, units - 1)
+    quantile = t_quantile((1.0 + confidence) / 2.0, units - 1)
     return float(quantile * np.sqrt(np.sum(components / totals)))
 
 

@@ -12,9 +12,9 @@ night.
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ._base import ConfidenceInterval, as_array, as_confidence, as_counts, scalar_or_array
+from ._distributions import t_quantile, t_survival
 from ._ratio import ratio_fieller_from_stats
 from ._verdict import verdict
 
@@ -131,14 +131,14 @@ def compare_with_history(mean, variance, n, history_mean, history_variance, hist
     with np.errstate(divide="ignore", invalid="ignore"):
         statistic = np.where(standard_error > 0, difference / standard_error,
                              np.where(difference == 0, 0.0, np.sign(difference) * np.inf))
-    pvalue = 2.0 * stats.t.sf(np.abs(statistic), df)
+    pvalue = 2.0 * t_survival(np.abs(statistic), df)
 
     # Fieller takes unit variances and counts; any count works when the df is given, so the
     # candidate's variance of the mean is passed as (error × m) / m with m >= 2.
     units = np.maximum(n, 2.0)
     ratio = ratio_fieller_from_stats(mean, candidate_error * units, units, baseline, spread, size,
                                      confidence=confidence, df=df)
-    half_prediction = stats.t.ppf((1.0 + confidence) / 2.0, df) * np.sqrt(spread * (1.0 + 1.0 / size))
+    half_prediction = t_quantile((1.0 + confidence) / 2.0, df) * np.sqrt(spread * (1.0 + 1.0 / size))
     return HistoryComparison(
         ratio=ratio.ratio, low=ratio.low, high=ratio.high, bounded=ratio.bounded,
         statistic=scalar_or_array(statistic), pvalue=scalar_or_array(pvalue), df=scalar_or_array(df),

@@ -12,7 +12,6 @@ alternating between two levels has nothing to split, since its nights are exchan
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ._base import as_array, check_positive_int
 
@@ -97,6 +96,9 @@ def rank_shifts(means, *, min_segment=5, alpha=0.01, permutations=999, seed=0):
 
 def _best_split(values, min_segment, permutations, rng):
     """The split of largest |z|, its |z| and its permutation p-value."""
+    # scipy.stats is imported where it is used: it takes half a second, which most callers never need.
+    from scipy import stats
+
     ranks = stats.rankdata(values)
     if np.ptp(ranks) == 0.0:
         return min_segment, 0.0, 1.0

@@ -10,7 +10,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ._base import (
     ConfidenceInterval,
@@ -23,6 +22,7 @@ from ._base import (
     scalar_or_array,
 )
 from ._compare import welch_degrees_of_freedom
+from ._distributions import t_quantile
 
 __all__ = ["RatioResult", "ratio_bootstrap", "ratio_fieller", "ratio_fieller_from_stats"]
 
@@ -115,7 +115,7 @@ def ratio_fieller_from_stats(
     else:
         df = as_array(df, "df", minimum=0.0, inclusive=False)
 
-    h2 = stats.t.ppf((1.0 + confidence) / 2.0, df) ** 2
+    h2 = t_quantile((1.0 + confidence) / 2.0, df) ** 2
     error_new = variance_new / n_new
     error_old = variance_old / n_old
     a = mean_old**2 - h2 * error_old
@@ -292,6 +292,9 @@ def ratio_bootstrap(new, old, *, confidence=0.95, n_resamples=10_000, rng=None, 
 
 def _top_level_interval(new, old, ratio, confidence, n_resamples, rng):
     """(low, high, bounded) of the BCa interval from resampling the top-level unit means only."""
+    # scipy.stats is imported where it is used: it takes half a second, which most callers never need.
+    from scipy import stats
+
     samples = (_top_level_means(new), _top_level_means(old))
     if np.ptp(samples[0]) == 0.0 and np.ptp(samples[1]) == 0.0:
         # Every replicate equals the estimate; BCa's acceleration would be 0/0.

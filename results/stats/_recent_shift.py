@@ -17,9 +17,9 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ._base import as_confidence, check_positive_int, scalar_or_array
+from ._distributions import t_survival
 from ._ratio import ratio_fieller_from_stats
 
 __all__ = ["RecentShift", "recent_shift", "shift_since"]
@@ -142,7 +142,7 @@ def recent_shift(means, *, history=30, recent=8, min_history=3, confidence=0.95)
         pick = np.arange(rows.size)
         chosen_t, m, k = t[pick, best], counts[best], bases[best]
         df = k + m - 2
-        single = 2.0 * stats.t.sf(np.abs(chosen_t), df)
+        single = 2.0 * t_survival(np.abs(chosen_t), df)
         null = _null_maxima(window, history, min(recent, tried))
         exceed = np.searchsorted(null, np.abs(chosen_t), side="left")
         simulated = (null.size - exceed + 1) / (null.size + 1)
@@ -209,7 +209,7 @@ def shift_since(means, nights, *, history=30, confidence=0.95):
         difference = after - before
         statistic = np.where(error > 0, difference / error,
                              np.where(difference == 0, 0.0, np.sign(difference) * np.inf))
-    pvalue = np.where(tested, 2.0 * stats.t.sf(np.abs(statistic), np.maximum(m + k - 2, 1)), np.nan)
+    pvalue = np.where(tested, 2.0 * t_survival(np.abs(statistic), np.maximum(m + k - 2, 1)), np.nan)
     statistic = np.where(tested, statistic, np.nan)
     start = np.where(tested, width - nights, -1)
     summaries = np.column_stack([after, before, pooled])

@@ -14,10 +14,10 @@ practical-significance band, is wrong at most α of the time, however often one 
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ._base import as_array, check_confidence, scalar_or_array
 from ._compare import two_summaries, welch_degrees_of_freedom
+from ._distributions import normal_inverse_survival, normal_survival, t_inverse_survival, t_survival
 from ._ratio import ratio_fieller_from_stats
 
 __all__ = ["DIFFERENT", "EQUIVALENT", "UNDECIDED", "SequentialComparison", "sequential_comparison",
@@ -160,7 +160,7 @@ def sequential_comparison(mean_a, variance_a, n_a, mean_b, variance_b, n_b, *, a
     safe_variance = np.where(usable, variance, 1.0)
     safe_tau2 = np.where(usable, tau2, 1.0)
     with np.errstate(divide="ignore"):
-        score = stats.norm.isf(stats.t.sf(np.abs(difference) / np.sqrt(safe_variance), df))
+        score = normal_inverse_survival(t_survival(np.abs(difference) / np.sqrt(safe_variance), df))
     log_ratio = 0.5 * np.log(safe_variance / (safe_variance + safe_tau2)) \
         + score**2 * safe_tau2 / (2.0 * (safe_variance + safe_tau2))
     # Zero variance on both sides: the difference is certain, as in Welch's test.
@@ -169,11 +169,11 @@ def sequential_comparison(mean_a, variance_a, n_a, mean_b, variance_b, n_b, *, a
     pvalue = np.minimum(1.0, np.exp(-log_ratio))
 
     normal_boundary = sequential_half_width(safe_variance, safe_tau2, alpha=alpha)
-    critical = stats.t.isf(stats.norm.sf(normal_boundary), df)
+    critical = t_inverse_survival(normal_survival(normal_boundary), df)
     critical = np.where(usable, critical, np.where(certain, 0.0, np.inf))
     half_width = np.where(certain, 0.0, critical * np.sqrt(variance))
     # Fieller's limits with the sequence's critical value: its level at df is that of a t quantile.
-    level = np.clip(1.0 - 2.0 * stats.t.sf(np.where(np.isfinite(critical), critical, 0.0), df), 1e-12,
+    level = np.clip(1.0 - 2.0 * t_survival(np.where(np.isfinite(critical), critical, 0.0), df), 1e-12,
                     1.0 - 1e-16)
     ratio = ratio_fieller_from_stats(mean_b, variance_b, n_b, mean_a, variance_a, n_a, confidence=level,
                                      df=np.maximum(df, 1e-9))

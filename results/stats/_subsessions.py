@@ -9,7 +9,6 @@ subsession means as independent samples.
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from ._base import (
     ConfidenceInterval,
@@ -22,6 +21,7 @@ from ._base import (
     check_positive_int,
     scalar_or_array,
 )
+from ._distributions import normal_quantile, t_quantile
 
 __all__ = [
     "MAX_AUTOCORRELATION",
@@ -179,7 +179,7 @@ def mean_interval(mean, variance, n, *, confidence=0.95):
     n = as_counts(n, "n")
     mean, variance, n, _ = np.broadcast_arrays(mean, variance, n, confidence)
     df = n - 1
-    half_width = stats.t.ppf((1.0 + confidence) / 2.0, df) * np.sqrt(variance / n)
+    half_width = t_quantile((1.0 + confidence) / 2.0, df) * np.sqrt(variance / n)
     return MeanInterval(
         mean=scalar_or_array(mean),
         half_width=scalar_or_array(half_width),
@@ -323,10 +323,10 @@ def required_subsessions(variance, half_width, *, confidence=0.95):
     variance, half_width = np.broadcast_arrays(variance, half_width)
     level = (1.0 + confidence) / 2.0
     # t > z for every df, so the normal-theory count is a lower bound to start from.
-    z = stats.norm.ppf(level)
+    z = normal_quantile(level)
     m = np.maximum(2, np.ceil(variance * (z / half_width) ** 2)).astype(np.int64)
-    short = stats.t.ppf(level, m - 1) * np.sqrt(variance / m) > half_width
+    short = t_quantile(level, m - 1) * np.sqrt(variance / m) > half_width
     while np.any(short):
         m = m + short
-        short = stats.t.ppf(level, m - 1) * np.sqrt(variance / m) > half_width
+        short = t_quantile(level, m - 1) * np.sqrt(variance / m) > half_width
     return scalar_or_array(m)

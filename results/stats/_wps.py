@@ -10,7 +10,6 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ._base import (
     ConfidenceInterval,
@@ -20,6 +19,7 @@ from ._base import (
     check_confidence,
     check_positive_int,
 )
+from ._distributions import t_quantile
 from ._subsessions import MAX_AUTOCORRELATION, MIN_SUBSESSIONS, autocorrelation
 
 __all__ = ["WPSResult", "round_increment", "work_amounts", "wps_fit"]
@@ -150,6 +150,9 @@ def wps_fit(work, duration, *, confidence=0.95, max_autocorrelation=MAX_AUTOCORR
     Y. Li et al., "Pilot: a framework that understands how to do performance
     benchmarks the right way", MASCOTS 2016, §III-A, eq. (4).
     """
+    # scipy.stats is imported where it is used: it takes half a second, which most callers never need.
+    from scipy import stats
+
     confidence = check_confidence(confidence)
     if isinstance(max_autocorrelation, bool) or not isinstance(max_autocorrelation, numbers.Real):
         raise ValueError(f"`max_autocorrelation` must be a number; got {max_autocorrelation!r}.")
@@ -207,7 +210,7 @@ def _result(fit, residuals, q, m, r1, confidence):
             "so the rounds hold no speed."
         )
     df = m - 2
-    half_width = stats.t.ppf((1.0 + confidence) / 2.0, df) * fit.stderr
+    half_width = t_quantile((1.0 + confidence) / 2.0, df) * fit.stderr
     slope_low, slope_high = fit.slope - half_width, fit.slope + half_width
     bounded = bool(slope_low > 0)
     return WPSResult(

@@ -127,7 +127,8 @@ def test_staff_set_the_repository_and_the_commit_url_template_in_the_admin():
     client = Client()
     client.force_login(UserFactory(is_staff=True, is_superuser=True))
     url = f"/admin/results/project/{project.pk}/change/"
-    fields = {"name": project.name, "slug": project.slug, "default_branch": "main", "history_size": 10}
+    fields = {"name": project.name, "slug": project.slug, "default_branch": "main", "history_size": 10,
+              "webhook_format": "json"}
 
     assert 'name="commit_url_template"' in client.get(url).content.decode()
     refused = client.post(url, {**fields, "commit_url_template": "https://cgit.example.org/tool/"})

@@ -1,11 +1,13 @@
+from contextlib import nullcontext
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 from pydantic import ValidationError
 
-from results import services
+from results import comparisons, presentation, selectors, services, tasks
 from results.ingest import FORMATS, FormatMismatch, ImportFormatError, asv, import_document, stated_overrides
-from results.models import RunKind
+from results.models import ComparisonMethod, Run, RunKind
+from results.rows import ComparisonRow
 from results.schemas import RunIn, describe_errors
 
 
@@ -25,11 +27,19 @@ class Command(BaseCommand):
         parser.add_argument("--kind", choices=RunKind.values)
         parser.add_argument("--run-key", help="Names the run; without one, importing the same file for the same "
                                               "project, machine, revision and kind again finds the stored run.")
+        parser.add_argument("--compare", action="store_true",
+                            help="Compare the run at once, in this process, as the analysis worker would, and print "
+                                 "its verdicts as manage.py compare prints a comparison (alone on stdout; the "
+                                 "import's line goes to stderr).")
+        parser.add_argument("--compare-format", choices=presentation.OUTPUT_FORMATS, default="text",
+                            help="With --compare: the format of the verdicts (--format is the file's).")
 
     def handle(self, *args, file: Path, format: str, project, machine, commit, branch, pull_request, base_commit,
-               kind, run_key, **options):
+               kind, run_key, compare, compare_format, **options):
         overrides = stated_overrides(project=project, machine=machine, commit=commit, branch=branch,
                                      pull_request=pull_request, base_commit=base_commit, kind=kind, run_key=run_key)
+        if compare and file.is_dir():
+            raise CommandError("--compare shows the comparison of one run: give it a results file, not a directory.")
         if file.is_dir():
             self._import_asv_directory(file, format=format, overrides=overrides)
             return
@@ -42,11 +52,20 @@ class Command(BaseCommand):
             raw = import_document(format_name=format, content=content, overrides=overrides,
                                   parse_options=parse_options)
             document = RunIn.model_validate(raw)
-            outcome = services.ingest_run(document=document, user=None)
+            # With --compare the comparison runs here, once the run is committed, and is not sent to a worker.
+            with tasks.analysis_in_process() if compare else nullcontext():
+                outcome = services.ingest_run(document=document, user=None)
         except (ImportFormatError, ValidationError, services.IngestError) as error:
             raise _refusal(error) from None
         verb = "Imported" if outcome.created else "Already imported"
-        self.stdout.write(f"{verb} run #{outcome.run.pk} with {outcome.run.results.count()} results.")
+        line = f"{verb} run #{outcome.run.pk} with {outcome.run.results.count()} results."
+        if not compare:
+            self.stdout.write(line)
+            return
+        self.stderr.write(line, style_func=self.style.SUCCESS)
+        _compare_if_not_compared(outcome.run)
+        self.stdout.write(presentation.comparison_output(_verdict_rows(outcome.run), output_format=compare_format),
+                          ending="")
 
     def _import_asv_directory(self, directory: Path, *, format: str, overrides: dict) -> None:
         """Every results file of every machine, each machine's in commit date order, each file one run. All
@@ -87,6 +106,29 @@ class Command(BaseCommand):
                     already += 1
             self.stdout.write(f"{machine}: {stored} runs stored, {already} already there, "
                               f"{failed} failed results in the runs stored.")
+
+
+def _compare_if_not_compared(run: Run) -> None:
+    """Compare here a run that is not compared yet: one imported before whose comparison was lost with the
+    broker (a run imported now was compared when it was committed)."""
+    run.refresh_from_db(fields=["compared_at"])
+    if run.compared_at is None:
+        with tasks.analysis_in_process():
+            tasks.enqueue(tasks.compare_run, run.pk)
+        run.refresh_from_db(fields=["compared_at"])
+    if run.compared_at is None:
+        raise CommandError(f"run #{run.pk} is stored, but comparing it failed: see the error above.")
+
+
+def _verdict_rows(run: Run) -> list[ComparisonRow]:
+    """The run's verdicts, worst first, as its pages show them: a pull request against its base run, any other
+    run against the last nights of its series."""
+    if run.kind == RunKind.PR:
+        rows = selectors.pr_review(run_id=run.pk).rows
+    else:
+        found = selectors.run_comparisons(run_id=run.pk, method=ComparisonMethod.HISTORY)
+        rows = comparisons.stored_rows([(comparison.candidate, comparison) for comparison in found])
+    return sorted(rows, key=lambda row: row.sort_key)
 
 
 def _refusal(error: Exception, file: Path | None = None) -> CommandError:
