@@ -559,6 +559,7 @@ def pr_summary(review) -> dict:
         "base_commit": base.revision.commit if base and base.revision else None,
         "series_on_fallback_base": review.fallbacks,
         "compared": review.compared, "counts": dict(review.counts),
+        "failed": [f"{failure.metric.benchmark.name} ({failure.metric.name})" for failure in review.failures],
         "regressions": review.counts.get(Verdict.REGRESSION.value, 0),
     }
 
@@ -580,6 +581,9 @@ def pr_markdown(review, *, url: str = "") -> str:
         missing = f"no run of the base commit `{requested[:12]}`" if requested else "no base run"
         return "\n".join([*lines, f"Nothing to compare: {missing} on machine `{run.machine.name}`.", ""])
     lines += [_counts_line(review.counts) + f" (machine `{run.machine.name}`, {len(review.rows)} series).", ""]
+    if review.failures:
+        names = ", ".join(f"`{failure.metric.benchmark.name}`" for failure in review.failures)
+        lines += [f"**{len(review.failures)} failed** (no number on the head, not compared): {names}.", ""]
     if review.fallbacks:
         lines += [f"{review.fallbacks} of them compared with the newest default-branch result before the pull "
                   f"request: the base commit `{revision.base_commit[:12]}` has none of them on this machine.", ""]

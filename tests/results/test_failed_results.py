@@ -143,3 +143,6 @@ def test_a_pull_request_that_breaks_a_benchmark_shows_it_in_its_review(client):
 
     page = client.get(f"/runs/{head.pk}/pr/").content.decode()
     assert "1 failed" in page and "KeyError: &#x27;width&#x27;" in page
+    summary = client.get(f"/api/v1/runs/{head.pk}/pr-summary").json()
+    assert summary["summary"]["failed"] == ["render (time)"]
+    assert "**1 failed** (no number on the head, not compared): `render`." in summary["markdown"]
