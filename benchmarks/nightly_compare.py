@@ -1,100 +1,306 @@
-"""Nightly comparison at scale: a 10,000-series run against a 10-run history, end to end.
+"""Nightly comparison at scale: a run of N series, each with a 10-night history, compared end to end.
 
-    .venv/bin/python benchmarks/nightly_compare.py                 # SQLite and PostgreSQL
-    .venv/bin/python benchmarks/nightly_compare.py --series 2000 --database sqlite
+    .venv/bin/python benchmarks/nightly_compare.py                       # 1,000 and 10,000 series, both databases
+    .venv/bin/python benchmarks/nightly_compare.py --series 200 1000 --database sqlite
 
-Prints the seconds of ``results.comparisons.compare_run`` (database read, statistics, write of
-both the history and the previous-night comparisons, q-values) with its number of queries, and
-the seconds of the statistics alone on the same arrays, against a per-series scipy loop
-measured in the same run (the baseline).
+Measured: ``results.comparisons.compare_run(run_id=...)`` as the analysis worker calls it (reads the series'
+baselines and histories, computes the history, previous-night and shift comparisons with q-values, stores
+them, opens alerts, enqueues change-point detection).
+
+Baseline, in the same child on the same database, turn about with it: the same comparison written the obvious
+way, a per-series ORM loop in one transaction (for each series: query its last K results, compute the history
+comparison and the previous-night Welch/Fieller comparison with scipy, ``create()`` both Comparison rows; then
+Benjamini-Hochberg q-values with scipy and a ``bulk_update``). It skips the shift test and the alerts that
+``compare_run`` also does, so it does less work; the script checks that both store the same numbers and verdicts.
+
+Target (issue 18): end to end <= 2 s for 10,000 series on SQLite and on PostgreSQL, with a number of queries
+that does not grow with the number of series. Printed: min / median of the repeats, the queries
+(``CaptureQueriesContext``), the peak memory of the Python heap during one call (``tracemalloc``, numpy
+included), and the 1-minute load before and after.
 """
 
 import argparse
 import json
+import math
 import os
+import re
 import sys
-import time
+import tracemalloc
+from collections import Counter, deque
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.databases import chosen, measure_in_child  # noqa: E402
+from benchmarks.databases import REPEATS, chosen, interleaved, load, measure_in_child, spread  # noqa: E402
+
+TARGET_SECONDS = 2.0
+TARGET_SERIES = 10_000
+REGRESSED = 0.01
+"""Share of series that regress by 10% tonight, so every verdict occurs."""
 
 
-def measure(series: int, history: int) -> dict:
+def measure(*, series: int, history: int, repeats: int) -> dict:
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pilotweb.settings")
     django.setup()
-    import numpy as np
     from django.core.management import call_command
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
-    from scipy import stats as scipy_stats
 
-    from results import comparisons, services, stats
-    from results.models import Comparison
-    from results.schemas import RunIn
+    from results import comparisons
+    from results.models import Comparison, ComparisonMethod
 
     call_command("migrate", verbosity=0)
+    run = _nights(series=series, history=history)
+    stored = Comparison.objects.filter(candidate__run=run)
+
+    def end_to_end() -> None:
+        comparisons.compare_run(run_id=run.pk)
+
+    def baseline() -> None:
+        compare_one_by_one(run.pk)
+
+    functions = {"end_to_end": end_to_end, "baseline": baseline}
+    figures: dict = {"database": connection.vendor, "series": series}
+    compared = {}
+    # CaptureQueriesContext counts the connection's query log, which keeps only the last 9,000 queries.
+    connection.queries_log = deque()
+    for name, function in functions.items():
+        stored.delete()
+        with CaptureQueriesContext(connection) as queries:
+            function()
+        figures[f"{name}_queries"] = len(queries)
+        figures[f"{name}_statements"] = Counter(_statement(query["sql"]) for query in queries.captured_queries)
+        compared[name] = {(pk, method): values for pk, method, *values in stored.filter(
+            method__in=[ComparisonMethod.HISTORY, ComparisonMethod.PREVIOUS]).values_list(
+            "candidate_id", "method", "ratio", "ci_low", "ci_high", "pvalue", "qvalue", "verdict")}
+    _check_same(compared["end_to_end"], compared["baseline"], expected=2 * series)
+    for name, function in functions.items():
+        stored.delete()
+        tracemalloc.start()
+        function()
+        figures[f"{name}_peak_bytes"] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    figures["load_before"] = load()
+    figures.update(interleaved(functions, repeats=repeats, prepare=stored.delete))
+    figures["load_after"] = load()
+    return figures
+
+
+def _statement(sql: str) -> str:
+    """A query's kind and first table, e.g. 'INSERT results_comparison', to say which queries grow."""
+    found = re.match(r'\s*(UPDATE)\s+"?(\w+)', sql) or re.match(r'\s*(\w+).*?\b(?:FROM|INTO)\s+"?(\w+)', sql,
+                                                                  re.DOTALL)
+    return f"{found[1].upper()} {found[2]}" if found else sql.split(None, 1)[0].upper()
+
+
+def _nights(*, series: int, history: int):
+    """A project with `history` nights of `series` series and tonight's run after them; tonight's run."""
+    import numpy as np
+
+    from results import services
+    from results.schemas import RunIn
+
     rng = np.random.default_rng(5)
     start = datetime(2026, 1, 1, 2, tzinfo=timezone.utc)
     run = None
     for night in range(history + 1):
         means = 1.0 + rng.normal(0, 0.01, series)
+        if night == history:
+            means[rng.random(series) < REGRESSED] *= 1.1
+        variances = 0.0004 * rng.uniform(0.5, 2.0, series)
+        counts = rng.integers(3, 40, series)
         document = RunIn.model_validate({
             "project": {"name": "Scale"}, "machine": {"name": "bench-1"}, "kind": "nightly",
             "revision": {"commit": f"{night:040x}", "branch": "main"}, "started_at": start + timedelta(days=night),
-            "results": [{"benchmark": f"benchmark {i}", "summary": {"mean": float(means[i]), "subsession_size": 1,
-                                                                    "variance": 0.0004, "n": 20}}
-                        for i in range(series)],
+            "results": [{"benchmark": f"benchmark {i}", "summary": {
+                "mean": float(means[i]), "subsession_size": 1, "variance": float(variances[i]), "n": int(counts[i])}}
+                for i in range(series)],
         })
         run = services.ingest_run(document=document, user=None).run
+    return run
 
-    with CaptureQueriesContext(connection) as queries:
-        started = time.perf_counter()
-        comparisons.compare_run(run_id=run.pk)
-        end_to_end = time.perf_counter() - started
-    assert Comparison.objects.filter(candidate__run=run).count() == 2 * series
 
-    mean = 1.0 + rng.normal(0, 0.01, series)
-    history_mean = 1.0 + rng.normal(0, 0.01, (series, history))
-    variance, n = np.full(series, 0.0004), np.full(series, 20)
-    started = time.perf_counter()
-    stats.compare_with_history(mean, variance, n, history_mean, np.full((series, history), 0.0004),
-                               np.full((series, history), 20))
-    stats.compare_summaries(mean, variance, n, history_mean[:, 0], variance, n)
-    statistics = time.perf_counter() - started
+def _check_same(computed: dict, baseline: dict, *, expected: int) -> None:
+    """Both ways stored the same history and previous-night rows: equal verdicts, numbers to 1e-9."""
+    if len(computed) != expected or computed.keys() != baseline.keys():
+        raise SystemExit(f"compare_run stored {len(computed)} history and previous rows, the baseline "
+                         f"{len(baseline)}; {expected} expected")
+    for key, numbers in computed.items():
+        other = baseline[key]
+        if numbers[-1] != other[-1] or not all(
+                (a is None and b is None)
+                or (a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12))
+                for a, b in zip(numbers[:-1], other[:-1])):
+            raise SystemExit(f"the baseline differs from compare_run at {key}: {other} != {numbers}")
 
-    loop = min(series, 1000)
-    started = time.perf_counter()
-    for i in range(loop):
-        scipy_stats.ttest_ind_from_stats(mean[i], 0.02, 20, history_mean[i, 0], 0.02, 20, equal_var=False)
-        scipy_stats.t.ppf(0.975, history - 1)
-    per_series_loop = (time.perf_counter() - started) * series / loop
-    return {"database": connection.vendor, "series": series, "end_to_end": end_to_end, "queries": len(queries),
-            "statistics": statistics, "loop": per_series_loop}
+
+def compare_one_by_one(run_id: int) -> None:
+    """The baseline: the history and previous-night comparisons of a run, series by series through the ORM."""
+    from django.db import transaction
+    from scipy import stats as scipy_stats
+
+    from results.comparisons import MIN_HISTORY
+    from results.models import Comparison, ComparisonMethod, Result, Run, RunKind, RunStatus, Verdict
+    from results.presentation import ALPHA
+
+    run = Run.objects.select_related("project").get(pk=run_id)
+    history_size = run.project.history_size
+    rows: dict[str, list[Comparison]] = {ComparisonMethod.HISTORY: [], ComparisonMethod.PREVIOUS: []}
+    with transaction.atomic():
+        for result in Result.objects.filter(run=run).select_related("metric").order_by("id"):
+            metric = result.metric
+            earlier = list(Result.objects.filter(
+                metric=metric, run__project=run.project, run__machine_id=run.machine_id, run__kind=RunKind.NIGHTLY,
+                run__status=RunStatus.COMPLETED, run__revision__branch=run.project.default_branch,
+                run__started_at__lt=run.started_at,
+            ).order_by("-run__started_at").values_list("id", "run_id", "mean", "variance", "n")[:history_size])
+            candidate = [result.mean, result.variance, result.n]
+            common = {"candidate": result, "threshold": metric.threshold, "confidence_level": metric.confidence_level}
+            if len(earlier) < MIN_HISTORY:
+                rows[ComparisonMethod.HISTORY].append(Comparison.objects.create(
+                    **common, method=ComparisonMethod.HISTORY, verdict=Verdict.INSUFFICIENT_HISTORY,
+                    ratio=None, bounded=False, inputs={"candidate": candidate}))
+                continue
+            k = len(earlier)
+            means = [row[2] for row in earlier]
+            baseline = sum(means) / k
+            history_variance = sum((mean - baseline) ** 2 for mean in means) / (k - 1)
+            within = sum(row[3] / row[4] for row in earlier) / k
+            between = max(history_variance - within, 0.0)
+            candidate_error = between + result.variance / result.n
+            standard_error = math.sqrt(candidate_error + history_variance / k)
+            statistic = (result.mean - baseline) / standard_error
+            pvalue = 2.0 * scipy_stats.t.sf(abs(statistic), k - 1)
+            h2 = scipy_stats.t.ppf((1.0 + metric.confidence_level) / 2.0, k - 1) ** 2
+            low, high = _fieller(result.mean, candidate_error, baseline, history_variance / k, h2)
+            rows[ComparisonMethod.HISTORY].append(Comparison.objects.create(
+                **common, method=ComparisonMethod.HISTORY, ratio=result.mean / baseline, ci_low=low, ci_high=high,
+                bounded=low is not None, statistic=statistic, df=k - 1, pvalue=pvalue,
+                verdict=_verdict(low, high, metric.threshold, metric.direction),
+                inputs={"candidate": candidate, "history_runs": [row[1] for row in earlier],
+                        "history": [list(row[2:]) for row in earlier], "between_variance": between,
+                        "baseline": baseline}))
+
+            previous_id, previous_run, previous_mean, previous_variance, previous_n = earlier[0]
+            if result.n < 2 or previous_n < 2:
+                continue
+            welch = scipy_stats.ttest_ind_from_stats(result.mean, math.sqrt(result.variance), result.n,
+                                                     previous_mean, math.sqrt(previous_variance), previous_n,
+                                                     equal_var=False)
+            error, previous_error = result.variance / result.n, previous_variance / previous_n
+            # Welch-Satterthwaite's df, or Hsu's min(n) - 1 where a side has fewer than 5 units (spec §5).
+            small = min(result.n, previous_n) < 5
+            df = (min(result.n, previous_n) - 1.0 if small else (error + previous_error) ** 2
+                  / (error ** 2 / (result.n - 1) + previous_error ** 2 / (previous_n - 1)))
+            h2 = scipy_stats.t.ppf((1.0 + metric.confidence_level) / 2.0, df) ** 2
+            low, high = _fieller(result.mean, error, previous_mean, previous_error, h2)
+            statistic = welch.statistic
+            pvalue = 2.0 * scipy_stats.t.sf(abs(statistic), df) if small else welch.pvalue
+            rows[ComparisonMethod.PREVIOUS].append(Comparison.objects.create(
+                **common, method=ComparisonMethod.PREVIOUS, baseline_id=previous_id,
+                ratio=result.mean / previous_mean, ci_low=low, ci_high=high, bounded=low is not None,
+                statistic=statistic, df=df, pvalue=pvalue,
+                verdict=_verdict(low, high, metric.threshold, metric.direction),
+                inputs={"candidate": candidate, "baseline_run": previous_run,
+                        "baseline": [previous_mean, previous_variance, previous_n]}))
+
+        for method_rows in rows.values():
+            tested = [row for row in method_rows if row.pvalue is not None]
+            if not tested:
+                continue
+            qvalues = scipy_stats.false_discovery_control([row.pvalue for row in tested], method="bh")
+            for row, qvalue in zip(tested, qvalues):
+                row.qvalue = min(float(qvalue), 1.0)
+                beyond = row.ratio > 1.0 + row.threshold if row.candidate.metric.direction == "lower_is_better" \
+                    else row.ratio < 1.0 - row.threshold
+                within_band = 1.0 - row.threshold <= row.ratio <= 1.0 + row.threshold
+                if row.verdict == Verdict.INCONCLUSIVE and row.qvalue < ALPHA and not within_band:
+                    row.verdict = Verdict.SUSPECTED_REGRESSION if beyond else Verdict.SUSPECTED_IMPROVEMENT
+            Comparison.objects.bulk_update(tested, ["qvalue", "verdict"], batch_size=500)
+
+
+def _fieller(mean_new: float, error_new: float, mean_old: float, error_old: float,
+             h2: float) -> tuple[float | None, float | None]:
+    """Fieller's limits of mean_new / mean_old from the variances of the two means; (None, None) if unbounded."""
+    a = mean_old ** 2 - h2 * error_old
+    if a <= 0.0:
+        return None, None
+    product = mean_new * mean_old
+    root = math.sqrt(max(product ** 2 - a * (mean_new ** 2 - h2 * error_new), 0.0))
+    return (product - root) / a, (product + root) / a
+
+
+def _verdict(low: float | None, high: float | None, threshold: float, direction: str) -> str:
+    from results.models import Verdict
+
+    if low is None:
+        return Verdict.INCONCLUSIVE
+    above, below = low > 1.0 + threshold, high < 1.0 - threshold
+    worse, better = (above, below) if direction == "lower_is_better" else (below, above)
+    if worse:
+        return Verdict.REGRESSION
+    if better:
+        return Verdict.IMPROVEMENT
+    if threshold > 0.0 and low >= 1.0 - threshold and high <= 1.0 + threshold:
+        return Verdict.NO_CHANGE
+    return Verdict.INCONCLUSIVE
+
+
+def _pair(seconds: tuple[float, float]) -> str:
+    return f"{seconds[0]:.2f} / {seconds[1]:.2f}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--series", type=int, default=10_000)
-    parser.add_argument("--history", type=int, default=10)
+    parser.add_argument("--series", type=int, nargs="+", default=[1_000, TARGET_SERIES],
+                        help="series per run; two or more sizes show whether the queries grow with them")
+    parser.add_argument("--history", type=int, default=10, help="earlier nights of every series")
+    parser.add_argument("--repeats", type=int, default=REPEATS)
     parser.add_argument("--database", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.child:
-        print(json.dumps(measure(arguments.series, arguments.history)))
+        print(json.dumps(measure(series=arguments.series[0], history=arguments.history, repeats=arguments.repeats)))
         return
-    print(f"Comparing a {arguments.series:,}-series run with a {arguments.history}-run history")
-    print(f"{'database':<11}{'end to end s':>13}{'queries':>9}{'statistics s':>14}{'scipy loop s':>14}{'speed-up':>10}")
+    print(f"compare_run (end to end) against a per-series ORM loop (baseline), {arguments.history}-night histories; "
+          f"seconds min / median of {arguments.repeats}, {os.cpu_count()} CPUs")
+    print(f"{'database':<11}{'series':>7}{'end to end s':>15}{'queries':>8}{'peak MiB':>9}"
+          f"{'baseline s':>15}{'queries':>8}{'peak MiB':>9}{'baseline/e2e':>13}{'load':>13}")
+    verdicts = []
     for database in chosen(arguments.database):
-        figures = measure_in_child(__file__, ["--series", str(arguments.series), "--history", str(arguments.history)], database=database)
-        print(f"{figures['database']:<11}{figures['end_to_end']:>13.2f}{figures['queries']:>9}"
-              f"{figures['statistics']:>14.3f}{figures['loop']:>14.2f}{figures['loop'] / figures['statistics']:>9.0f}x")
-    print("target: statistics <= 2 s; a constant number of queries (bulk inserts add only their batches)")
+        queries = {}
+        for series in arguments.series:
+            options = ["--series", str(series), "--history", str(arguments.history),
+                       "--repeats", str(arguments.repeats)]
+            figures = measure_in_child(__file__, options, database=database, debug=False)
+            e2e, base = spread(figures["end_to_end"]), spread(figures["baseline"])
+            print(f"{figures['database']:<11}{series:>7,}{_pair(e2e):>15}{figures['end_to_end_queries']:>8,}"
+                  f"{figures['end_to_end_peak_bytes'] / 2**20:>9.0f}{_pair(base):>15}"
+                  f"{figures['baseline_queries']:>8,}{figures['baseline_peak_bytes'] / 2**20:>9.0f}"
+                  f"{base[1] / e2e[1]:>12.1f}x{figures['load_before']:>7.2f}->{figures['load_after']:.2f}")
+            queries[series] = figures["end_to_end_statements"]
+            if series == TARGET_SERIES:
+                verdicts.append(f"{figures['database']}: {e2e[1]:.2f} s median end to end, "
+                                f"{'meets' if e2e[1] <= TARGET_SECONDS else 'MISSES'} <= {TARGET_SECONDS:g} s")
+        if len(queries) > 1:
+            sizes = sorted(queries)
+            grows = "constant" if sum(queries[sizes[0]].values()) == sum(queries[sizes[-1]].values()) else "GROWS"
+            verdicts.append(f"{figures['database']}: queries "
+                            + " -> ".join(f"{sum(queries[s].values())} ({s:,} series)" for s in sizes) + f": {grows}")
+            grown = {kind: queries[sizes[-1]].get(kind, 0) - queries[sizes[0]].get(kind, 0)
+                     for kind in queries[sizes[-1]]}
+            verdicts += [f"    +{count} {kind}" for kind, count in sorted(grown.items(), key=lambda item: -item[1])
+                         if count > 0]
+    print(f"target (issue 18): end to end <= {TARGET_SECONDS:g} s for {TARGET_SERIES:,} series on SQLite and "
+          "PostgreSQL; a number of queries that does not grow with the series")
+    for line in verdicts:
+        print("  " + line)
+    print("baseline/e2e: median over median. The baseline skips the shift test and the alerts compare_run also does. "
+          "peak MiB: tracemalloc during one call. load: 1-minute average before -> after the timed repeats")
 
 
 if __name__ == "__main__":
