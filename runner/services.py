@@ -548,16 +548,28 @@ def _result_document(*, spec: session_loop.MetricSpec, estimate: session_loop.Me
 def confirm_alerts(*, alert_ids: list[int]) -> list[Session]:
     """Re-measure flagged changes with an interleaved A/B session (Pilot §III-F), baseline revision vs
     candidate revision, when the project has a job for the flagged benchmark. One session per job."""
-    alerts = (Alert.objects.filter(pk__in=alert_ids, confirmations__isnull=True)
-              .select_related("comparison__candidate__run__revision", "comparison__candidate__metric__benchmark",
-                              "comparison__baseline__run__revision"))
+    alerts = list(Alert.objects.filter(pk__in=alert_ids, confirmations__isnull=True)
+                  .select_related("comparison__candidate__run__revision", "comparison__candidate__metric__benchmark",
+                                  "comparison__baseline__run__revision"))
+    # The jobs and the history runs the alerts need, read once (a nightly opens many alerts at a time).
+    jobs: dict[tuple[int, str], Job] = {}
+    for job in (Job.objects.select_related("machine").filter(
+            project_id__in={alert.comparison.candidate.run.project_id for alert in alerts}, enabled=True,
+            benchmark__in={alert.comparison.candidate.metric.benchmark.name for alert in alerts}).order_by("pk")):
+        jobs.setdefault((job.project_id, job.benchmark), job)
+    newest_history = {alert.pk: (alert.comparison.inputs.get("history_runs") or [None])[0] for alert in alerts
+                      if alert.comparison.baseline is None}
+    history = Run.objects.select_related("revision").in_bulk([pk for pk in newest_history.values() if pk])
     started, seen = [], set()
     for alert in alerts:
         comparison = alert.comparison
         run = comparison.candidate.run
-        job = Job.objects.select_related("machine").filter(
-            project_id=run.project_id, benchmark=comparison.candidate.metric.benchmark.name, enabled=True).first()
-        baseline = _baseline_revision(comparison)
+        job = jobs.get((run.project_id, comparison.candidate.metric.benchmark.name))
+        if comparison.baseline is not None:
+            baseline = comparison.baseline.run.revision
+        else:
+            found = history.get(newest_history[alert.pk])
+            baseline = found.revision if found else None
         if job is None or job.pk in seen or run.revision is None or baseline is None:
             continue
         seen.add(job.pk)
@@ -570,11 +582,3 @@ def confirm_alerts(*, alert_ids: list[int]) -> list[Session]:
             _send_on_commit(session)
         started.append(session)
     return started
-
-
-def _baseline_revision(comparison):
-    if comparison.baseline is not None:
-        return comparison.baseline.run.revision
-    history = comparison.inputs.get("history_runs") or []
-    run = Run.objects.select_related("revision").filter(pk__in=history[:1]).first()
-    return run.revision if run else None

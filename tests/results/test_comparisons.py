@@ -240,6 +240,29 @@ def test_a_regression_schedules_a_confirmation_session_when_a_job_exists(staff, 
     assert session.revisions[0]["commit"] == f"{9:040x}"
 
 
+def test_scheduling_confirmations_reads_a_constant_number_of_times_whatever_the_number_of_alerts(staff):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from runner import services as runner_services
+
+    def reads_for(names: list[str], project: str) -> int:
+        for night in range(10):
+            posted_run(night, dict.fromkeys(names, 1.0), sd=0.002, project=project)
+        run = posted_run(10, dict.fromkeys(names, 1.2), sd=0.002, project=project)
+        for name in names:
+            runner_services.create_job(user=staff, project=run.project, name=name, benchmark=name,
+                                       machine=run.machine, workload_kind="builtin", builtin="sort")
+        comparisons.compare_run(run_id=run.pk)
+        ids = list(Alert.objects.filter(comparison__candidate__run=run).values_list("pk", flat=True))
+        with CaptureQueriesContext(connection) as queries:
+            sessions = runner_services.confirm_alerts(alert_ids=ids)
+        assert len(ids) == len(sessions) == len(names)
+        return sum(query["sql"].lstrip().upper().startswith("SELECT") for query in queries.captured_queries)
+
+    assert reads_for(["a", "b"], "Two") == reads_for([f"s{i}" for i in range(6)], "Six")
+
+
 def test_a_pull_request_with_raw_samples_also_gets_a_seeded_hierarchical_bootstrap():
     def run_with_samples(night, scale, kind="nightly", branch="main", base_commit=""):
         samples = (scale * (1 + np.random.default_rng(night).normal(0, 0.01, (6, 10)))).tolist()
