@@ -464,7 +464,7 @@ class OverviewGroup:
     counts: dict[str, int]
     insufficient: list[ComparisonRow]
     total: int
-    failures: list[FailedResult] = ()
+    failures: list[FailedResult] = field(default_factory=list)
 
     @property
     def truncated(self) -> bool:
