@@ -5,6 +5,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.validators import URLValidator
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from .models import (
@@ -54,7 +55,9 @@ def open_alerts(run: Run, *, carried: dict[int, int]) -> None:
                   if is_significant(pvalue, qvalue)]
     else:
         opened, evidence = [], {}
-        shifts = compared.filter(method=ComparisonMethod.SHIFT)
+        # Only alerting verdicts and carried series matter: reading every shift row's inputs costs 0.3 s a run.
+        shifts = compared.filter(Q(verdict__in=NIGHTLY_ALERTS) | Q(candidate__metric_id__in=list(carried)),
+                                 method=ComparisonMethod.SHIFT)
         for pk, metric_id, verdict, inputs, pvalue, qvalue in shifts.values_list(
                 "pk", "candidate__metric_id", "verdict", "inputs", "pvalue", "qvalue"):
             # An interval beyond the band is a change only when the run's false-discovery control agrees

@@ -85,7 +85,7 @@ def test_a_cancelled_sessions_run_is_kept_but_never_compared():
     cancelled = posted_run(4, {"parse": 2.0}, sd=0.002)
     Run.objects.filter(pk=cancelled.pk).update(status=Run.Status.CANCELLED)
 
-    assert comparisons.compare_run(run_id=cancelled.pk) == []
+    assert comparisons.compare_run(run_id=cancelled.pk) == 0
     assert not Comparison.objects.filter(candidate__run=cancelled).exists()
 
 
