@@ -16,10 +16,11 @@ is the level of its interval and of both sides' half-widths.
 import gc
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from typing import NamedTuple
 
 import numpy as np
 from django.db import connection, transaction
@@ -44,11 +45,22 @@ BOOTSTRAP_MAX_SERIES = 200
 # --- Computing -------------------------------------------------------------------------------------------
 
 
-def history_rows(candidates: Sequence[Series], histories: Sequence[Sequence[Series]], *,
-                 context: Callable[[Series, Sequence[Series]], dict] | None = None) -> list[ComparisonRow]:
-    """One row per candidate against its history (newest first), in their order, from one vectorized
-    call: the ratio with the run-to-run variance carried in (spec §8). Fewer than ``MIN_HISTORY`` results
-    give an *insufficient history* row."""
+class StoredNight(NamedTuple):
+    """An earlier night's stored result of a series: what its history and shift comparisons read."""
+
+    result_id: int
+    run_id: int
+    mean: float
+    variance: float
+    n: int
+    subsession_size: int
+    independent: bool
+
+
+def history_rows(candidates: Sequence[Series], histories: Sequence[Sequence[StoredNight]]) -> list[ComparisonRow]:
+    """One row per candidate against its history (its earlier nights, newest first), in their order, from one
+    vectorized call: the ratio with the run-to-run variance carried in (spec §8). Fewer than ``MIN_HISTORY``
+    nights give an *insufficient history* row."""
     rows: list[ComparisonRow | None] = [None] * len(candidates)
     usable = [i for i, history in enumerate(histories) if len(history) >= MIN_HISTORY]
     for i in set(range(len(candidates))) - set(usable):
@@ -58,15 +70,13 @@ def history_rows(candidates: Sequence[Series], histories: Sequence[Sequence[Seri
             candidate=comparing.side_of(candidates[i], None), ratio=None, low=None, high=None, bounded=False,
             statistic=None, df=None, pvalue=None, qvalue=None, verdict=Verdict.INSUFFICIENT_HISTORY,
             threshold=candidates[i].threshold, confidence_level=candidates[i].confidence_level,
-            note=f"{found} earlier night{'s' if found != 1 else ''}, {MIN_HISTORY} needed",
-            **(context(candidates[i], histories[i]) if context else {}))
+            note=f"{found} earlier night{'s' if found != 1 else ''}, {MIN_HISTORY} needed")
     if usable:
         chosen = [candidates[i] for i in usable]
         width = max(len(histories[i]) for i in usable)
         padded = np.full((3, len(usable), width), np.nan)
         for row, i in enumerate(usable):
-            for column, series in enumerate(histories[i]):
-                padded[:, row, column] = (series.summary.mean, series.summary.variance, series.summary.n)
+            padded[:, row, :len(histories[i])] = np.array([night[2:5] for night in histories[i]]).T
         levels = np.array([series.confidence_level for series in chosen])
         result = stats.compare_with_history(
             *comparing.summary_arrays([series.summary for series in chosen]), *padded,
@@ -86,24 +96,18 @@ def history_rows(candidates: Sequence[Series], histories: Sequence[Sequence[Seri
                 numbers={name: values[row] for name, values in columns.items()}, verdict=str(columns["verdict"][row]),
                 baseline=baseline, candidate=comparing.side_of(candidates[i], candidate_widths[row]),
                 note=f"mean of {size} nights" + (SINGLE_VALUES if _single_values(candidates[i], histories[i]) else ""),
-                **_with_inputs(context(candidates[i], histories[i]) if context else {},
-                               _history_inputs(histories[i], columns, row)))
+                inputs=_history_inputs(histories[i], columns, row))
     return rows
-
-
-def _with_inputs(extra: dict, inputs: dict) -> dict:
-    """A row's extra fields with `inputs` added to those they already have."""
-    return {**extra, "inputs": {**extra.get("inputs", {}), **inputs}}
 
 
 SINGLE_VALUES = "; one value per night, so the run-to-run spread alone (no within-run term, no bootstrap)"
 
 
-def _single_values(candidate: Series, history: Sequence[Series]) -> bool:
-    return candidate.summary.n == 1 and all(series.summary.n == 1 for series in history)
+def _single_values(candidate: Series, history: Sequence[StoredNight]) -> bool:
+    return candidate.summary.n == 1 and all(night.n == 1 for night in history)
 
 
-def shift_rows(candidates: Sequence[Series], nights: Sequence[Sequence[Series]], *, recent: Sequence[int],
+def shift_rows(candidates: Sequence[Series], nights: Sequence[Sequence[StoredNight]], *, recent: Sequence[int],
                suspected_since: Sequence[int | None]) -> list[ComparisonRow]:
     """One row per candidate: has its series shifted at one of its recent nights (spec §8)?
 
@@ -126,7 +130,7 @@ def shift_rows(candidates: Sequence[Series], nights: Sequence[Sequence[Series]],
         width = max(len(nights[i]) for i in members) + 1
         means = np.full((len(members), width), np.nan)
         for row, i in enumerate(members):
-            values = [series.summary.mean for series in nights[i]] + [candidates[i].summary.mean]
+            values = [night.mean for night in nights[i]] + [candidates[i].summary.mean]
             means[row, width - len(values):] = values
         levels = np.array([candidates[i].confidence_level for i in members])
         found = (stats.shift_since(means, count, history=SHIFT_HISTORY, confidence=levels) if kind == "since" else
@@ -176,7 +180,7 @@ def _own_spread_pvalues(means: np.ndarray, columns: dict, tested: np.ndarray) ->
     return pvalues
 
 
-def _shift_row(series: Series, earlier: Sequence[Series], values: dict, *, starts: int,
+def _shift_row(series: Series, earlier: Sequence[StoredNight], values: dict, *, starts: int,
                pooled_since: bool) -> ComparisonRow:
     if values["start"] < 0:
         return _untested_shift(series, len(earlier), starts)
@@ -212,9 +216,9 @@ def _untested_shift(series: Series, found: int, starts: int) -> ComparisonRow:
         confidence_level=series.confidence_level, note=why, inputs={"starts_tried": 0})
 
 
-def _history_inputs(history: Sequence[Series], columns: dict, row: int) -> dict:
-    return {"history_runs": [series.run_id for series in history],
-            "history": [[series.summary.mean, series.summary.variance, series.summary.n] for series in history],
+def _history_inputs(history: Sequence[StoredNight], columns: dict, row: int) -> dict:
+    return {"history_runs": [night.run_id for night in history],
+            "history": [[night.mean, night.variance, night.n] for night in history],
             "between_variance": float(columns["between_variance"][row]), "baseline": float(columns["baseline"][row]),
             "band": [float(columns["prediction_low"][row]), float(columns["prediction_high"][row])]}
 
@@ -447,7 +451,7 @@ def _against_history(candidates: list[Series], baselines: dict[int, SeriesBaseli
                      history_size: int) -> tuple[list[Entry], dict[int, Series]]:
     """Each candidate against the last K nights of its level, and tested for a recent shift; and each
     series' newest earlier night that measured it (metric id → series), for the naive comparison."""
-    by_run = _earlier_series(candidates, baselines)
+    by_run = _earlier_nights(baselines)
     histories, nights, since = [], [], []
     for series in candidates:
         baseline = baselines[series.metric_id]
@@ -471,30 +475,33 @@ def _against_history(candidates: list[Series], baselines: dict[int, SeriesBaseli
         newest = next((night for night in reversed(baselines[series.metric_id].nights)
                        if (series.metric_id, night.run_id) in by_run), None)
         if newest is not None:
-            previous[series.metric_id] = by_run[series.metric_id, newest.run_id]
+            previous[series.metric_id] = _night_series(series, by_run[series.metric_id, newest.run_id])
     return entries + [(row, series.result_id, None) for row, series in zip(shifts, candidates)], previous
 
 
-def _earlier_series(candidates: list[Series], baselines: dict[int, SeriesBaseline]) -> dict[tuple[int, int], Series]:
-    """The earlier nights' results of the candidates' series as series, by (metric id, run id), from one query
-    of their summaries alone: the rest of a series (names, threshold, level) is the candidate's."""
+def _earlier_nights(baselines: dict[int, SeriesBaseline]) -> dict[tuple[int, int], StoredNight]:
+    """The stored results of the series' earlier nights, by (metric id, run id), from one query."""
     runs = {night.run_id for baseline in baselines.values() for night in baseline.nights}
     if not runs:
         return {}
-    by_metric = {series.metric_id: series for series in candidates}
     found = Result.objects.filter(run_id__in=runs, metric_id__in=list(baselines)).values_list(
         "metric_id", "run_id", "id", "mean", "variance", "n", "subsession_size", "independent")
     # Read by the cursor: the ORM's per-row converters took half the time of 100,000 rows.
     with connection.cursor() as cursor:
         cursor.execute(*found.query.sql_with_params())
-        rows = cursor.fetchall()
-    return {(metric, run): Series(
+        return {(metric, run): StoredNight(pk, run, mean, variance, n, size, bool(independent))
+                for metric, run, pk, mean, variance, n, size, independent in cursor.fetchall()}
+
+
+def _night_series(candidate: Series, night: StoredNight) -> Series:
+    """An earlier night of a candidate's series as a series (names, threshold and level are the candidate's)."""
+    return Series(
         benchmark=candidate.benchmark, metric=candidate.metric, unit=candidate.unit, direction=candidate.direction,
         threshold=candidate.threshold, confidence_level=candidate.confidence_level, display_unit=candidate.display_unit,
-        summary=stats.SampleSummary(mean=mean, subsession_size=size, variance=variance, n=n, sample_count=n * size,
-                                    autocorrelation=math.nan, independent=bool(independent)),
-        samples=None, metric_id=metric, result_id=pk, run_id=run)
-        for metric, run, pk, mean, variance, n, size, independent in rows for candidate in (by_metric[metric],)}
+        summary=stats.SampleSummary(mean=night.mean, subsession_size=night.subsession_size, variance=night.variance,
+                                    n=night.n, sample_count=night.n * night.subsession_size, autocorrelation=math.nan,
+                                    independent=night.independent),
+        samples=None, metric_id=candidate.metric_id, result_id=night.result_id, run_id=night.run_id)
 
 
 def _against_results(candidates: list[Series], found: dict[int, Series], *, method: str,

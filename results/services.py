@@ -8,7 +8,7 @@ anywhere in a batch writes nothing.
 import hashlib
 import math
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -202,18 +202,19 @@ def _inserted_fields(model: type[models.Model]) -> list[models.Field]:
 
 
 def _insert(model: type[models.Model], fields: list[models.Field], rows: Iterable[list[Any]]) -> None:
-    """Insert rows of Python values (one per field, in order) in one query."""
-    adapters = [_adapter(field) for field in fields]
+    """Insert rows of Python values (one per field, in order) in one query, adapted column by column."""
+    rows = list(rows)
+    adapted = list(zip(*(_adapted(field, [row[i] for row in rows]) for i, field in enumerate(fields))))
     table = connection.ops.quote_name(model._meta.db_table)
     columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
     with connection.wrap_database_errors, connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row([adapt(value) for adapt, value in zip(adapters, row)])
+                for row in adapted:
+                    copy.write_row(row)
         else:
             cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({', '.join(['%s'] * len(fields))})",
-                               [[adapt(value) for adapt, value in zip(adapters, row)] for row in rows])
+                               adapted)
 
 
 _PLAIN_TYPES = ((models.FloatField, float), (models.BooleanField, bool), (models.IntegerField, int),
@@ -222,8 +223,8 @@ _PLAIN_TYPES = ((models.FloatField, float), (models.BooleanField, bool), (models
 them), and the type; a foreign key counts as the field it points to."""
 
 
-def _adapter(field: models.Field) -> Callable[[Any], Any]:
-    """A function of a Python value of `field` giving it as the database driver takes it.
+def _adapted(field: models.Field, values: list[Any]) -> list[Any]:
+    """A column of Python values of `field`, as the database driver takes them.
 
     Timestamps set on insert (``auto_now``, ``auto_now_add``) are the same for every row, taken once. The
     other fields go, on SQLite, through the field's own ``get_db_prep_save`` (JSON as text, datetimes); COPY
@@ -232,18 +233,17 @@ def _adapter(field: models.Field) -> Callable[[Any], Any]:
     target = field.target_field if field.is_relation else field
     cast = next((cast for kind, cast in _PLAIN_TYPES if isinstance(target, kind)), None)
     if cast is not None:
-        return lambda value: None if value is None else cast(value)
+        return [None if value is None else cast(value) for value in values]
     postgresql = connection.vendor == "postgresql"
     if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
         now = timezone.now()
         stamp = now if isinstance(field, models.DateTimeField) else now.date()
-        stamp = stamp if postgresql else field.get_db_prep_save(stamp, connection)
-        return lambda value: stamp
+        return [stamp if postgresql else field.get_db_prep_save(stamp, connection)] * len(values)
     if not postgresql:
-        return lambda value: field.get_db_prep_save(value, connection)
+        return [field.get_db_prep_save(value, connection) for value in values]
     if isinstance(field, JSONField):
-        return lambda value: None if value is None else Jsonb(value)
-    return lambda value: value
+        return [None if value is None else Jsonb(value) for value in values]
+    return values
 
 
 def get_or_insert(model: type[models.Model], lookup: dict, defaults: dict) -> models.Model | None:
