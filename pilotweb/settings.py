@@ -198,6 +198,8 @@ CELERY_TIMEZONE = TIME_ZONE
 # alerts) run in the process that sends them, once its transaction commits. Sessions still go to their machine's
 # queue, and the periodic catch-ups need celery beat.
 PILOTWEB_ANALYSIS_IN_PROCESS = env_bool("PILOTWEB_ANALYSIS_IN_PROCESS", False)
+# A nightly of more series is compared in chunks of this many, which the analysis workers take in parallel.
+PILOTWEB_COMPARISON_CHUNK_SERIES = int(os.environ.get("PILOTWEB_COMPARISON_CHUNK_SERIES", "5000"))
 
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")

@@ -137,34 +137,42 @@ def with_qvalues(rows: Sequence[ComparisonRow]) -> list[ComparisonRow]:
     alone. The q-value controls the false discovery rate across them, and it is the q-value, not the
     p-value, that decides significance wherever the comparison belongs to a run (spec §7).
     """
-    # Imported here: scipy.stats takes half a second to import, and two files are compared without q-values.
-    from scipy.stats import false_discovery_control
-
     rows = list(rows)
     by_method: dict[str, list[int]] = defaultdict(list)
     for index, row in enumerate(rows):
         if row.pvalue is not None:
             by_method[row.method].append(index)
     for indexes in by_method.values():
-        qvalues = np.atleast_1d(false_discovery_control([rows[i].pvalue for i in indexes], method="bh"))
-        for i, qvalue in zip(indexes, qvalues):
-            rows[i] = replace(rows[i], qvalue=float(min(qvalue, 1.0)))
+        for i, qvalue in zip(indexes, bh_qvalues([rows[i].pvalue for i in indexes])):
+            rows[i] = replace(rows[i], qvalue=float(qvalue))
     return rows
 
 
+def bh_qvalues(pvalues: Sequence[float]) -> np.ndarray:
+    """Benjamini–Hochberg q-values of p-values, in their order (:func:`with_qvalues`)."""
+    # Imported here: scipy.stats takes half a second to import, and two files are compared without q-values.
+    from scipy.stats import false_discovery_control
+
+    return np.minimum(np.atleast_1d(false_discovery_control(pvalues, method="bh")), 1.0)
+
+
 def with_suspected(rows: Sequence[ComparisonRow]) -> list[ComparisonRow]:
-    """The rows with *inconclusive* split (spec §7): a change that is significant (q, or p where there is no
-    q: :func:`results.presentation.is_significant`) with its point estimate beyond the band is a *suspected*
-    regression or improvement; the rest stay inconclusive, shown quietly."""
-    return [replace(row, verdict=_suspected(row)) if row.verdict == stats.Verdict.INCONCLUSIVE else row for row in rows]
+    """The rows with *inconclusive* split (:func:`suspected_verdict`)."""
+    return [replace(row, verdict=verdict) if (verdict := suspected_verdict(
+        row.verdict, ratio=row.ratio, threshold=row.threshold, direction=row.direction,
+        significant=row.significant)) != row.verdict else row for row in rows]
 
 
-def _suspected(row: ComparisonRow) -> str:
-    if row.ratio is None or not row.significant:
-        return row.verdict
-    worse = row.ratio > 1.0 + row.threshold if row.direction == "lower_is_better" else row.ratio < 1.0 - row.threshold
-    better = row.ratio < 1.0 - row.threshold if row.direction == "lower_is_better" else row.ratio > 1.0 + row.threshold
-    return SUSPECTED_REGRESSION if worse else SUSPECTED_IMPROVEMENT if better else row.verdict
+def suspected_verdict(verdict: str, *, ratio: float | None, threshold: float, direction: str,
+                      significant: bool) -> str:
+    """*Inconclusive* split (spec §7): a change that is significant (q, or p where there is no q:
+    :func:`results.presentation.is_significant`) with its point estimate beyond the band is a *suspected*
+    regression or improvement; the rest stay inconclusive, shown quietly. Other verdicts stay."""
+    if verdict != stats.Verdict.INCONCLUSIVE or ratio is None or not significant:
+        return verdict
+    above, below = ratio > 1.0 + threshold, ratio < 1.0 - threshold
+    worse, better = (above, below) if direction == "lower_is_better" else (below, above)
+    return SUSPECTED_REGRESSION if worse else SUSPECTED_IMPROVEMENT if better else verdict
 
 
 def comparison_row(series: Series, *, method: str, alpha: float, numbers: dict, verdict: str, baseline: Side,

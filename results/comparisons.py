@@ -23,6 +23,7 @@ from datetime import timedelta
 from typing import NamedTuple
 
 import numpy as np
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -30,7 +31,7 @@ from . import alerts, comparing, presentation, stats
 from .baselines import SHIFT_HISTORY, SHIFT_MIN_HISTORY, SeriesBaseline, pull_request_bases, series_baselines
 from .comparing import SMALL_SIDES, Bootstrap, NothingToCompare, compare_series, pairwise_rows, with_qvalues, \
     with_suspected
-from .models import Alert, Comparison, ComparisonMethod, Result, Run, RunKind, RunStatus, Verdict
+from .models import Alert, Comparison, ComparisonChunk, ComparisonMethod, Result, Run, RunKind, RunStatus, Verdict
 from .presentation import ALPHA
 from .rows import ComparisonRow, Interval, Side
 from .series import Series
@@ -395,7 +396,7 @@ def compare_run(*, run_id: int) -> int:
     # A confirmation settles its alert instead; a cancelled session's partial runs are kept, never compared.
     if not candidates or run.kind == RunKind.CONFIRMATION or run.status != RunStatus.COMPLETED:
         return 0
-    found: dict[int, SeriesBaseline] = {}
+    carried: dict[int, int] = {}
     if run.kind == RunKind.PR:
         bases = pull_request_bases(run, [series.metric_id for series in candidates])
         ids = {metric: base.result_id for metric, base in bases.items()}
@@ -404,17 +405,110 @@ def compare_run(*, run_id: int) -> int:
                        fallbacks={metric for metric, base in bases.items() if base.fallback})
                    + _bootstrap_against_results(run, ids))
     else:
-        found = series_baselines(run, [series.metric_id for series in candidates],
-                                 history_size=run.project.history_size)
-        entries, previous = _against_history(candidates, found, history_size=run.project.history_size)
-        entries += _against_results(candidates, previous, method=ComparisonMethod.PREVIOUS)
+        entries, carried = _nightly_entries(run, candidates)
     rows = with_suspected(with_qvalues([row for row, _, _ in entries]))
     bulk_insert_values(Comparison, [_stored(row, candidate=candidate, baseline=baseline)
                                     for row, (_, candidate, baseline) in zip(rows, entries)])
-    alerts.open_alerts(run, carried={metric: baseline.carried for metric, baseline in found.items()
-                                     if baseline.carried is not None})
+    alerts.open_alerts(run, carried=carried)
     transaction.on_commit(lambda: _enqueue_change_points(run.pk))
     return len(rows)
+
+
+def _nightly_entries(run: Run, candidates: list[Series]) -> tuple[list["Entry"], dict[int, int]]:
+    """A nightly's rows against its history, its shifts and its previous night, and the alerts its series carry
+    (metric id → alert id)."""
+    found = series_baselines(run, [series.metric_id for series in candidates], history_size=run.project.history_size)
+    entries, previous = _against_history(candidates, found, history_size=run.project.history_size)
+    entries += _against_results(candidates, previous, method=ComparisonMethod.PREVIOUS)
+    return entries, {metric: baseline.carried for metric, baseline in found.items() if baseline.carried is not None}
+
+
+# --- A large nightly compared in chunks, by several analysis workers -------------------------------------
+
+
+def begin_comparison(*, run_id: int, chunk_series: int | None = None) -> list[int]:
+    """Compare a stored run whole (:func:`compare_run`) and return []; or, for a completed nightly of more
+    than ``chunk_series`` series (``PILOTWEB_COMPARISON_CHUNK_SERIES``), forget its earlier comparisons, split
+    its series into chunks for the analysis workers to compare at once (:func:`compare_chunk`) and return the
+    chunks' ids."""
+    chunk_series = chunk_series or settings.PILOTWEB_COMPARISON_CHUNK_SERIES
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        metric_ids = list(Result.objects.filter(run=run).order_by("metric_id").values_list("metric_id", flat=True))
+        if (len(metric_ids) <= chunk_series or run.status != RunStatus.COMPLETED
+                or run.kind in (RunKind.PR, RunKind.CONFIRMATION)):
+            chunked = False
+        else:
+            chunked = True
+            _delete_comparisons(run)
+            # compared_at is set by the chunk that completes the comparison; the catch-up leaves a run alone
+            # while its chunks are pending (pending_runs).
+            Run.objects.filter(pk=run.pk).update(compared_at=None)
+            chunks = ComparisonChunk.objects.bulk_create([
+                ComparisonChunk(run=run, index=index, metric_ids=metric_ids[start:start + chunk_series])
+                for index, start in enumerate(range(0, len(metric_ids), chunk_series))])
+    if not chunked:
+        compare_run(run_id=run_id)
+        return []
+    return [chunk.pk for chunk in chunks]
+
+
+@_cycle_collection_paused()
+def compare_chunk(*, chunk_id: int, worker: str = "") -> bool:
+    """Compare one chunk's series as :func:`compare_run` does and store their rows, their q-values left for the
+    end; the chunk that finds itself the last of its run to finish completes the run's comparison
+    (:func:`_complete_chunked`) and returns True. A chunk already done, or replaced by a new comparison of its
+    run, is skipped."""
+    with transaction.atomic():
+        chunk = (ComparisonChunk.objects.select_for_update().select_related("run__project")
+                 .filter(pk=chunk_id, finished_at__isnull=True).first())
+        if chunk is None:
+            return False
+        run = chunk.run
+        candidates = _stored_series(Result.objects.filter(run=run, metric_id__in=chunk.metric_ids))
+        entries, carried = _nightly_entries(run, candidates)
+        bulk_insert_values(Comparison, [_stored(row, candidate=candidate, baseline=baseline)
+                                        for row, candidate, baseline in entries])
+        chunk.carried, chunk.worker, chunk.finished_at = carried, worker[:200], timezone.now()
+        chunk.save(update_fields=["carried", "worker", "finished_at"])
+    with transaction.atomic():
+        if ComparisonChunk.objects.filter(run=run, finished_at__isnull=True).exists():
+            return False
+        # Two chunks finishing at once may both see none left: the run's row decides which completes it.
+        if not Run.objects.filter(pk=run.pk, compared_at__isnull=True).update(compared_at=timezone.now()):
+            return False
+        _complete_chunked(run)
+    return True
+
+
+def _complete_chunked(run: Run) -> None:
+    """The end of a chunked comparison: q-values across all the run's comparisons of each method, the
+    suspected verdicts they decide (as :func:`compare_run` computes them), the alerts."""
+    stored = list(Comparison.objects.filter(candidate__run=run, pvalue__isnull=False).values_list(
+        "pk", "method", "pvalue", "ratio", "threshold", "verdict", "candidate__metric__direction"))
+    by_method: dict[str, list[int]] = defaultdict(list)
+    for index, entry in enumerate(stored):
+        by_method[entry[1]].append(index)
+    updates = []
+    for indexes in by_method.values():
+        for i, qvalue in zip(indexes, comparing.bh_qvalues([stored[i][2] for i in indexes])):
+            pk, _, pvalue, ratio, threshold, verdict, direction = stored[i]
+            qvalue = float(qvalue)
+            updates.append((qvalue, comparing.suspected_verdict(
+                verdict, ratio=ratio, threshold=threshold, direction=direction,
+                significant=presentation.is_significant(pvalue, qvalue)), pk))
+    with connection.cursor() as cursor:
+        cursor.executemany(f"UPDATE {Comparison._meta.db_table} SET qvalue = %s, verdict = %s WHERE id = %s",
+                           updates)
+    carried = {int(metric): alert for chunk in run.comparison_chunks.all() for metric, alert in chunk.carried.items()}
+    alerts.open_alerts(run, carried=carried)
+    transaction.on_commit(lambda: _enqueue_change_points(run.pk))
+
+
+def pending_chunks(*, older_than: timedelta = timedelta(minutes=30)) -> list[int]:
+    """Chunks of a comparison not finished long after they were planned (their worker was lost)."""
+    return list(ComparisonChunk.objects.filter(finished_at__isnull=True, created_at__lt=timezone.now() - older_than)
+                .order_by("pk").values_list("pk", flat=True))
 
 
 # A computed row with the ids of the stored results it compares (candidate, baseline or None).
@@ -425,7 +519,9 @@ def _delete_comparisons(run: Run) -> None:
     """Delete a run's stored comparisons in a number of queries that does not grow with them: their alerts
     first (through the ORM, which deletes their events and unlinks confirmation sessions), other alerts'
     evidence among them unset, then the comparisons in one DELETE, as nothing else refers to them. The ORM's
-    own delete would load every comparison to collect what refers to it, and delete them in batches."""
+    own delete would load every comparison to collect what refers to it, and delete them in batches. The chunks
+    of an earlier comparison in chunks go too."""
+    ComparisonChunk.objects.filter(run=run).delete()
     stored = Comparison.objects.filter(candidate__run=run)
     Alert.objects.filter(comparison__in=stored).delete()
     Alert.objects.filter(evidence__in=stored).update(evidence=None)
@@ -439,10 +535,12 @@ def _enqueue_change_points(run_id: int) -> None:
 
 
 def pending_runs(*, older_than: timedelta = timedelta(minutes=2)) -> list[int]:
-    """Completed runs not compared yet (their enqueue was lost), oldest first."""
+    """Completed runs not compared yet (their enqueue was lost), oldest first; not those whose chunks are
+    being compared."""
     return list(
         Run.objects.filter(status=RunStatus.COMPLETED, compared_at__isnull=True,
                            created_at__lt=timezone.now() - older_than)
+        .exclude(pk__in=ComparisonChunk.objects.filter(finished_at__isnull=True).values("run_id"))
         .order_by("started_at").values_list("pk", flat=True)
     )
 

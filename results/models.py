@@ -393,6 +393,28 @@ class Comparison(models.Model):
         return f"{self.candidate} ({self.method}): {self.verdict}"
 
 
+class ComparisonChunk(models.Model):
+    """A share of a large nightly run's comparison: the series one analysis worker compares, so that several
+    workers compare one run at once. The last chunk to finish completes the run's comparison (q-values across
+    all its series, suspected verdicts, alerts): see :func:`results.comparisons.compare_chunk`."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="comparison_chunks")
+    index = models.PositiveIntegerField()
+    metric_ids = models.JSONField(default=list, help_text="The metrics of the run's results this chunk compares.")
+    carried = models.JSONField(default=dict, blank=True,
+                               help_text="Alerts carried by its series' shift tests: metric id → alert id.")
+    worker = models.CharField(max_length=200, blank=True, help_text="The analysis worker that compared it.")
+    finished_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "index"]
+        constraints = [models.UniqueConstraint(fields=["run", "index"], name="comparison_chunk_unique_index")]
+
+    def __str__(self) -> str:
+        return f"Chunk {self.index} of run #{self.run_id}"
+
+
 class ChangePoint(models.Model):
     """Where a series of run means shifted: a decision (spec §8). A rank scan found the split, a permutation
     test kept it (``pvalue``), and its size, the ratio of the segment after it to the one before with

@@ -57,7 +57,13 @@ def analysis_in_process() -> Iterator[None]:
 
 @shared_task(ignore_result=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
 def compare_run(run_id: int) -> None:
-    comparisons.compare_run(run_id=run_id)
+    for chunk_id in comparisons.begin_comparison(run_id=run_id):
+        enqueue(compare_chunk, chunk_id)
+
+
+@shared_task(bind=True, ignore_result=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
+def compare_chunk(self, chunk_id: int) -> None:
+    comparisons.compare_chunk(chunk_id=chunk_id, worker=self.request.hostname or "")
 
 
 @shared_task(ignore_result=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
@@ -69,6 +75,8 @@ def notify_alert_group(group_id: int) -> None:
 def compare_pending_runs() -> None:
     for run_id in comparisons.pending_runs():
         enqueue(compare_run, run_id)
+    for chunk_id in comparisons.pending_chunks():
+        enqueue(compare_chunk, chunk_id)
 
 
 @shared_task(ignore_result=True)
