@@ -8,10 +8,11 @@ baselines and histories, computes the history, previous-night and shift comparis
 them, opens alerts, enqueues change-point detection).
 
 Baseline, in the same child on the same database, turn about with it: the same comparison written the obvious
-way, a per-series ORM loop in one transaction (for each series: query its last K results, compute the history
-comparison and the previous-night Welch/Fieller comparison with scipy, ``create()`` both Comparison rows; then
-Benjamini-Hochberg q-values with scipy and a ``bulk_update``). It skips the shift test and the alerts that
-``compare_run`` also does, so it does less work; the script checks that both store the same numbers and verdicts.
+way, a per-series ORM loop in one transaction (for each series: query its earlier nights, compute the history
+comparison and the previous-night Welch/Fieller comparison with scipy, test it for a shift at one of its recent
+nights with the core's ``recent_shift`` on that one series, ``create()`` the three Comparison rows; then
+Benjamini-Hochberg q-values with scipy, a ``bulk_update``, and an alert ``create()``d for each alerting shift).
+The script checks that both store the same numbers, verdicts and alerts.
 
 Target (issue 18): end to end <= 2 s for 10,000 series on SQLite and on PostgreSQL, with a number of queries
 that does not grow with the number of series. Printed: min / median of the repeats, the queries
@@ -51,7 +52,7 @@ def measure(*, series: int, history: int, repeats: int) -> dict:
     from django.test.utils import CaptureQueriesContext
 
     from results import comparisons
-    from results.models import Comparison, ComparisonMethod
+    from results.models import Alert, Comparison
 
     call_command("migrate", verbosity=0)
     run = _nights(series=series, history=history)
@@ -74,10 +75,11 @@ def measure(*, series: int, history: int, repeats: int) -> dict:
             function()
         figures[f"{name}_queries"] = len(queries)
         figures[f"{name}_statements"] = Counter(_statement(query["sql"]) for query in queries.captured_queries)
-        compared[name] = {(pk, method): values for pk, method, *values in stored.filter(
-            method__in=[ComparisonMethod.HISTORY, ComparisonMethod.PREVIOUS]).values_list(
+        compared[name] = {(pk, method): values for pk, method, *values in stored.values_list(
             "candidate_id", "method", "ratio", "ci_low", "ci_high", "pvalue", "qvalue", "verdict")}
-    _check_same(compared["end_to_end"], compared["baseline"], expected=2 * series)
+        compared[name]["alerts"] = sorted(Alert.objects.filter(comparison__candidate__run=run).values_list(
+            "comparison__candidate_id", "state"))
+    _check_same(compared["end_to_end"], compared["baseline"], expected=3 * series + 1)
     for name, function in functions.items():
         stored.delete()
         tracemalloc.start()
@@ -91,7 +93,9 @@ def measure(*, series: int, history: int, repeats: int) -> dict:
 
 
 def _statement(sql: str) -> str:
-    """A query's kind and first table, e.g. 'INSERT results_comparison', to say which queries grow."""
+    """A query's kind and first table, e.g. 'INSERT results_comparison', to say which queries grow (an executemany
+    is logged as 'N times: SQL', one query)."""
+    sql = re.sub(r"^\d+ times: ", "", sql)
     found = re.match(r'\s*(UPDATE)\s+"?(\w+)', sql) or re.match(r'\s*(\w+).*?\b(?:FROM|INTO)\s+"?(\w+)', sql,
                                                                   re.DOTALL)
     return f"{found[1].upper()} {found[2]}" if found else sql.split(None, 1)[0].upper()
@@ -125,10 +129,12 @@ def _nights(*, series: int, history: int):
 
 
 def _check_same(computed: dict, baseline: dict, *, expected: int) -> None:
-    """Both ways stored the same history and previous-night rows: equal verdicts, numbers to 1e-9."""
+    """Both ways stored the same rows (equal verdicts, numbers to 1e-9) and opened the same alerts."""
     if len(computed) != expected or computed.keys() != baseline.keys():
-        raise SystemExit(f"compare_run stored {len(computed)} history and previous rows, the baseline "
-                         f"{len(baseline)}; {expected} expected")
+        raise SystemExit(f"compare_run stored {len(computed) - 1} rows, the baseline {len(baseline) - 1}; "
+                         f"{expected - 1} expected")
+    if computed.pop("alerts") != baseline.pop("alerts"):
+        raise SystemExit("the baseline opened other alerts than compare_run")
     for key, numbers in computed.items():
         other = baseline[key]
         if numbers[-1] != other[-1] or not all(
@@ -139,27 +145,37 @@ def _check_same(computed: dict, baseline: dict, *, expected: int) -> None:
 
 
 def compare_one_by_one(run_id: int) -> None:
-    """The baseline: the history and previous-night comparisons of a run, series by series through the ORM."""
+    """The baseline: a run's history, previous-night and shift comparisons and its alerts, series by series
+    through the ORM."""
+    import numpy as np
     from django.db import transaction
     from scipy import stats as scipy_stats
 
+    from results import stats
+    from results.alerts import NIGHTLY_ALERTS, SERIES_LEVEL
+    from results.baselines import SHIFT_HISTORY, SHIFT_RECENT
     from results.comparisons import MIN_HISTORY
-    from results.models import Comparison, ComparisonMethod, Result, Run, RunKind, RunStatus, Verdict
+    from results.models import (Alert, AlertGroup, AlertState, Comparison, ComparisonMethod, Result, Run, RunKind,
+                                RunStatus, Verdict)
     from results.presentation import ALPHA
 
     run = Run.objects.select_related("project").get(pk=run_id)
     history_size = run.project.history_size
-    rows: dict[str, list[Comparison]] = {ComparisonMethod.HISTORY: [], ComparisonMethod.PREVIOUS: []}
+    rows: dict[str, list[Comparison]] = {method: [] for method in (
+        ComparisonMethod.HISTORY, ComparisonMethod.PREVIOUS, ComparisonMethod.SHIFT)}
     with transaction.atomic():
         for result in Result.objects.filter(run=run).select_related("metric").order_by("id"):
             metric = result.metric
-            earlier = list(Result.objects.filter(
+            nights = list(Result.objects.filter(
                 metric=metric, run__project=run.project, run__machine_id=run.machine_id, run__kind=RunKind.NIGHTLY,
                 run__status=RunStatus.COMPLETED, run__revision__branch=run.project.default_branch,
                 run__started_at__lt=run.started_at,
-            ).order_by("-run__started_at").values_list("id", "run_id", "mean", "variance", "n")[:history_size])
+            ).order_by("-run__started_at").values_list("id", "run_id", "mean", "variance", "n")[
+                :max(history_size, SHIFT_HISTORY + SHIFT_RECENT)])
+            earlier = nights[:history_size]
             candidate = [result.mean, result.variance, result.n]
             common = {"candidate": result, "threshold": metric.threshold, "confidence_level": metric.confidence_level}
+            rows[ComparisonMethod.SHIFT].append(_shift_one(result, nights, common, scipy_stats, stats, np))
             if len(earlier) < MIN_HISTORY:
                 rows[ComparisonMethod.HISTORY].append(Comparison.objects.create(
                     **common, method=ComparisonMethod.HISTORY, verdict=Verdict.INSUFFICIENT_HISTORY,
@@ -221,6 +237,49 @@ def compare_one_by_one(run_id: int) -> None:
                 if row.verdict == Verdict.INCONCLUSIVE and row.qvalue < ALPHA and not within_band:
                     row.verdict = Verdict.SUSPECTED_REGRESSION if beyond else Verdict.SUSPECTED_IMPROVEMENT
             Comparison.objects.bulk_update(tested, ["qvalue", "verdict"], batch_size=500)
+
+        for row in rows[ComparisonMethod.SHIFT]:
+            if row.verdict in NIGHTLY_ALERTS and row.qvalue < ALPHA and row.pvalue < SERIES_LEVEL:
+                welch = row.inputs["welch_pvalue"]
+                confirmed = row.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT) and welch is not None \
+                    and welch < ALPHA
+                Alert.objects.create(group=AlertGroup.objects.get_or_create(run=run)[0], comparison=row,
+                                     first_run_id=row.inputs["first_run"], evidence=row,
+                                     state=AlertState.CONFIRMED if confirmed else AlertState.SUSPECTED)
+
+
+def _shift_one(result, nights: list[tuple], common: dict, scipy_stats, stats, np):
+    """The shift comparison of one series: each of its recent nights tried as a shift's first night against the
+    nights before it, with the core's recent_shift on this one series; `nights` newest first."""
+    from results.baselines import SHIFT_HISTORY, SHIFT_MIN_HISTORY, SHIFT_RECENT
+    from results.models import Comparison, ComparisonMethod, Verdict
+
+    metric = result.metric
+    candidate = [result.mean, result.variance, result.n]
+    oldest_first = nights[::-1]
+    means = np.array([night[2] for night in oldest_first] + [result.mean])
+    found = None
+    if len(nights) >= SHIFT_MIN_HISTORY:
+        found = stats.recent_shift(means[None, :], history=SHIFT_HISTORY, recent=min(SHIFT_RECENT, len(nights) + 1),
+                                   min_history=SHIFT_MIN_HISTORY, confidence=metric.confidence_level)
+    if found is None or int(found.start[0]) < 0:
+        return Comparison.objects.create(**common, method=ComparisonMethod.SHIFT, verdict=Verdict.INSUFFICIENT_HISTORY,
+                                         ratio=None, bounded=False, inputs={"candidate": candidate})
+    m, k = int(found.nights[0]), int(found.history_size[0])
+    after, before = means[len(means) - m:], means[len(means) - m - k:len(means) - m]
+    welch = (float(scipy_stats.ttest_ind_from_stats(after.mean(), after.std(ddof=1), m, before.mean(),
+                                                    before.std(ddof=1), k, equal_var=False).pvalue)
+             if m >= 2 else None)
+    bounded = bool(found.bounded[0])
+    low, high = (float(found.low[0]), float(found.high[0])) if bounded else (None, None)
+    return Comparison.objects.create(
+        **common, method=ComparisonMethod.SHIFT, ratio=float(found.ratio[0]), ci_low=low, ci_high=high,
+        bounded=bounded, statistic=float(found.statistic[0]), df=k + m - 2, pvalue=float(found.pvalue[0]),
+        verdict=_verdict(low, high, metric.threshold, metric.direction),
+        inputs={"candidate": candidate, "first_run": ([night[1] for night in oldest_first] + [result.run_id])[-m],
+                "pooled_runs": [night[1] for night in oldest_first[len(oldest_first) - m + 1:]] + [result.run_id],
+                "history_runs": [night[1] for night in nights[m - 1:m - 1 + k]],
+                "welch_pvalue": welch, "unadjusted_pvalue": float(found.unadjusted_pvalue[0])})
 
 
 def _fieller(mean_new: float, error_new: float, mean_old: float, error_old: float,
@@ -299,7 +358,7 @@ def main() -> None:
           "PostgreSQL; a number of queries that does not grow with the series")
     for line in verdicts:
         print("  " + line)
-    print("baseline/e2e: median over median. The baseline skips the shift test and the alerts compare_run also does. "
+    print("baseline/e2e: median over median. "
           "peak MiB: tracemalloc during one call. load: 1-minute average before -> after the timed repeats")
 
 
