@@ -131,21 +131,28 @@ SMALL_SIDES = ("a side has fewer than 5 subsessions: ν = min(n) − 1 (Hsu), fo
 
 
 def with_qvalues(rows: Sequence[ComparisonRow]) -> list[ComparisonRow]:
-    """The rows with Benjamini–Hochberg q-values across those of each method that have a p-value.
+    """The rows with their q-values (:func:`qvalues_by_method`)."""
+    return [row if qvalue is None else replace(row, qvalue=qvalue)
+            for row, qvalue in zip(rows, qvalues_by_method([row.method for row in rows], [row.pvalue for row in rows]))]
+
+
+def qvalues_by_method(methods: Sequence[str], pvalues: Sequence[float | None]) -> list[float | None]:
+    """Benjamini–Hochberg q-values across the comparisons of each method that have a p-value (None for the
+    others), in their order.
 
     A run touches hundreds of series; at α = 5% per series, some would be "significant" by chance
     alone. The q-value controls the false discovery rate across them, and it is the q-value, not the
     p-value, that decides significance wherever the comparison belongs to a run (spec §7).
     """
-    rows = list(rows)
+    qvalues: list[float | None] = [None] * len(pvalues)
     by_method: dict[str, list[int]] = defaultdict(list)
-    for index, row in enumerate(rows):
-        if row.pvalue is not None:
-            by_method[row.method].append(index)
+    for index, (method, pvalue) in enumerate(zip(methods, pvalues)):
+        if pvalue is not None:
+            by_method[method].append(index)
     for indexes in by_method.values():
-        for i, qvalue in zip(indexes, bh_qvalues([rows[i].pvalue for i in indexes])):
-            rows[i] = replace(rows[i], qvalue=float(qvalue))
-    return rows
+        for i, qvalue in zip(indexes, bh_qvalues([pvalues[i] for i in indexes])):
+            qvalues[i] = float(qvalue)
+    return qvalues
 
 
 def bh_qvalues(pvalues: Sequence[float]) -> np.ndarray:

@@ -29,8 +29,7 @@ from django.utils import timezone
 
 from . import alerts, comparing, presentation, stats
 from .baselines import SHIFT_HISTORY, SHIFT_MIN_HISTORY, SeriesBaseline, pull_request_bases, series_baselines
-from .comparing import SMALL_SIDES, Bootstrap, NothingToCompare, compare_series, pairwise_rows, with_qvalues, \
-    with_suspected
+from .comparing import SMALL_SIDES, Bootstrap, NothingToCompare, compare_series, pairwise_rows
 from .models import Alert, Comparison, ComparisonChunk, ComparisonMethod, Result, Run, RunKind, RunStatus, Verdict
 from .presentation import ALPHA
 from .rows import ComparisonRow, Interval, Side
@@ -406,9 +405,13 @@ def compare_run(*, run_id: int) -> int:
                    + _bootstrap_against_results(run, ids))
     else:
         entries, carried = _nightly_entries(run, candidates)
-    rows = with_suspected(with_qvalues([row for row, _, _ in entries]))
-    bulk_insert_values(Comparison, [_stored(row, candidate=candidate, baseline=baseline)
-                                    for row, (_, candidate, baseline) in zip(rows, entries)])
+    rows = [row for row, _, _ in entries]
+    qvalues = comparing.qvalues_by_method([row.method for row in rows], [row.pvalue for row in rows])
+    bulk_insert_values(Comparison, [
+        _stored(row, candidate=candidate, baseline=baseline, qvalue=qvalue, verdict=comparing.suspected_verdict(
+            row.verdict, ratio=row.ratio, threshold=row.threshold, direction=row.direction,
+            significant=presentation.is_significant(row.pvalue, qvalue)))
+        for row, qvalue, (_, candidate, baseline) in zip(rows, qvalues, entries)])
     alerts.open_alerts(run, carried=carried)
     transaction.on_commit(lambda: _enqueue_change_points(run.pk))
     return len(rows)
@@ -467,8 +470,8 @@ def compare_chunk(*, chunk_id: int, worker: str = "") -> bool:
         run = chunk.run
         candidates = _stored_series(Result.objects.filter(run=run, metric_id__in=chunk.metric_ids))
         entries, carried = _nightly_entries(run, candidates)
-        bulk_insert_values(Comparison, [_stored(row, candidate=candidate, baseline=baseline)
-                                        for row, candidate, baseline in entries])
+        bulk_insert_values(Comparison, [_stored(row, candidate=candidate, baseline=baseline, qvalue=None,
+                                                verdict=row.verdict) for row, candidate, baseline in entries])
         chunk.carried, chunk.worker, chunk.finished_at = carried, worker[:200], timezone.now()
         chunk.save(update_fields=["carried", "worker", "finished_at"])
     with transaction.atomic():
@@ -486,17 +489,11 @@ def _complete_chunked(run: Run) -> None:
     suspected verdicts they decide (as :func:`compare_run` computes them), the alerts."""
     stored = list(Comparison.objects.filter(candidate__run=run, pvalue__isnull=False).values_list(
         "pk", "method", "pvalue", "ratio", "threshold", "verdict", "candidate__metric__direction"))
-    by_method: dict[str, list[int]] = defaultdict(list)
-    for index, entry in enumerate(stored):
-        by_method[entry[1]].append(index)
-    updates = []
-    for indexes in by_method.values():
-        for i, qvalue in zip(indexes, comparing.bh_qvalues([stored[i][2] for i in indexes])):
-            pk, _, pvalue, ratio, threshold, verdict, direction = stored[i]
-            qvalue = float(qvalue)
-            updates.append((qvalue, comparing.suspected_verdict(
-                verdict, ratio=ratio, threshold=threshold, direction=direction,
-                significant=presentation.is_significant(pvalue, qvalue)), pk))
+    qvalues = comparing.qvalues_by_method([entry[1] for entry in stored], [entry[2] for entry in stored])
+    updates = [(qvalue, comparing.suspected_verdict(
+        verdict, ratio=ratio, threshold=threshold, direction=direction,
+        significant=presentation.is_significant(pvalue, qvalue)), pk)
+        for (pk, _, pvalue, ratio, threshold, verdict, direction), qvalue in zip(stored, qvalues)]
     with connection.cursor() as cursor:
         cursor.executemany(f"UPDATE {Comparison._meta.db_table} SET qvalue = %s, verdict = %s WHERE id = %s",
                            updates)
@@ -658,12 +655,13 @@ def _bootstrap_against_results(run: Run, baselines: dict[int, int]) -> list[Entr
     return entries
 
 
-def _stored(row: ComparisonRow, *, candidate: int, baseline: int | None) -> dict:
+def _stored(row: ComparisonRow, *, candidate: int, baseline: int | None, qvalue: float | None,
+            verdict: str) -> dict:
     """A computed row as the field values of the stored comparison of two results, with the numbers that fed
-    it."""
+    it; its q-value and final verdict are decided across the run (spec §7)."""
     return {"candidate_id": candidate, "baseline_id": baseline, "method": row.method, "ratio": row.ratio,
             "ci_low": row.low, "ci_high": row.high, "bounded": row.bounded, "statistic": row.statistic, "df": row.df,
-            "pvalue": row.pvalue, "qvalue": row.qvalue, "verdict": row.verdict, "threshold": row.threshold,
+            "pvalue": row.pvalue, "qvalue": qvalue, "verdict": verdict, "threshold": row.threshold,
             "confidence_level": row.confidence_level,
             "inputs": {"candidate": [row.candidate.mean, row.candidate.variance, row.candidate.n], **row.inputs}}
 
