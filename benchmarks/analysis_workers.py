@@ -128,6 +128,14 @@ def measure(*, series: int, history: int, chunk: int, repeats: int) -> dict:
                 forget()
                 figures[f"workers {count}"].append(by_workers(count, Path(directory)))
     figures["load_after"] = load()
+    if connection.vendor == "postgresql":
+        # Bytes per stored row, indexes and TOAST included: what a year of nights costs (README, "Scaling out").
+        with connection.cursor() as cursor:
+            for table, model in (("results_result", "result"), ("results_comparison", "comparison")):
+                cursor.execute(f"VACUUM FULL {table}")
+                cursor.execute(f"SELECT pg_total_relation_size('{table}'), count(*) FROM {table}")
+                size, count = cursor.fetchone()
+                figures[f"bytes per {model}"] = size / count
     return figures
 
 
@@ -159,6 +167,9 @@ def main() -> None:
         for count, taken in figures["chunks by worker"].items():
             print(f"    {count} worker{'s' if count != '1' else ''}: chunks taken "
                   + ", ".join(f"{worker} {number}" for worker, number in sorted(taken.items())))
+        for model in ("result", "comparison"):
+            if f"bytes per {model}" in figures:
+                print(f"    PostgreSQL: {figures[f'bytes per {model}']:.0f} bytes per stored {model}, indexes included")
     print("whole: compare_run in one process (the baseline); n worker(s): the compare_run task on real Celery "
           "analysis workers, timed from the send to the run's compared_at. Ratios: median over median.")
 
