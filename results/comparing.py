@@ -6,6 +6,7 @@ and needs no database and no Django, so ``manage.py compare --files`` compares t
 Django. :mod:`results.comparisons` builds on it for stored runs: the history, the shifts, what is stored.
 """
 
+import math
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -108,8 +109,8 @@ def pairwise_rows(pairs: Sequence[tuple[Series, Series]], *, method: str, alpha:
                                      direction=directions, confidence=levels)
     old_widths = half_widths(old, levels)
     new_widths = half_widths(new, levels)
-    columns = result_columns(result, ("ratio", "low", "high", "bounded", "statistic", "pvalue", "df",
-                                      "conservative", "verdict"))
+    columns = {name: values.tolist() for name, values in result_columns(result, (
+        "ratio", "low", "high", "bounded", "statistic", "pvalue", "df", "conservative", "verdict")).items()}
     rows = []
     for i, (base, cand) in enumerate(pairs):
         extra = context(base, cand) if context else {}
@@ -190,9 +191,9 @@ def comparison_row(series: Series, *, method: str, alpha: float, numbers: dict, 
     ratio, statistic = float(numbers["ratio"]), float(numbers["statistic"])
     return ComparisonRow(
         **identity(series), method=method, baseline=baseline, candidate=candidate,
-        ratio=ratio if np.isfinite(ratio) else None,
+        ratio=ratio if math.isfinite(ratio) else None,
         low=float(numbers["low"]) if bounded else None, high=float(numbers["high"]) if bounded else None,
-        bounded=bounded, statistic=statistic if np.isfinite(statistic) else None, df=float(numbers["df"]),
+        bounded=bounded, statistic=statistic if math.isfinite(statistic) else None, df=float(numbers["df"]),
         pvalue=float(numbers["pvalue"]), qvalue=None, verdict=verdict, threshold=float(series.threshold),
         confidence_level=float(series.confidence_level), alpha=alpha, **extra)
 

@@ -87,16 +87,17 @@ def history_rows(candidates: Sequence[Series], histories: Sequence[Sequence[Stor
             "history_size", "between_variance", "prediction_low", "prediction_high"))
         candidate_widths = comparing.half_widths([series.summary for series in chosen], levels)
         baseline_widths = comparing.half_width(columns["history_variance"], columns["history_size"], levels)
+        listed = {name: values.tolist() for name, values in columns.items()}
         for row, i in enumerate(usable):
-            size = int(columns["history_size"][row])
-            baseline = Side(mean=float(columns["baseline"][row]), variance=float(columns["history_variance"][row]),
+            size = int(listed["history_size"][row])
+            baseline = Side(mean=float(listed["baseline"][row]), variance=float(listed["history_variance"][row]),
                             n=size, half_width=baseline_widths[row])
             rows[i] = comparing.comparison_row(
                 candidates[i], method=ComparisonMethod.HISTORY, alpha=ALPHA,
-                numbers={name: values[row] for name, values in columns.items()}, verdict=str(columns["verdict"][row]),
+                numbers={name: values[row] for name, values in listed.items()}, verdict=str(listed["verdict"][row]),
                 baseline=baseline, candidate=comparing.side_of(candidates[i], candidate_widths[row]),
                 note=f"mean of {size} nights" + (SINGLE_VALUES if _single_values(candidates[i], histories[i]) else ""),
-                inputs=_history_inputs(histories[i], columns, row))
+                inputs=_history_inputs(histories[i], listed, row))
     return rows
 
 
@@ -147,8 +148,9 @@ def shift_rows(candidates: Sequence[Series], nights: Sequence[Sequence[StoredNig
                 threshold=np.array([candidates[i].threshold for i in members])[tested],
                 direction=np.array([candidates[i].direction for i in members], dtype=object)[tested])
         columns["welch_pvalue"] = _own_spread_pvalues(means, columns, tested)
+        listed = {name: column.tolist() for name, column in columns.items()}
         for row, i in enumerate(members):
-            values = {name: column[row] for name, column in columns.items()}
+            values = {name: column[row] for name, column in listed.items()}
             rows[i] = _shift_row(candidates[i], nights[i], values, starts=1 if kind == "since" else count,
                                  pooled_since=kind == "since")
     return rows
