@@ -2,112 +2,52 @@
 
 numpy and scipy only; nothing here imports Django. The formulas are stated in
 ``shared/spec/statistics.md`` (sections cited in each docstring).
+
+Each name is imported from its submodule when first used (PEP 562, as scipy loads its subpackages), so a
+caller that needs the comparison alone (``manage.py compare --files``) does not import the warm-up removal,
+the history or the planning; ``from results.stats import X`` and ``results.stats.X`` work as for any module.
 """
 
-from ._base import ConfidenceInterval, NotEnoughSamples, StatisticsError
-from ._compare import SMALL_SIDE, WelchResult, welch_degrees_of_freedom, welch_required_subsessions, welch_test
-from ._history import HistoryComparison, compare_with_history
-from ._pairwise import PairwiseComparison, compare_summaries
-from ._hierarchical import (
-    RepetitionPlan,
-    VarianceComponents,
-    plan_repetitions,
-    predicted_half_width,
-    variance_components,
-)
-from ._long_run import MeanVariance, StoredMean, mean_variance, overlapping_batch_means
-from ._rank_shifts import RankShifts, rank_shifts
-from ._recent_shift import RecentShift, recent_shift, shift_since
-from ._ratio import RatioResult, ratio_bootstrap, ratio_fieller, ratio_fieller_from_stats
-from ._sequential import (
-    DIFFERENT,
-    EQUIVALENT,
-    UNDECIDED,
-    SequentialComparison,
-    sequential_comparison,
-    sequential_half_width,
-)
-from ._subsessions import (
-    MAX_AUTOCORRELATION,
-    MIN_SUBSESSIONS,
-    MeanInterval,
-    SubsessionResult,
-    autocorrelation,
-    autocorrelation_by_size,
-    mean_interval,
-    required_subsessions,
-    subsessions,
-)
-from ._summary import VARIANCE_METHODS, SampleSummary, summarize_samples
-from ._verdict import Direction, Verdict, format_change, verdict
+_EXPORTS = {
+    "_base": ("ConfidenceInterval", "NotEnoughSamples", "StatisticsError"),
+    "_compare": ("SMALL_SIDE", "WelchResult", "welch_degrees_of_freedom", "welch_required_subsessions",
+                 "welch_test"),
+    "_history": ("HistoryComparison", "compare_with_history"),
+    "_pairwise": ("PairwiseComparison", "compare_summaries"),
+    "_hierarchical": ("RepetitionPlan", "VarianceComponents", "plan_repetitions", "predicted_half_width",
+                      "variance_components"),
+    "_long_run": ("MeanVariance", "StoredMean", "mean_variance", "overlapping_batch_means"),
+    "_rank_shifts": ("RankShifts", "rank_shifts"),
+    "_recent_shift": ("RecentShift", "recent_shift", "shift_since"),
+    "_ratio": ("RatioResult", "ratio_bootstrap", "ratio_fieller", "ratio_fieller_from_stats"),
+    "_sequential": ("DIFFERENT", "EQUIVALENT", "UNDECIDED", "SequentialComparison", "sequential_comparison",
+                    "sequential_half_width"),
+    "_subsessions": ("MAX_AUTOCORRELATION", "MIN_SUBSESSIONS", "MeanInterval", "SubsessionResult", "autocorrelation",
+                     "autocorrelation_by_size", "mean_interval", "required_subsessions", "subsessions"),
+    "_summary": ("VARIANCE_METHODS", "SampleSummary", "summarize_samples"),
+    "_verdict": ("Direction", "Verdict", "format_change", "verdict"),
+    # Warm-up / cool-down removal (spec §4): change points, stable phase, WPS model.
+    "_changepoint": ("EDMResult", "StablePhaseResult", "edm", "stable_phase"),
+    "_transient": ("TruncationResult", "mser_truncation"),
+    "_wps": ("WPSResult", "round_increment", "work_amounts", "wps_fit"),
+}
+_SUBMODULE_OF = {name: submodule for submodule, names in _EXPORTS.items() for name in names}
 
-# Warm-up / cool-down removal (spec §4): change points, stable phase, WPS model.
-from ._changepoint import EDMResult, StablePhaseResult, edm, stable_phase
-from ._transient import TruncationResult, mser_truncation
-from ._wps import WPSResult, round_increment, work_amounts, wps_fit
+__all__ = list(_SUBMODULE_OF)
 
-__all__ = [
-    "DIFFERENT",
-    "EQUIVALENT",
-    "UNDECIDED",
-    "MAX_AUTOCORRELATION",
-    "MIN_SUBSESSIONS",
-    "SMALL_SIDE",
-    "VARIANCE_METHODS",
-    "PairwiseComparison",
-    "compare_summaries",
-    "HistoryComparison",
-    "compare_with_history",
-    "ConfidenceInterval",
-    "Direction",
-    "MeanInterval",
-    "MeanVariance",
-    "NotEnoughSamples",
-    "RatioResult",
-    "RecentShift",
-    "RepetitionPlan",
-    "StatisticsError",
-    "SampleSummary",
-    "StoredMean",
-    "SequentialComparison",
-    "SubsessionResult",
-    "VarianceComponents",
-    "Verdict",
-    "WelchResult",
-    "autocorrelation",
-    "autocorrelation_by_size",
-    "format_change",
-    "mean_interval",
-    "mean_variance",
-    "overlapping_batch_means",
-    "plan_repetitions",
-    "predicted_half_width",
-    "ratio_bootstrap",
-    "ratio_fieller",
-    "ratio_fieller_from_stats",
-    "recent_shift",
-    "RankShifts",
-    "rank_shifts",
-    "shift_since",
-    "required_subsessions",
-    "sequential_comparison",
-    "sequential_half_width",
-    "subsessions",
-    "summarize_samples",
-    "variance_components",
-    "verdict",
-    "welch_degrees_of_freedom",
-    "welch_required_subsessions",
-    "welch_test",
-    # Warm-up / cool-down removal (spec §4).
-    "EDMResult",
-    "StablePhaseResult",
-    "TruncationResult",
-    "WPSResult",
-    "edm",
-    "mser_truncation",
-    "round_increment",
-    "stable_phase",
-    "work_amounts",
-    "wps_fit",
-]
+
+def __getattr__(name: str):
+    try:
+        submodule = _SUBMODULE_OF[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    # __import__ rather than importlib.import_module: -X importtime, by which this package's import is measured,
+    # lists only the modules that the import statement's machinery loads.
+    value = getattr(__import__(f"{__name__}.{submodule}", fromlist=[name]), name)
+    # Bound here, the next look-up of the name is an ordinary one.
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -238,6 +238,17 @@ def test_plain_numbers_and_the_bootstrap_need_no_django_either(tmp_path):
     assert "django" not in imported(child)
 
 
+def test_compare_files_imports_only_the_comparisons_part_of_the_numerical_core():
+    child = manage("compare", "--files", DATA / "pyperf_single.json", DATA / "pyperf_single.json")
+
+    core = {name for name in imported(child) if name.startswith("results.stats.")}
+    assert child.returncode == 0 and {"results.stats._compare", "results.stats._ratio"} <= core
+    # Warm-up removal, history, planning and the sequential test are for stored runs and sessions.
+    assert not core & {f"results.stats.{name}" for name in ("_changepoint", "_transient", "_wps", "_history",
+                                                             "_hierarchical", "_sequential", "_recent_shift",
+                                                             "_rank_shifts")}
+
+
 @pytest.mark.parametrize(("arguments", "message"), [
     (("--files", DATA / "absent.json", DATA / "hyperfine.json"), "CommandError: cannot read "),
     (("--files", DATA / "hyperfine.json", DATA / "hyperfine_parameters.json"), "CommandError: no common series"),
