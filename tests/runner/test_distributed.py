@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 
 import pytest
-import redis
 
 from pilotweb.celery import app
 from results import comparisons
@@ -28,15 +27,6 @@ CHUNK_SERIES = 2
 # tonight's changes open alerts.
 EARLIER_NIGHTS = 10
 TONIGHT = {"regressed 0": 1.10, "regressed 1": 1.10, "improved": 0.90, **{f"steady {i}": 1.0 for i in range(21)}}
-
-
-@pytest.fixture
-def broker(redis_url):
-    """The session's Redis, emptied of messages earlier tests left in it."""
-    client = redis.Redis.from_url(redis_url)
-    client.flushall()
-    client.close()
-    return redis_url
 
 
 def workers_of(broker: str, machines: list, logs: Path) -> contextlib.ExitStack:

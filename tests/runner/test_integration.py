@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import redis
 from django.db import connection
 from django.test import Client
 from django.utils import timezone
@@ -36,15 +35,6 @@ def database_url() -> str:
     if connection.vendor == "sqlite":
         return f"sqlite:///{settings['NAME']}"
     return f"postgres://{settings['USER']}@{settings['HOST']}:{settings['PORT']}/{settings['NAME']}"
-
-
-@pytest.fixture
-def broker(redis_url):
-    """The session's Redis, emptied of messages earlier tests left in it."""
-    client = redis.Redis.from_url(redis_url)
-    client.flushall()
-    client.close()
-    return redis_url
 
 
 @pytest.fixture
