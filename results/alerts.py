@@ -21,6 +21,7 @@ from .models import (
     Verdict,
 )
 from .presentation import ALPHA, CHANGE_SIDES, contradicts, is_significant
+from .services import bulk_insert
 from .signals import alerts_opened
 
 PULL_REQUEST_ALERTS = (Verdict.REGRESSION, Verdict.SUSPECTED_REGRESSION)
@@ -75,7 +76,7 @@ def open_alerts(run: Run, *, carried: dict[int, int]) -> None:
     group, _ = AlertGroup.objects.get_or_create(run=run)
     for alert in opened:
         alert.group = group
-    Alert.objects.bulk_create(opened)
+    bulk_insert(opened)
     alert_ids = list(Alert.objects.filter(group=group).values_list("pk", flat=True))
     transaction.on_commit(lambda: _announce(group.pk, alert_ids))
 

@@ -6,6 +6,7 @@ anywhere in a batch writes nothing.
 """
 
 import hashlib
+import json
 import math
 import secrets
 from collections.abc import Iterable
@@ -239,10 +240,12 @@ def _adapted(field: models.Field, values: list[Any]) -> list[Any]:
         now = timezone.now()
         stamp = now if isinstance(field, models.DateTimeField) else now.date()
         return [stamp if postgresql else field.get_db_prep_save(stamp, connection)] * len(values)
+    if isinstance(field, JSONField):
+        # As the field's own get_db_prep_save would (json.dumps with its encoder), without its per-value calls.
+        return [None if value is None else Jsonb(value) if postgresql else json.dumps(value, cls=field.encoder)
+                for value in values]
     if not postgresql:
         return [field.get_db_prep_save(value, connection) for value in values]
-    if isinstance(field, JSONField):
-        return [None if value is None else Jsonb(value) for value in values]
     return values
 
 
