@@ -287,19 +287,11 @@ def alert_page(*, status: str | None = None, project: str | None = None, assigne
     """One page of :func:`alerts`, each entry with its comparison row and commit range, in sections per
     project and night (or pull-request commit), each alert grouped with the same shift on other machines; a
     fixed number of queries."""
-    # The series' last good night: the newest run of it before the first bad one (not another suite's run).
-    series_before = Run.objects.filter(
-        project_id=OuterRef("first_run__project_id"), machine_id=OuterRef("first_run__machine_id"),
-        status=Run.Status.COMPLETED, revision__branch=OuterRef("first_run__project__default_branch"),
-        started_at__lt=OuterRef("first_run__started_at"),
-        results__metric_id=OuterRef("comparison__candidate__metric_id"),
-    ).exclude(kind__in=OUTSIDE_SERIES).order_by("-started_at", "-id")
     queryset = alerts(status=status, project=project, assignee=assignee).annotate(
-        last_good_run=Subquery(series_before.values("pk")[:1]),
-        last_good_commit=Subquery(series_before.values("revision__commit")[:1]),
         base_run=F("comparison__baseline__run_id"), base_commit=F("comparison__baseline__run__revision__commit"))
     page = Paginator(queryset, ALERTS_PER_PAGE).get_page(page)
     listed = list(page.object_list)
+    _with_last_good_runs(listed)
     rows = stored_rows([(alert.comparison.candidate, alert.comparison) for alert in listed])
     pooled = [alert for alert in listed if alert.evidence is not None]
     evidence = dict(zip((alert.pk for alert in pooled),
@@ -309,6 +301,29 @@ def alert_page(*, status: str | None = None, project: str | None = None, assigne
                for alert, row in zip(listed, rows)]
     users = get_user_model().objects.filter(is_active=True).order_by(get_user_model().USERNAME_FIELD)
     return AlertPage(page=page, sections=_alert_sections(entries), assignees=list(users))
+
+
+def _with_last_good_runs(listed: list[Alert]) -> None:
+    """Set each listed alert's series' last good night (``last_good_run``, ``last_good_commit``): the newest run
+    of it before the first bad one (not another suite's run). In one query of the listed alerts alone: computed
+    in the page's query, the databases evaluated it for every alert of the list before paginating (1.2 s for
+    1,073 alerts on 1M results)."""
+    series_before = Run.objects.filter(
+        project_id=OuterRef("first_run__project_id"), machine_id=OuterRef("first_run__machine_id"),
+        status=Run.Status.COMPLETED, revision__branch=OuterRef("first_run__project__default_branch"),
+        started_at__lt=OuterRef("first_run__started_at"), kind__in=SERIES_KINDS,
+        results__metric_id=OuterRef("comparison__candidate__metric_id"),
+    ).order_by("-started_at", "-id")
+    found = {pk: (run, commit) for pk, run, commit in Alert.objects.filter(pk__in=[alert.pk for alert in listed])
+             .annotate(run=Subquery(series_before.values("pk")[:1]),
+                       commit=Subquery(series_before.values("revision__commit")[:1]))
+             .values_list("pk", "run", "commit")} if listed else {}
+    for alert in listed:
+        alert.last_good_run, alert.last_good_commit = found.get(alert.pk, (None, None))
+
+
+SERIES_KINDS = [kind for kind in Run.Kind.values if kind not in OUTSIDE_SERIES]
+"""Run kinds that are nights of a series (an ``IN``, which an index on the kind serves; ``NOT IN`` is not)."""
 
 
 def _commit_range(alert: Alert) -> CommitRange | None:
