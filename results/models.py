@@ -354,7 +354,8 @@ class ComparisonMethod(models.TextChoices):
 class Comparison(models.Model):
     """A candidate result against a baseline, with every number that fed the verdict."""
 
-    candidate = models.ForeignKey(Result, on_delete=models.CASCADE, related_name="comparisons")
+    # Indexed with the method and verdict (Meta): the runs list counts a page of runs' verdicts from the index alone.
+    candidate = models.ForeignKey(Result, on_delete=models.CASCADE, related_name="comparisons", db_index=False)
     baseline = models.ForeignKey(Result, on_delete=models.CASCADE, null=True, blank=True, related_name="+",
                                  help_text="The baseline result of a pairwise comparison.")
     method = models.CharField(max_length=20, choices=ComparisonMethod.choices)
@@ -387,7 +388,8 @@ class Comparison(models.Model):
                                    name="comparison_interval_ordered"),
             models.CheckConstraint(condition=Q(threshold__gte=0), name="comparison_threshold_non_negative"),
         ]
-        indexes = [models.Index(fields=["verdict"], name="comparison_verdict_idx")]
+        indexes = [models.Index(fields=["verdict"], name="comparison_verdict_idx"),
+                   models.Index(fields=["candidate", "method", "verdict"], name="comparison_candidate_idx")]
 
     def __str__(self) -> str:
         return f"{self.candidate} ({self.method}): {self.verdict}"
