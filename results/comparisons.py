@@ -34,7 +34,7 @@ from .models import Alert, Comparison, ComparisonChunk, ComparisonMethod, Result
 from .presentation import ALPHA
 from .rows import ComparisonRow, Interval, Side
 from .series import Series
-from .services import bulk_insert_values
+from .services import bulk_insert_values, bulk_update_values
 
 MIN_HISTORY = 3
 STORED_RESAMPLES = 2_000
@@ -492,13 +492,10 @@ def _complete_chunked(run: Run) -> None:
     stored = list(Comparison.objects.filter(candidate__run=run, pvalue__isnull=False).values_list(
         "pk", "method", "pvalue", "ratio", "threshold", "verdict", "candidate__metric__direction"))
     qvalues = comparing.qvalues_by_method([entry[1] for entry in stored], [entry[2] for entry in stored])
-    updates = [(qvalue, comparing.suspected_verdict(
-        verdict, ratio=ratio, threshold=threshold, direction=direction,
-        significant=presentation.is_significant(pvalue, qvalue)), pk)
-        for (pk, _, pvalue, ratio, threshold, verdict, direction), qvalue in zip(stored, qvalues)]
-    with connection.cursor() as cursor:
-        cursor.executemany(f"UPDATE {Comparison._meta.db_table} SET qvalue = %s, verdict = %s WHERE id = %s",
-                           updates)
+    bulk_update_values(Comparison, ["qvalue", "verdict"], [
+        (pk, qvalue, comparing.suspected_verdict(verdict, ratio=ratio, threshold=threshold, direction=direction,
+                                                 significant=presentation.is_significant(pvalue, qvalue)))
+        for (pk, _, pvalue, ratio, threshold, verdict, direction), qvalue in zip(stored, qvalues)])
     carried = {int(metric): alert for chunk in run.comparison_chunks.all() for metric, alert in chunk.carried.items()}
     alerts.open_alerts(run, carried=carried)
     transaction.on_commit(lambda: _enqueue_change_points(run.pk))

@@ -218,6 +218,30 @@ def _insert(model: type[models.Model], fields: list[models.Field], rows: Iterabl
                                adapted)
 
 
+def bulk_update_values(model: type[models.Model], fields: list[str], rows: list[tuple]) -> None:
+    """Set `fields` of many rows of `model` in one statement: ``rows`` are ``(pk, value, …)`` in the order of
+    `fields`. On PostgreSQL an ``UPDATE … FROM unnest(arrays)``, which the server runs as one join (an
+    ``executemany`` of 300,000 single-row updates took most of a chunked comparison's end); on SQLite, whose
+    statements run in this process, an ``executemany`` by primary key."""
+    if not rows:
+        return
+    quote = connection.ops.quote_name
+    table = quote(model._meta.db_table)
+    columns = [model._meta.get_field(name) for name in fields]
+    key = quote(model._meta.pk.column)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            arrays = ", ".join(f"%s::{field.db_type(connection)}[]" for field in [model._meta.pk, *columns])
+            names = ", ".join([key, *(quote(field.column) for field in columns)])
+            assignments = ", ".join(f"{quote(field.column)} = v.{quote(field.column)}" for field in columns)
+            cursor.execute(f"UPDATE {table} SET {assignments} FROM unnest({arrays}) AS v({names}) "
+                           f"WHERE {table}.{key} = v.{key}", [list(column) for column in zip(*rows)])
+        else:
+            assignments = ", ".join(f"{quote(field.column)} = %s" for field in columns)
+            cursor.executemany(f"UPDATE {table} SET {assignments} WHERE {key} = %s",
+                               [(*values, pk) for pk, *values in rows])
+
+
 _PLAIN_TYPES = ((models.FloatField, float), (models.BooleanField, bool), (models.IntegerField, int),
                 (models.CharField, str), (models.TextField, str))
 """Fields whose values the drivers take once they have their Python type (numpy's integers are not ints to
