@@ -22,7 +22,7 @@ from datetime import datetime
 from django.db.models import F, Q, Window
 from django.db.models.functions import RowNumber
 
-from .models import OUTSIDE_SERIES, Alert, AlertState, AlertStatus, ChangePoint, Result, Run, RunKind, RunStatus
+from .models import SERIES_KINDS, Alert, AlertState, AlertStatus, ChangePoint, Result, Run, RunKind, RunStatus
 
 SHIFT_HISTORY = 30
 """K of the accumulating detection: nights before a start it is compared with (see results.stats.recent_shift)."""
@@ -89,7 +89,7 @@ def series_baselines(run: Run, metric_ids: list[int], *, history_size: int) -> d
     series_runs = Run.objects.filter(
         project_id=run.project_id, machine_id=run.machine_id, status=RunStatus.COMPLETED,
         revision__branch=run.project.default_branch, started_at__lt=run.started_at,
-    ).exclude(kind__in=OUTSIDE_SERIES).exclude(pk=run.pk).order_by("-started_at", "-id")
+    ).filter(kind__in=SERIES_KINDS).exclude(pk=run.pk).order_by("-started_at", "-id")
     states = series_alerts(run, metric_ids)
     window = max(history_size, SHIFT_HISTORY + SHIFT_RECENT)
     nights = {pk: started for pk, started in series_runs.values_list("pk", "started_at")[:window]}
@@ -155,7 +155,7 @@ def series_alerts(run: Run, metric_ids: list[int]) -> dict[int, SeriesAlerts]:
     rows = (
         Alert.objects.filter(comparison__candidate__metric_id__in=metric_ids, first_run__machine_id=run.machine_id,
                              first_run__project_id=run.project_id, first_run__started_at__lt=run.started_at)
-        .exclude(first_run__kind__in=OUTSIDE_SERIES)
+        .filter(first_run__kind__in=SERIES_KINDS)
         .filter(~Q(comparison__candidate__run_id=run.pk))
         .order_by("first_run__started_at", "pk")
         .values_list("pk", "comparison__candidate__metric_id", "state", "status", "first_run__started_at",
@@ -211,7 +211,7 @@ def pull_request_bases(run: Run, metric_ids: list[int]) -> dict[int, PullRequest
     missing = [metric for metric in metric_ids if metric not in found]
     if missing:
         fallback = (results.filter(metric_id__in=missing, run__revision__branch=run.project.default_branch,
-                                   run__started_at__lte=run.started_at).exclude(run__kind__in=OUTSIDE_SERIES))
+                                   run__started_at__lte=run.started_at).filter(run__kind__in=SERIES_KINDS))
         for metric, result, run_id in _newest_per_metric(fallback):
             found[metric] = PullRequestBase(result_id=result, run_id=run_id, fallback=bool(base_commit))
     return found

@@ -27,10 +27,10 @@ from django.utils import timezone
 
 from . import stats
 from .models import (
+    SERIES_KINDS,
     ChangePoint,
     Comparison,
     ComparisonMethod,
-    OUTSIDE_SERIES,
     Metric,
     Result,
     Run,
@@ -73,7 +73,7 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
     rows = (
         Result.objects.filter(on_branch, metric_id__in=metric_ids, run__machine_id=machine_id,
                               run__status=RunStatus.COMPLETED)
-        .exclude(run__kind__in=OUTSIDE_SERIES)
+        .filter(run__kind__in=SERIES_KINDS)
         .alias(newness=Window(RowNumber(), partition_by=F("metric_id"),
                               order_by=[F("run__started_at").desc(), F("run_id").desc()]))
         .filter(newness__lte=limit)
@@ -194,7 +194,7 @@ def series_chunks(*, chunk_size: int = CHUNK_SIZE) -> list[tuple[int, list[int]]
     """
     machines = (
         Run.objects.filter(status=RunStatus.COMPLETED, revision__branch=F("project__default_branch"))
-        .exclude(kind__in=OUTSIDE_SERIES).order_by("machine_id", "project_id")
+        .filter(kind__in=SERIES_KINDS).order_by("machine_id", "project_id")
         .values_list("machine_id", "project_id").distinct()
     )
     metrics: dict[int, list[int]] = defaultdict(list)

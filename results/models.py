@@ -163,6 +163,9 @@ class RunKind(models.TextChoices):
 OUTSIDE_SERIES = (RunKind.PR, RunKind.CONFIRMATION)
 """Runs that are never nights of a series: a pull request's, and an A/B session's re-measurement of an alert's
 two revisions (out of order, under other conditions)."""
+SERIES_KINDS = tuple(kind for kind in RunKind if kind not in OUTSIDE_SERIES)
+"""The kinds of runs that are nights of a series. Queries filter on them (an ``IN``, which an index on the kind
+serves; the ``NOT IN`` of :data:`OUTSIDE_SERIES` is not)."""
 
 
 class RunStatus(models.TextChoices):

@@ -32,7 +32,7 @@ from .baselines import pull_request_bases
 from .comparisons import stored_rows
 from .extensions import alert_additions
 from .models import (
-    OUTSIDE_SERIES,
+    SERIES_KINDS,
     Alert,
     AlertStatus,
     Benchmark,
@@ -320,10 +320,6 @@ def _with_last_good_runs(listed: list[Alert]) -> None:
              .values_list("pk", "run", "commit")} if listed else {}
     for alert in listed:
         alert.last_good_run, alert.last_good_commit = found.get(alert.pk, (None, None))
-
-
-SERIES_KINDS = [kind for kind in Run.Kind.values if kind not in OUTSIDE_SERIES]
-"""Run kinds that are nights of a series (an ``IN``, which an index on the kind serves; ``NOT IN`` is not)."""
 
 
 def _commit_range(alert: Alert) -> CommitRange | None:
