@@ -147,11 +147,9 @@ def _check_same(computed: dict, baseline: dict, *, expected: int) -> None:
 def compare_one_by_one(run_id: int) -> None:
     """The baseline: a run's history, previous-night and shift comparisons and its alerts, series by series
     through the ORM."""
-    import numpy as np
     from django.db import transaction
     from scipy import stats as scipy_stats
 
-    from results import stats
     from results.alerts import NIGHTLY_ALERTS, SERIES_LEVEL
     from results.baselines import SHIFT_HISTORY, SHIFT_RECENT
     from results.comparisons import MIN_HISTORY
@@ -175,7 +173,7 @@ def compare_one_by_one(run_id: int) -> None:
             earlier = nights[:history_size]
             candidate = [result.mean, result.variance, result.n]
             common = {"candidate": result, "threshold": metric.threshold, "confidence_level": metric.confidence_level}
-            rows[ComparisonMethod.SHIFT].append(_shift_one(result, nights, common, scipy_stats, stats, np))
+            rows[ComparisonMethod.SHIFT].append(_shift_one(result, nights, common))
             if len(earlier) < MIN_HISTORY:
                 rows[ComparisonMethod.HISTORY].append(Comparison.objects.create(
                     **common, method=ComparisonMethod.HISTORY, verdict=Verdict.INSUFFICIENT_HISTORY,
@@ -248,9 +246,13 @@ def compare_one_by_one(run_id: int) -> None:
                                      state=AlertState.CONFIRMED if confirmed else AlertState.SUSPECTED)
 
 
-def _shift_one(result, nights: list[tuple], common: dict, scipy_stats, stats, np):
+def _shift_one(result, nights: list[tuple], common: dict):
     """The shift comparison of one series: each of its recent nights tried as a shift's first night against the
     nights before it, with the core's recent_shift on this one series; `nights` newest first."""
+    import numpy as np
+    from scipy import stats as scipy_stats
+
+    from results import stats
     from results.baselines import SHIFT_HISTORY, SHIFT_MIN_HISTORY, SHIFT_RECENT
     from results.models import Comparison, ComparisonMethod, Verdict
 

@@ -76,7 +76,8 @@ def history_rows(candidates: Sequence[Series], histories: Sequence[Sequence[Stor
         width = max(len(histories[i]) for i in usable)
         padded = np.full((3, len(usable), width), np.nan)
         for row, i in enumerate(usable):
-            padded[:, row, :len(histories[i])] = np.array([night[2:5] for night in histories[i]]).T
+            padded[:, row, :len(histories[i])] = np.array(
+                [(night.mean, night.variance, night.n) for night in histories[i]]).T
         levels = np.array([series.confidence_level for series in chosen])
         result = stats.compare_with_history(
             *comparing.summary_arrays([series.summary for series in chosen]), *padded,
@@ -170,15 +171,11 @@ def _own_spread_pvalues(means: np.ndarray, columns: dict, tested: np.ndarray) ->
     since = column >= width - after[usable, None]
     earlier = (column >= (width - after - before)[usable, None]) & ~since
     chosen = means[usable]
-
-    def variance(mask: np.ndarray) -> np.ndarray:
-        count = mask.sum(axis=1)
-        centred = np.where(mask, chosen - np.where(mask, chosen, 0.0).sum(axis=1, keepdims=True)
-                           / count[:, None], 0.0)
-        return (centred ** 2).sum(axis=1) / (count - 1)
-
-    pvalues[usable] = stats.welch_test(columns["mean_after"][usable], variance(since), after[usable],
-                                       columns["mean_before"][usable], variance(earlier), before[usable]).pvalue
+    # Every usable row holds at least 2 nights on each side, so nanvar never warns.
+    since_variance = np.nanvar(np.where(since, chosen, np.nan), axis=1, ddof=1)
+    earlier_variance = np.nanvar(np.where(earlier, chosen, np.nan), axis=1, ddof=1)
+    pvalues[usable] = stats.welch_test(columns["mean_after"][usable], since_variance, after[usable],
+                                       columns["mean_before"][usable], earlier_variance, before[usable]).pvalue
     return pvalues
 
 
@@ -391,7 +388,7 @@ def compare_run(*, run_id: int) -> int:
     Returns the number of comparisons stored.
     """
     run = Run.objects.select_related("project", "revision").get(pk=run_id)
-    _delete_comparisons(run)
+    delete_comparisons(run)
     Run.objects.filter(pk=run.pk).update(compared_at=timezone.now())
     candidates = _stored_series(Result.objects.filter(run=run))
     # A confirmation settles its alert instead; a cancelled session's partial runs are kept, never compared.
@@ -445,7 +442,7 @@ def begin_comparison(*, run_id: int, chunk_series: int | None = None) -> list[in
             chunked = False
         else:
             chunked = True
-            _delete_comparisons(run)
+            delete_comparisons(run)
             # compared_at is set by the chunk that completes the comparison; the catch-up leaves a run alone
             # while its chunks are pending (pending_runs).
             Run.objects.filter(pk=run.pk).update(compared_at=None)
@@ -511,7 +508,7 @@ def pending_chunks(*, older_than: timedelta = timedelta(minutes=30)) -> list[int
 Entry = tuple[ComparisonRow, int, int | None]
 
 
-def _delete_comparisons(run: Run) -> None:
+def delete_comparisons(run: Run) -> None:
     """Delete a run's stored comparisons in a number of queries that does not grow with them: their alerts
     first (through the ORM, which deletes their events and unlinks confirmation sessions), other alerts'
     evidence among them unset, then the comparisons in one DELETE, as nothing else refers to them. The ORM's
