@@ -64,10 +64,10 @@ def seed(*, series: int, history: int) -> int:
             means[rng.random(series) < REGRESSED] *= 1.1
         counts = rng.integers(3, 40, series)
         variances = (0.02 * means) ** 2 * rng.uniform(0.5, 2.0, series)
-        services.bulk_insert_values(Result, [
-            {"run_id": run.pk, "metric_id": metric, "mean": float(mean), "subsession_size": 1,
-             "variance": float(variance), "n": int(n), "sample_count": int(n)}
-            for metric, mean, variance, n in zip(metric_ids, means, variances, counts)])
+        services.bulk_insert_columns(Result, {
+            "run_id": [run.pk] * series, "metric_id": metric_ids, "mean": means.tolist(),
+            "subsession_size": [1] * series, "variance": variances.tolist(), "n": counts.tolist(),
+            "sample_count": counts.tolist()}, rows=series)
     return run.pk
 
 

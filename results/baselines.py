@@ -19,7 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import F, Q, Window
+from django.db.models import F, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 
 from .models import SERIES_KINDS, Alert, AlertState, AlertStatus, ChangePoint, Result, Run, RunKind, RunStatus
@@ -79,18 +79,21 @@ class SeriesBaseline:
         return max(0, min(limit, len(self.nights) - first + 1))
 
 
-def series_baselines(run: Run, metric_ids: list[int], *, history_size: int) -> dict[int, SeriesBaseline]:
+def series_baselines(run: Run, metric_ids: list[int], *, history_size: int,
+                     selected: QuerySet | None = None) -> dict[int, SeriesBaseline]:
     """The baseline of each metric's series at ``run`` (a nightly, manual or imported run).
 
     Reads the series' alerts, then the runs that can matter: the last ``max(history_size, SHIFT_HISTORY +
     SHIFT_RECENT)`` nights, every night since the oldest untriaged suspected change and ``SHIFT_HISTORY``
-    nights before it. Three to four queries, whatever the number of series.
+    nights before it. Three to four queries, whatever the number of series. ``selected``, a query of the
+    same metric ids, is what the queries filter on instead of the ids themselves (a subquery instead of
+    ten thousand parameters).
     """
     series_runs = Run.objects.filter(
         project_id=run.project_id, machine_id=run.machine_id, status=RunStatus.COMPLETED,
         revision__branch=run.project.default_branch, started_at__lt=run.started_at,
     ).filter(kind__in=SERIES_KINDS).exclude(pk=run.pk).order_by("-started_at", "-id")
-    states = series_alerts(run, metric_ids)
+    states = series_alerts(run, metric_ids if selected is None else selected)
     window = max(history_size, SHIFT_HISTORY + SHIFT_RECENT)
     nights = {pk: started for pk, started in series_runs.values_list("pk", "started_at")[:window]}
     oldest = min((state.suspected_first for state in states.values() if state.suspected is not None), default=None)
@@ -149,9 +152,10 @@ class SeriesAlerts:
         return SeriesBaseline(nights=kept, level_start=level - previous, tried_after=tried)
 
 
-def series_alerts(run: Run, metric_ids: list[int]) -> dict[int, SeriesAlerts]:
-    """Per metric, what the alerts of its series (on ``run``'s machine and project, outside pull requests,
-    opened before ``run``) and its change points before ``run`` say; two queries."""
+def series_alerts(run: Run, metric_ids: list[int] | QuerySet) -> dict[int, SeriesAlerts]:
+    """Per metric (its id among ``metric_ids``, a list or a query of them), what the alerts of its series (on
+    ``run``'s machine and project, outside pull requests, opened before ``run``) and its change points before
+    ``run`` say; two queries."""
     rows = (
         Alert.objects.filter(comparison__candidate__metric_id__in=metric_ids, first_run__machine_id=run.machine_id,
                              first_run__project_id=run.project_id, first_run__started_at__lt=run.started_at)

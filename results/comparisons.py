@@ -19,12 +19,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from operator import attrgetter
 from datetime import timedelta
 from typing import NamedTuple
 
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from . import alerts, comparing, presentation, stats
@@ -34,7 +36,7 @@ from .models import Alert, Comparison, ComparisonChunk, ComparisonMethod, Result
 from .presentation import ALPHA
 from .rows import ComparisonRow, Interval, Side
 from .series import Series
-from .services import bulk_insert_values, bulk_update_values
+from .services import bulk_insert_columns, bulk_update_values
 
 MIN_HISTORY = 3
 STORED_RESAMPLES = 2_000
@@ -73,11 +75,13 @@ def history_rows(candidates: Sequence[Series], histories: Sequence[Sequence[Stor
             note=f"{found} earlier night{'s' if found != 1 else ''}, {MIN_HISTORY} needed")
     if usable:
         chosen = [candidates[i] for i in usable]
-        width = max(len(histories[i]) for i in usable)
-        padded = np.full((3, len(usable), width), np.nan)
-        for row, i in enumerate(usable):
-            padded[:, row, :len(histories[i])] = np.array(
-                [(night.mean, night.variance, night.n) for night in histories[i]]).T
+        lengths = np.array([len(histories[i]) for i in usable])
+        padded = np.full((3, len(usable), lengths.max()), np.nan)
+        # Every night's row (its series) and column (its place in the history, newest first) in one assignment.
+        rows_of = np.repeat(np.arange(len(usable)), lengths)
+        columns_of = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        padded[:, rows_of, columns_of] = np.array(
+            [(night.mean, night.variance, night.n) for i in usable for night in histories[i]]).T
         levels = np.array([series.confidence_level for series in chosen])
         result = stats.compare_with_history(
             *comparing.summary_arrays([series.summary for series in chosen]), *padded,
@@ -403,24 +407,29 @@ def compare_run(*, run_id: int) -> int:
                        fallbacks={metric for metric, base in bases.items() if base.fallback})
                    + _bootstrap_against_results(run, ids))
     else:
-        entries, carried = _nightly_entries(run, candidates)
+        entries, carried = _nightly_entries(run, candidates,
+                                            selected=Result.objects.filter(run=run).values("metric_id"))
     rows = [row for row, _, _ in entries]
     qvalues = comparing.qvalues_by_method([row.method for row in rows], [row.pvalue for row in rows])
-    bulk_insert_values(Comparison, [
-        _stored(row, candidate=candidate, baseline=baseline, qvalue=qvalue, verdict=comparing.suspected_verdict(
-            row.verdict, ratio=row.ratio, threshold=row.threshold, direction=row.direction,
-            significant=presentation.is_significant(row.pvalue, qvalue)))
-        for row, qvalue, (_, candidate, baseline) in zip(rows, qvalues, entries)])
+    verdicts = [comparing.suspected_verdict(row.verdict, ratio=row.ratio, threshold=row.threshold,
+                                            direction=row.direction,
+                                            significant=presentation.is_significant(row.pvalue, qvalue))
+                for row, qvalue in zip(rows, qvalues)]
+    bulk_insert_columns(Comparison, _stored_columns(entries, qvalues=qvalues, verdicts=verdicts), rows=len(rows))
     alerts.open_alerts(run, carried=carried)
     transaction.on_commit(lambda: _enqueue_change_points(run.pk))
     return len(rows)
 
 
-def _nightly_entries(run: Run, candidates: list[Series]) -> tuple[list["Entry"], dict[int, int]]:
+def _nightly_entries(run: Run, candidates: list[Series], *,
+                     selected: QuerySet | None = None) -> tuple[list["Entry"], dict[int, int]]:
     """A nightly's rows against its history, its shifts and its previous night, and the alerts its series carry
-    (metric id → alert id)."""
-    found = series_baselines(run, [series.metric_id for series in candidates], history_size=run.project.history_size)
-    entries, previous = _against_history(candidates, found, history_size=run.project.history_size)
+    (metric id → alert id). ``selected`` is a query of the candidates' metric ids, for the queries to filter
+    on (a subquery instead of ten thousand parameters)."""
+    metric_ids = [series.metric_id for series in candidates]
+    selected = metric_ids if selected is None else selected
+    found = series_baselines(run, metric_ids, history_size=run.project.history_size, selected=selected)
+    entries, previous = _against_history(candidates, found, selected, history_size=run.project.history_size)
     entries += _against_results(candidates, previous, method=ComparisonMethod.PREVIOUS)
     return entries, {metric: baseline.carried for metric, baseline in found.items() if baseline.carried is not None}
 
@@ -469,8 +478,9 @@ def compare_chunk(*, chunk_id: int, worker: str = "") -> bool:
         run = chunk.run
         candidates = _stored_series(Result.objects.filter(run=run, metric_id__in=chunk.metric_ids))
         entries, carried = _nightly_entries(run, candidates)
-        bulk_insert_values(Comparison, [_stored(row, candidate=candidate, baseline=baseline, qvalue=None,
-                                                verdict=row.verdict) for row, candidate, baseline in entries])
+        bulk_insert_columns(Comparison, _stored_columns(entries, qvalues=[None] * len(entries),
+                                                        verdicts=[row.verdict for row, _, _ in entries]),
+                            rows=len(entries))
         chunk.carried, chunk.worker, chunk.finished_at = carried, worker[:200], timezone.now()
         chunk.save(update_fields=["carried", "worker", "finished_at"])
     with transaction.atomic():
@@ -538,50 +548,51 @@ def pending_runs(*, older_than: timedelta = timedelta(minutes=2)) -> list[int]:
     )
 
 
-def _against_history(candidates: list[Series], baselines: dict[int, SeriesBaseline], *,
-                     history_size: int) -> tuple[list[Entry], dict[int, Series]]:
+def _against_history(candidates: list[Series], baselines: dict[int, SeriesBaseline], selected: list[int] | QuerySet,
+                     *, history_size: int) -> tuple[list[Entry], dict[int, Series]]:
     """Each candidate against the last K nights of its level, and tested for a recent shift; and each
     series' newest earlier night that measured it (metric id → series), for the naive comparison."""
-    by_run = _earlier_nights(baselines)
-    histories, nights, since = [], [], []
+    by_metric = _earlier_nights(baselines, selected)
+    histories, nights, since, previous = [], [], [], {}
     for series in candidates:
         baseline = baselines[series.metric_id]
+        stored = by_metric.get(series.metric_id, {})
         # A carried change is pooled against the nights before it; otherwise the scan stays in the level.
         first = 0 if baseline.pooled_since is not None else baseline.level_start
-        present = [i for i in range(first, len(baseline.nights))
-                   if (series.metric_id, baseline.nights[i].run_id) in by_run]
-        nights.append([by_run[series.metric_id, baseline.nights[i].run_id] for i in present])
-        histories.append([by_run[series.metric_id, run_id] for run_id in baseline.history_runs
-                          if (series.metric_id, run_id) in by_run][:history_size])
+        present = [i for i in range(first, len(baseline.nights)) if baseline.nights[i].run_id in stored]
+        nights.append([stored[baseline.nights[i].run_id] for i in present])
+        histories.append([stored[run_id] for run_id in baseline.history_runs if run_id in stored][:history_size])
         since.append(None if baseline.pooled_since is None
                      else sum(1 for i in present if i < baseline.pooled_since))
+        newest = next((stored[night.run_id] for night in reversed(baseline.nights) if night.run_id in stored), None)
+        if newest is not None:
+            previous[series.metric_id] = _night_series(series, newest)
     recent = [baselines[series.metric_id].recent() for series in candidates]
     rows = history_rows(candidates, histories)
     entries = [(row if row.verdict != Verdict.INSUFFICIENT_HISTORY else replace(
         row, inputs={"history_runs": [s.run_id for s in found], "needed": MIN_HISTORY}), series.result_id, None)
         for row, found, series in zip(rows, histories, candidates)]
     shifts = shift_rows(candidates, nights, recent=recent, suspected_since=since)
-    previous = {}
-    for series in candidates:
-        newest = next((night for night in reversed(baselines[series.metric_id].nights)
-                       if (series.metric_id, night.run_id) in by_run), None)
-        if newest is not None:
-            previous[series.metric_id] = _night_series(series, by_run[series.metric_id, newest.run_id])
     return entries + [(row, series.result_id, None) for row, series in zip(shifts, candidates)], previous
 
 
-def _earlier_nights(baselines: dict[int, SeriesBaseline]) -> dict[tuple[int, int], StoredNight]:
-    """The stored results of the series' earlier nights, by (metric id, run id), from one query."""
+def _earlier_nights(baselines: dict[int, SeriesBaseline],
+                    selected: list[int] | QuerySet) -> dict[int, dict[int, StoredNight]]:
+    """The stored results of the series' earlier nights (their metric ids ``selected``), by metric id and run
+    id, from one query."""
     runs = {night.run_id for baseline in baselines.values() for night in baseline.nights}
     if not runs:
         return {}
-    found = Result.objects.filter(run_id__in=runs, metric_id__in=list(baselines)).values_list(
+    # Unordered: the model's default ordering would join four tables and sort 100,000 rows on disk.
+    found = Result.objects.filter(run_id__in=runs, metric_id__in=selected).order_by().values_list(
         "metric_id", "run_id", "id", "mean", "variance", "n", "subsession_size", "independent")
     # Read by the cursor: the ORM's per-row converters took half the time of 100,000 rows.
+    by_metric: dict[int, dict[int, StoredNight]] = defaultdict(dict)
     with connection.cursor() as cursor:
         cursor.execute(*found.query.sql_with_params())
-        return {(metric, run): StoredNight(pk, run, mean, variance, n, size, bool(independent))
-                for metric, run, pk, mean, variance, n, size, independent in cursor.fetchall()}
+        for metric, run, pk, mean, variance, n, size, independent in cursor.fetchall():
+            by_metric[metric][run] = StoredNight(pk, run, mean, variance, n, size, bool(independent))
+    return by_metric
 
 
 def _night_series(candidate: Series, night: StoredNight) -> Series:
@@ -651,15 +662,23 @@ def _bootstrap_against_results(run: Run, baselines: dict[int, int]) -> list[Entr
     return entries
 
 
-def _stored(row: ComparisonRow, *, candidate: int, baseline: int | None, qvalue: float | None,
-            verdict: str) -> dict:
-    """A computed row as the field values of the stored comparison of two results, with the numbers that fed
-    it; its q-value and final verdict are decided across the run (spec §7)."""
-    return {"candidate_id": candidate, "baseline_id": baseline, "method": row.method, "ratio": row.ratio,
-            "ci_low": row.low, "ci_high": row.high, "bounded": row.bounded, "statistic": row.statistic, "df": row.df,
-            "pvalue": row.pvalue, "qvalue": qvalue, "verdict": verdict, "threshold": row.threshold,
-            "confidence_level": row.confidence_level,
-            "inputs": {"candidate": [row.candidate.mean, row.candidate.variance, row.candidate.n], **row.inputs}}
+_STORED_FIELDS = {"method": "method", "ratio": "ratio", "ci_low": "low", "ci_high": "high", "bounded": "bounded",
+                  "statistic": "statistic", "df": "df", "pvalue": "pvalue", "threshold": "threshold",
+                  "confidence_level": "confidence_level"}
+"""The stored comparison's fields that are a computed row's attributes (field → attribute)."""
+
+
+def _stored_columns(entries: Sequence[Entry], *, qvalues: Sequence[float | None],
+                    verdicts: Sequence[str]) -> dict[str, Sequence]:
+    """Computed rows as the columns of their stored comparisons of two results, with the numbers that fed each;
+    their q-values and final verdicts are decided across the run (spec §7)."""
+    rows = [row for row, _, _ in entries]
+    attributes = zip(*map(attrgetter(*_STORED_FIELDS.values()), rows))
+    return {"candidate_id": [candidate for _, candidate, _ in entries],
+            "baseline_id": [baseline for _, _, baseline in entries],
+            **dict(zip(_STORED_FIELDS, attributes)), "qvalue": qvalues, "verdict": verdicts,
+            "inputs": [{"candidate": [row.candidate.mean, row.candidate.variance, row.candidate.n], **row.inputs}
+                       for row in rows]}
 
 
 # --- Two stored runs, on the fly -------------------------------------------------------------------------

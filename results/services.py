@@ -6,15 +6,15 @@ anywhere in a batch writes nothing.
 """
 
 import hashlib
-import json
 import math
 import secrets
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
+import orjson
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, models, transaction
 from django.db.models import JSONField
@@ -178,43 +178,62 @@ def _write_run(*, document: RunIn, project_slug: str, digest: str, user: Abstrac
 def bulk_insert(rows: list[models.Model]) -> None:
     """Insert model instances of one model in bulk, without reading back their ids, in one query.
 
-    On PostgreSQL this is a COPY: raw samples travel as binary bytea and JSON as jsonb instead
-    of being quoted into one huge INSERT, about seven times faster for a thousand results. On SQLite
+    On PostgreSQL this is a binary COPY (after a query for the columns' types): raw samples travel as
+    bytea, numbers as they are held and JSON as jsonb instead of being quoted into one huge INSERT,
+    about seven times faster for a thousand results. On SQLite
     it is one prepared INSERT executed for every row (``executemany``), where ``bulk_create`` splits
     the rows into batches of 999 parameters and compiles each batch's SQL (484 queries for 30,000
     comparisons).
     """
     if rows:
         fields = _inserted_fields(type(rows[0]))
-        _insert(type(rows[0]), fields, ([getattr(row, field.attname) for field in fields] for row in rows))
+        _insert(type(rows[0]), fields, [[getattr(row, field.attname) for row in rows] for field in fields])
 
 
-def bulk_insert_values(model: type[models.Model], rows: list[dict[str, Any]]) -> None:
-    """:func:`bulk_insert` of rows given as field values by attribute name (``candidate_id``), fields left out
-    taking their default: thousands of rows without building a model instance for each."""
+def bulk_insert_columns(model: type[models.Model], columns: dict[str, Sequence[Any]], *, rows: int) -> None:
+    """:func:`bulk_insert` of `rows` rows given column by column, each a field's values by its attribute name
+    (``candidate_id``), fields left out taking their default: thousands of rows without building a model
+    instance, or a dictionary, for each.
+
+    Raises
+    ------
+    ValueError
+        If a column names no field of `model`, or does not hold `rows` values.
+    """
+    fields = _inserted_fields(model)
+    unknown = set(columns) - {field.attname for field in fields}
+    if unknown:
+        raise ValueError(f"columns: {model.__name__} has no field {', '.join(sorted(unknown))}")
+    short = sorted(name for name, values in columns.items() if len(values) != rows)
+    if short:
+        raise ValueError(f"columns: {', '.join(short)} must hold rows={rows} values")
     if rows:
-        fields = _inserted_fields(model)
-        defaults = [(field.attname, field.get_default()) for field in fields]
-        _insert(model, fields, ([row.get(name, default) for name, default in defaults] for row in rows))
+        _insert(model, fields, [columns[field.attname] if field.attname in columns else [field.get_default()] * rows
+                                for field in fields])
 
 
 def _inserted_fields(model: type[models.Model]) -> list[models.Field]:
     return [field for field in model._meta.concrete_fields if not field.primary_key]
 
 
-def _insert(model: type[models.Model], fields: list[models.Field], rows: Iterable[list[Any]]) -> None:
-    """Insert rows of Python values (one per field, in order) in one query, adapted column by column."""
-    rows = list(rows)
-    adapted = list(zip(*(_adapted(field, [row[i] for row in rows]) for i, field in enumerate(fields))))
+def _insert(model: type[models.Model], fields: list[models.Field], columns: list[Sequence[Any]]) -> None:
+    """Insert rows given as one column of Python values per field, in order, in one query, adapted column by
+    column."""
+    adapted = list(zip(*(_adapted(field, column) for field, column in zip(fields, columns))))
     table = connection.ops.quote_name(model._meta.db_table)
-    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    names = ", ".join(connection.ops.quote_name(field.column) for field in fields)
     with connection.wrap_database_errors, connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            # Binary: numbers travel as they are held, not printed and parsed (30,000 comparisons 0.55 s → 0.35 s).
+            # It needs each column's type, which the table's own description gives.
+            cursor.execute(f"SELECT {names} FROM {table} LIMIT 0")
+            types = [column.type_code for column in cursor.description]
+            with cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(types)
                 for row in adapted:
                     copy.write_row(row)
         else:
-            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({', '.join(['%s'] * len(fields))})",
+            cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(fields))})",
                                adapted)
 
 
@@ -248,12 +267,12 @@ _PLAIN_TYPES = ((models.FloatField, float), (models.BooleanField, bool), (models
 them), and the type; a foreign key counts as the field it points to."""
 
 
-def _adapted(field: models.Field, values: list[Any]) -> list[Any]:
+def _adapted(field: models.Field, values: Sequence[Any]) -> list[Any]:
     """A column of Python values of `field`, as the database driver takes them.
 
-    Timestamps set on insert (``auto_now``, ``auto_now_add``) are the same for every row, taken once. The
-    other fields go, on SQLite, through the field's own ``get_db_prep_save`` (JSON as text, datetimes); COPY
-    adapts Python values itself, given JSON as jsonb.
+    Timestamps set on insert (``auto_now``, ``auto_now_add``) are the same for every row, taken once, and JSON
+    is encoded by :func:`json_text` (as text on SQLite, as jsonb for COPY). The other fields go, on SQLite,
+    through the field's own ``get_db_prep_save`` (datetimes); COPY adapts Python values itself.
     """
     target = field.target_field if field.is_relation else field
     cast = next((cast for kind, cast in _PLAIN_TYPES if isinstance(target, kind)), None)
@@ -264,13 +283,21 @@ def _adapted(field: models.Field, values: list[Any]) -> list[Any]:
         now = timezone.now()
         stamp = now if isinstance(field, models.DateTimeField) else now.date()
         return [stamp if postgresql else field.get_db_prep_save(stamp, connection)] * len(values)
-    if isinstance(field, JSONField):
-        # As the field's own get_db_prep_save would (json.dumps with its encoder), without its per-value calls.
-        return [None if value is None else Jsonb(value) if postgresql else json.dumps(value, cls=field.encoder)
-                for value in values]
-    if not postgresql:
+    if isinstance(field, JSONField) and field.encoder is None:
+        if postgresql:
+            return [None if value is None else Jsonb(value, dumps=json_text) for value in values]
+        return [None if value is None else json_text(value) for value in values]
+    if not postgresql or isinstance(field, JSONField):
         return [field.get_db_prep_save(value, connection) for value in values]
     return values
+
+
+def json_text(value: Any) -> str:
+    """`value` as JSON text that parses to what ``json.dumps`` would write, ten times faster (orjson: 0.03 s
+    instead of 0.3 s for a nightly's 30,000 comparison inputs). numpy's numbers are written as numbers and
+    keys that are not strings as strings, as ``json.dumps`` writes them; NaN and infinities are written as
+    null, where ``json.dumps`` would write tokens that neither JSON nor PostgreSQL's jsonb accepts."""
+    return orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
 
 
 def get_or_insert(model: type[models.Model], lookup: dict, defaults: dict) -> models.Model | None:
