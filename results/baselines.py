@@ -86,8 +86,8 @@ def series_baselines(run: Run, metric_ids: list[int], *, history_size: int,
     Reads the series' alerts, then the runs that can matter: the last ``max(history_size, SHIFT_HISTORY +
     SHIFT_RECENT)`` nights, every night since the oldest untriaged suspected change and ``SHIFT_HISTORY``
     nights before it. Three to four queries, whatever the number of series. ``selected``, a query of the
-    same metric ids, is what the queries filter on instead of the ids themselves (a subquery instead of
-    ten thousand parameters).
+    same metric ids as ``metric_ids``, is what the alerts and change points are read by instead of the ids
+    themselves (a subquery instead of ten thousand parameters).
     """
     series_runs = Run.objects.filter(
         project_id=run.project_id, machine_id=run.machine_id, status=RunStatus.COMPLETED,

@@ -19,8 +19,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from operator import attrgetter
 from datetime import timedelta
+from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np
@@ -36,7 +36,7 @@ from .models import Alert, Comparison, ComparisonChunk, ComparisonMethod, Result
 from .presentation import ALPHA
 from .rows import ComparisonRow, Interval, Side
 from .series import Series
-from .services import bulk_insert_columns, bulk_update_values
+from .services import bulk_inserter, bulk_update_values
 
 MIN_HISTORY = 3
 STORED_RESAMPLES = 2_000
@@ -402,39 +402,44 @@ def compare_run(*, run_id: int) -> int:
     if run.kind == RunKind.PR:
         bases = pull_request_bases(run, [series.metric_id for series in candidates])
         ids = {metric: base.result_id for metric, base in bases.items()}
-        entries = (_against_results(candidates, {series.metric_id: series for series in _stored_series(
-                       Result.objects.filter(pk__in=ids.values()))}, method=ComparisonMethod.PAIRWISE,
-                       fallbacks={metric for metric, base in bases.items() if base.fallback})
-                   + _bootstrap_against_results(run, ids))
+        batches: Iterable[list[Entry]] = [
+            _against_results(candidates, {series.metric_id: series for series in _stored_series(
+                Result.objects.filter(pk__in=ids.values()))}, method=ComparisonMethod.PAIRWISE,
+                fallbacks={metric for metric, base in bases.items() if base.fallback})
+            + _bootstrap_against_results(run, ids)]
     else:
-        entries, carried = _nightly_entries(run, candidates,
+        carried, batches = _nightly_entries(run, candidates,
                                             selected=Result.objects.filter(run=run).values("metric_id"))
-    rows = [row for row, _, _ in entries]
-    qvalues = comparing.qvalues_by_method([row.method for row in rows], [row.pvalue for row in rows])
-    verdicts = [comparing.suspected_verdict(row.verdict, ratio=row.ratio, threshold=row.threshold,
-                                            direction=row.direction,
-                                            significant=presentation.is_significant(row.pvalue, qvalue))
-                for row, qvalue in zip(rows, qvalues)]
-    bulk_insert_columns(Comparison, _stored_columns(entries, qvalues=qvalues, verdicts=verdicts), rows=len(rows))
+    stored = 0
+    with bulk_inserter(Comparison) as insert:
+        # Batches of one method each (q-values are taken across a method's comparisons): each is stored while
+        # the next is computed.
+        for entries in batches:
+            rows = [row for row, _, _ in entries]
+            qvalues = comparing.qvalues_by_method([row.method for row in rows], [row.pvalue for row in rows])
+            verdicts = [comparing.suspected_verdict(row.verdict, ratio=row.ratio, threshold=row.threshold,
+                                                    direction=row.direction,
+                                                    significant=presentation.is_significant(row.pvalue, qvalue))
+                        for row, qvalue in zip(rows, qvalues)]
+            insert(_stored_columns(entries, qvalues=qvalues, verdicts=verdicts), rows=len(rows))
+            stored += len(rows)
     alerts.open_alerts(run, carried=carried)
     transaction.on_commit(lambda: _enqueue_change_points(run.pk))
-    return len(rows)
+    return stored
 
 
 def _nightly_entries(run: Run, candidates: list[Series], *,
-                     selected: QuerySet | None = None) -> tuple[list["Entry"], dict[int, int]]:
-    """A nightly's rows against its history, its shifts and its previous night, and the alerts its series carry
-    (metric id → alert id). ``selected`` is a query of the candidates' metric ids, for the queries to filter
-    on (a subquery instead of ten thousand parameters)."""
+                     selected: QuerySet | None = None) -> tuple[dict[int, int], Iterator[list["Entry"]]]:
+    """The alerts a nightly's series carry (metric id → alert id), and its rows, computed one method at a time:
+    against its history, its shifts, and against its previous night. ``selected`` is a query of the
+    candidates' metric ids, for the queries to filter on (a subquery instead of ten thousand parameters).
+    Every query is made before this returns; the rows are computed as they are iterated, without one."""
     metric_ids = [series.metric_id for series in candidates]
-    selected = metric_ids if selected is None else selected
     found = series_baselines(run, metric_ids, history_size=run.project.history_size, selected=selected)
-    entries, previous = _against_history(candidates, found, selected, history_size=run.project.history_size)
-    entries += _against_results(candidates, previous, method=ComparisonMethod.PREVIOUS)
-    return entries, {metric: baseline.carried for metric, baseline in found.items() if baseline.carried is not None}
-
-
-# --- A large nightly compared in chunks, by several analysis workers -------------------------------------
+    nights = _series_nights(candidates, found, metric_ids if selected is None else selected,
+                            history_size=run.project.history_size)
+    carried = {metric: baseline.carried for metric, baseline in found.items() if baseline.carried is not None}
+    return carried, _nightly_batches(candidates, nights)
 
 
 def begin_comparison(*, run_id: int, chunk_series: int | None = None) -> list[int]:
@@ -477,10 +482,11 @@ def compare_chunk(*, chunk_id: int, worker: str = "") -> bool:
             return False
         run = chunk.run
         candidates = _stored_series(Result.objects.filter(run=run, metric_id__in=chunk.metric_ids))
-        entries, carried = _nightly_entries(run, candidates)
-        bulk_insert_columns(Comparison, _stored_columns(entries, qvalues=[None] * len(entries),
-                                                        verdicts=[row.verdict for row, _, _ in entries]),
-                            rows=len(entries))
+        carried, batches = _nightly_entries(run, candidates)
+        with bulk_inserter(Comparison) as insert:
+            for entries in batches:
+                insert(_stored_columns(entries, qvalues=[None] * len(entries),
+                                       verdicts=[row.verdict for row, _, _ in entries]), rows=len(entries))
         chunk.carried, chunk.worker, chunk.finished_at = carried, worker[:200], timezone.now()
         chunk.save(update_fields=["carried", "worker", "finished_at"])
     with transaction.atomic():
@@ -548,32 +554,53 @@ def pending_runs(*, older_than: timedelta = timedelta(minutes=2)) -> list[int]:
     )
 
 
-def _against_history(candidates: list[Series], baselines: dict[int, SeriesBaseline], selected: list[int] | QuerySet,
-                     *, history_size: int) -> tuple[list[Entry], dict[int, Series]]:
-    """Each candidate against the last K nights of its level, and tested for a recent shift; and each
-    series' newest earlier night that measured it (metric id → series), for the naive comparison."""
+class SeriesNights(NamedTuple):
+    """What a nightly's rows are computed from, per candidate (in their order): its history (newest first, at most
+    K nights), the nights of its level a shift is tested on (oldest first), the index among them where a
+    carried change's pooling starts, how many of the newest nights a shift may start at, and its newest earlier
+    night as a series (metric id → series), for the naive comparison."""
+
+    histories: list[list[StoredNight]]
+    levels: list[list[StoredNight]]
+    since: list[int | None]
+    recent: list[int]
+    previous: dict[int, Series]
+
+
+def _series_nights(candidates: list[Series], baselines: dict[int, SeriesBaseline], selected: list[int] | QuerySet,
+                   *, history_size: int) -> SeriesNights:
+    """Each candidate's earlier nights read (one query; ``selected`` holds the candidates' metric ids, as a list
+    or a query) and divided as its baseline says."""
     by_metric = _earlier_nights(baselines, selected)
-    histories, nights, since, previous = [], [], [], {}
+    nights = SeriesNights([], [], [], [], {})
     for series in candidates:
         baseline = baselines[series.metric_id]
         stored = by_metric.get(series.metric_id, {})
         # A carried change is pooled against the nights before it; otherwise the scan stays in the level.
         first = 0 if baseline.pooled_since is not None else baseline.level_start
         present = [i for i in range(first, len(baseline.nights)) if baseline.nights[i].run_id in stored]
-        nights.append([stored[baseline.nights[i].run_id] for i in present])
-        histories.append([stored[run_id] for run_id in baseline.history_runs if run_id in stored][:history_size])
-        since.append(None if baseline.pooled_since is None
-                     else sum(1 for i in present if i < baseline.pooled_since))
+        nights.levels.append([stored[baseline.nights[i].run_id] for i in present])
+        nights.histories.append([stored[run_id] for run_id in baseline.history_runs if run_id in stored]
+                                [:history_size])
+        nights.since.append(None if baseline.pooled_since is None
+                            else sum(1 for i in present if i < baseline.pooled_since))
+        nights.recent.append(baseline.recent())
         newest = next((stored[night.run_id] for night in reversed(baseline.nights) if night.run_id in stored), None)
         if newest is not None:
-            previous[series.metric_id] = _night_series(series, newest)
-    recent = [baselines[series.metric_id].recent() for series in candidates]
-    rows = history_rows(candidates, histories)
-    entries = [(row if row.verdict != Verdict.INSUFFICIENT_HISTORY else replace(
+            nights.previous[series.metric_id] = _night_series(series, newest)
+    return nights
+
+
+def _nightly_batches(candidates: list[Series], nights: SeriesNights) -> Iterator[list[Entry]]:
+    """Each candidate against the last K nights of its level, then tested for a recent shift, then against its
+    previous night: three batches of rows, each computed when the one before has been taken."""
+    rows = history_rows(candidates, nights.histories)
+    yield [(row if row.verdict != Verdict.INSUFFICIENT_HISTORY else replace(
         row, inputs={"history_runs": [s.run_id for s in found], "needed": MIN_HISTORY}), series.result_id, None)
-        for row, found, series in zip(rows, histories, candidates)]
-    shifts = shift_rows(candidates, nights, recent=recent, suspected_since=since)
-    return entries + [(row, series.result_id, None) for row, series in zip(shifts, candidates)], previous
+        for row, found, series in zip(rows, nights.histories, candidates)]
+    shifts = shift_rows(candidates, nights.levels, recent=nights.recent, suspected_since=nights.since)
+    yield [(row, series.result_id, None) for row, series in zip(shifts, candidates)]
+    yield _against_results(candidates, nights.previous, method=ComparisonMethod.PREVIOUS)
 
 
 def _earlier_nights(baselines: dict[int, SeriesBaseline],
@@ -673,10 +700,10 @@ def _stored_columns(entries: Sequence[Entry], *, qvalues: Sequence[float | None]
     """Computed rows as the columns of their stored comparisons of two results, with the numbers that fed each;
     their q-values and final verdicts are decided across the run (spec §7)."""
     rows = [row for row, _, _ in entries]
-    attributes = zip(*map(attrgetter(*_STORED_FIELDS.values()), rows))
     return {"candidate_id": [candidate for _, candidate, _ in entries],
             "baseline_id": [baseline for _, _, baseline in entries],
-            **dict(zip(_STORED_FIELDS, attributes)), "qvalue": qvalues, "verdict": verdicts,
+            **{field: list(map(attrgetter(name), rows)) for field, name in _STORED_FIELDS.items()},
+            "qvalue": qvalues, "verdict": verdicts,
             "inputs": [{"candidate": [row.candidate.mean, row.candidate.variance, row.candidate.n], **row.inputs}
                        for row in rows]}
 

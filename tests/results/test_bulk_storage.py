@@ -6,14 +6,14 @@ import math
 
 import numpy as np
 import pytest
+from django.db import DataError, connection, transaction
 
 from results.models import Comparison, Result
 from results.services import bulk_insert, bulk_insert_columns, json_text
 from tests.factories import posted_run
 
-pytestmark = pytest.mark.django_db
 
-
+@pytest.mark.django_db
 def test_columns_are_stored_as_given_and_the_fields_left_out_take_their_defaults():
     run = posted_run(0, {"a": 1.0, "b": 2.0})
     results = list(Result.objects.filter(run=run).order_by("pk"))
@@ -34,30 +34,51 @@ def test_columns_are_stored_as_given_and_the_fields_left_out_take_their_defaults
     assert all(c.qvalue is None and c.statistic is None and c.created_at is not None for c in stored)
 
 
-def test_a_column_the_model_does_not_have_or_of_the_wrong_length_is_refused_and_nothing_is_written():
+@pytest.mark.django_db
+def test_a_column_the_model_does_not_have_or_of_the_wrong_length_is_refused():
     run = posted_run(0, {"a": 1.0})
     result = Result.objects.get(run=run)
-    with pytest.raises(ValueError, match="columns: Comparison has no field colour"):
+    # A refused batch ends the insert as a database error would: the transaction (here a savepoint) is rolled back.
+    with pytest.raises(ValueError, match="columns: Comparison has no field colour"), transaction.atomic():
         bulk_insert_columns(Comparison, {"candidate_id": [result.pk], "colour": ["red"]}, rows=1)
-    with pytest.raises(ValueError, match="columns: candidate_id, method must hold rows=2 values"):
+    with pytest.raises(ValueError, match="columns: candidate_id, method must hold rows=2 values"), \
+            transaction.atomic():
         bulk_insert_columns(Comparison, {"candidate_id": [result.pk], "method": ["history"]}, rows=2)
     assert not Comparison.objects.exists()
 
 
-def test_model_instances_keep_raw_samples_byte_for_byte():
+@pytest.mark.django_db
+@pytest.mark.parametrize("beyond", [1, 2**64])
+def test_an_integer_beyond_its_columns_range_is_refused_not_wrapped_around(beyond):
+    run = posted_run(0, {"a": 1.0})
+    original = Result.objects.get(run=run)
+    Result.objects.filter(pk=original.pk).delete()
+    # 2**31 on PostgreSQL, whose binary COPY would store it as a negative number; 2**63 on SQLite.
+    n = connection.ops.integer_field_range("PositiveIntegerField")[1] + beyond
+    huge = Result(run=run, metric=original.metric, mean=1.0, subsession_size=1, variance=0.5, n=n, sample_count=4)
+    with pytest.raises(DataError, match=r"Result.n: a value is out of the column's range \[0, \d+\]"), \
+            transaction.atomic():
+        bulk_insert([huge])
+    assert not Result.objects.filter(run=run).exists()
+
+
+@pytest.mark.django_db
+def test_model_instances_keep_raw_samples_byte_for_byte_and_metadata_past_64_bits():
     run = posted_run(0, {"a": 1.0}, samples=True)
     original = Result.objects.get(run=run)
     samples = np.array([[1.0, 2.5e-300], [math.pi, -0.0]])
     copy = Result(run=run, metric=original.metric, mean=1.0, subsession_size=1, variance=0.5, n=2, sample_count=4,
-                  samples=samples.tobytes(), samples_shape=list(samples.shape), metadata={"host": "b-1"})
+                  samples=samples.tobytes(), samples_shape=list(samples.shape),
+                  metadata={"host": "b-1", "seed": 2**70})
     Result.objects.filter(pk=original.pk).delete()
     bulk_insert([copy])
     stored = Result.objects.get(run=run)
     assert stored.samples_array().tobytes() == samples.tobytes()
-    assert (stored.samples_shape, stored.metadata) == ([2, 2], {"host": "b-1"})
+    assert (stored.samples_shape, stored.metadata) == ([2, 2], {"host": "b-1", "seed": 2**70})
 
 
-def test_json_text_parses_to_what_the_standard_encoder_writes_and_nan_becomes_null():
-    value = {"a": [0.1 + 0.2, 1e300, 5e-324, -0.0, np.float64(2.5), np.int32(4), True, None, "é\u2028"], 3: {}}
+def test_json_text_parses_to_what_the_standard_encoder_writes_nan_as_null_and_huge_integers_whole():
+    value = {"a": [0.1 + 0.2, 1e300, 5e-324, np.float64(2.5), np.int32(4), True, None, "é\u2028"], 3: {}}
     assert json.loads(json_text(value)) == json.loads(json.dumps(value, default=np.generic.item))
     assert json.loads(json_text({"p": math.nan, "q": [math.inf]})) == {"p": None, "q": [None]}
+    assert json.loads(json_text({"seed": [2**64, -(2**70)]})) == {"seed": [2**64, -(2**70)]}
