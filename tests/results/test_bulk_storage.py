@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from django.db import DataError, connection, transaction
 
+from results import comparisons
 from results.models import Comparison, Result
 from results.services import bulk_insert, bulk_insert_columns, json_text
 from tests.factories import posted_run
@@ -82,3 +83,23 @@ def test_json_text_parses_to_what_the_standard_encoder_writes_nan_as_null_and_hu
     assert json.loads(json_text(value)) == json.loads(json.dumps(value, default=np.generic.item))
     assert json.loads(json_text({"p": math.nan, "q": [math.inf]})) == {"p": None, "q": [None]}
     assert json.loads(json_text({"seed": [2**64, -(2**70)]})) == {"seed": [2**64, -(2**70)]}
+
+
+@pytest.mark.django_db
+def test_a_comparison_failing_after_its_first_batch_is_stored_keeps_the_run_as_it_was(monkeypatch):
+    for night in range(4):
+        posted_run(night, {"a": 1.0, "b": 2.0})
+    tonight = posted_run(4, {"a": 1.0, "b": 2.4})
+    comparisons.compare_run(run_id=tonight.pk)
+    kept = Comparison.objects.filter(candidate__run=tonight).values_list("pk", "method", "verdict", "ratio")
+    before = sorted(kept)
+    assert {method for _, method, _, _ in before} == {"history", "shift", "previous"}
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("the shift test failed")
+
+    # The history rows are already stored (SQLite) or in the open COPY (PostgreSQL) when the shift rows fail.
+    monkeypatch.setattr(comparisons, "shift_rows", failing)
+    with pytest.raises(RuntimeError, match="the shift test failed"):
+        comparisons.compare_run(run_id=tonight.pk)
+    assert sorted(kept) == before
