@@ -412,8 +412,9 @@ def compare_run(*, run_id: int) -> int:
                                             selected=Result.objects.filter(run=run).values("metric_id"))
     stored = 0
     with bulk_inserter(Comparison) as insert:
-        # Batches of one method each (q-values are taken across a method's comparisons): each is stored while
-        # the next is computed.
+        # A nightly's batches hold one method each (q-values are taken across a method's comparisons, so each
+        # batch has its own), and on PostgreSQL the server stores one while the next is computed; a pull
+        # request is one batch.
         for entries in batches:
             rows = [row for row, _, _ in entries]
             qvalues = comparing.qvalues_by_method([row.method for row in rows], [row.pvalue for row in rows])
@@ -440,6 +441,9 @@ def _nightly_entries(run: Run, candidates: list[Series], *,
                             history_size=run.project.history_size)
     carried = {metric: baseline.carried for metric, baseline in found.items() if baseline.carried is not None}
     return carried, _nightly_batches(candidates, nights)
+
+
+# --- A large nightly compared in chunks, by several analysis workers -------------------------------------
 
 
 def begin_comparison(*, run_id: int, chunk_series: int | None = None) -> list[int]:

@@ -9,11 +9,11 @@ import hashlib
 import json
 import math
 import secrets
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import orjson
@@ -185,13 +185,14 @@ def bulk_insert(rows: list[models.Model]) -> None:
             insert({field.attname: [getattr(row, field.attname) for row in rows] for field in fields}, rows=len(rows))
 
 
-def bulk_insert_columns(model: type[models.Model], columns: dict[str, Sequence[Any]], *, rows: int) -> None:
+def bulk_insert_columns(model: type[models.Model], columns: Mapping[str, Sequence[Any]], *, rows: int) -> None:
     """Insert `rows` rows of `model` given column by column (:func:`bulk_inserter`)."""
     with bulk_inserter(model) as insert:
         insert(columns, rows=rows)
 
 
-Inserter = Callable[..., None]
+class Inserter(Protocol):
+    def __call__(self, columns: Mapping[str, Sequence[Any]], *, rows: int) -> None: ...
 
 
 @contextmanager
@@ -204,10 +205,13 @@ def bulk_inserter(model: type[models.Model]) -> Iterator[Inserter]:
     On PostgreSQL one binary COPY (after one query for the columns' types) takes every batch: raw samples
     travel as bytea, numbers as they are held and JSON as jsonb instead of being printed into one huge
     INSERT, about seven times faster for a thousand results. The COPY stays open in between, so the server
-    stores a batch while the caller computes the next; no other query may run on the connection until the
-    block ends. On SQLite each batch is one prepared INSERT executed for every row (``executemany``), where
+    stores most of a batch while the caller computes the next (constraint errors surface when the block
+    ends). On SQLite each batch is one prepared INSERT executed for every row (``executemany``), where
     ``bulk_create`` splits the rows into batches of 999 parameters and compiles each batch's SQL (484 queries
     for 30,000 comparisons).
+
+    No other query may run on the connection inside the block: on PostgreSQL it would wait for the COPY
+    forever, so it is refused on both databases (RuntimeError).
 
     Raises
     ------
@@ -216,13 +220,16 @@ def bulk_inserter(model: type[models.Model]) -> Iterator[Inserter]:
     DataError
         If an integer is out of its column's range (a binary COPY would store it wrapped around).
 
-    Either ends the insert as a database error would: on PostgreSQL the transaction is aborted.
+    Any exception inside the block ends the insert as a database error would: on PostgreSQL the COPY is
+    cancelled and the transaction aborted; on SQLite the batches stored so far stay until the enclosing
+    transaction is rolled back.
     """
     fields = _inserted_fields(model)
     table = connection.ops.quote_name(model._meta.db_table)
     names = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    statement = f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(fields))})"
 
-    def adapted(columns: dict[str, Sequence[Any]], rows: int) -> list[tuple]:
+    def adapted(columns: Mapping[str, Sequence[Any]], rows: int) -> list[tuple]:
         unknown = set(columns) - {field.attname for field in fields}
         if unknown:
             raise ValueError(f"columns: {model.__name__} has no field {', '.join(sorted(unknown))}")
@@ -232,26 +239,33 @@ def bulk_inserter(model: type[models.Model]) -> Iterator[Inserter]:
         return list(zip(*(_adapted(field, columns[field.attname] if field.attname in columns
                                    else [field.get_default()] * rows) for field in fields)))
 
+    def only_this_insert(execute, sql, params, many, context):
+        if sql != statement:
+            raise RuntimeError(f"no query may run while bulk_inserter stores {model.__name__} rows: {sql[:200]}")
+        return execute(sql, params, many, context)
+
     with connection.wrap_database_errors, connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(f"SELECT {names} FROM {table} LIMIT 0")
             types = [column.type_code for column in cursor.description]
-            with cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)") as copy:
+            with cursor.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)") as copy, \
+                    connection.execute_wrapper(only_this_insert):
                 copy.set_types(types)
 
-                def insert(columns: dict[str, Sequence[Any]], *, rows: int) -> None:
+                def insert(columns: Mapping[str, Sequence[Any]], *, rows: int) -> None:
                     for row in adapted(columns, rows):
                         copy.write_row(row)
 
                 yield insert
         else:
-            statement = f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(fields))})"
+            with connection.execute_wrapper(only_this_insert):
 
-            def insert(columns: dict[str, Sequence[Any]], *, rows: int) -> None:
-                if rows:
-                    cursor.executemany(statement, adapted(columns, rows))
+                def insert(columns: Mapping[str, Sequence[Any]], *, rows: int) -> None:
+                    values = adapted(columns, rows)
+                    if values:
+                        cursor.executemany(statement, values)
 
-            yield insert
+                yield insert
 
 
 def _inserted_fields(model: type[models.Model]) -> list[models.Field]:
@@ -333,11 +347,12 @@ def json_text(value: Any) -> str:
     keys that are not strings as strings, as ``json.dumps`` writes them; NaN and infinities are written as
     null, where ``json.dumps`` would write tokens that neither JSON nor PostgreSQL's jsonb accepts. What
     orjson cannot write (an integer beyond 64 bits, posted metadata nested hundreds deep) ``json.dumps``
-    does."""
+    does, refusing NaN there (ValueError)."""
     try:
         return orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
     except orjson.JSONEncodeError:
-        return json.dumps(value)
+        # Refuses NaN rather than write a token jsonb rejects.
+        return json.dumps(value, allow_nan=False, default=np.generic.item)
 
 
 def get_or_insert(model: type[models.Model], lookup: dict, defaults: dict) -> models.Model | None:

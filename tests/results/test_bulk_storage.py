@@ -10,7 +10,7 @@ from django.db import DataError, connection, transaction
 
 from results import comparisons
 from results.models import Comparison, Result
-from results.services import bulk_insert, bulk_insert_columns, json_text
+from results.services import bulk_insert, bulk_insert_columns, bulk_inserter, json_text
 from tests.factories import posted_run
 
 
@@ -39,7 +39,8 @@ def test_columns_are_stored_as_given_and_the_fields_left_out_take_their_defaults
 def test_a_column_the_model_does_not_have_or_of_the_wrong_length_is_refused():
     run = posted_run(0, {"a": 1.0})
     result = Result.objects.get(run=run)
-    # A refused batch ends the insert as a database error would: the transaction (here a savepoint) is rolled back.
+    # A refused batch ends the insert as a database error would (on PostgreSQL the transaction is aborted); the
+    # savepoint is rolled back.
     with pytest.raises(ValueError, match="columns: Comparison has no field colour"), transaction.atomic():
         bulk_insert_columns(Comparison, {"candidate_id": [result.pk], "colour": ["red"]}, rows=1)
     with pytest.raises(ValueError, match="columns: candidate_id, method must hold rows=2 values"), \
@@ -102,4 +103,16 @@ def test_a_comparison_failing_after_its_first_batch_is_stored_keeps_the_run_as_i
     monkeypatch.setattr(comparisons, "shift_rows", failing)
     with pytest.raises(RuntimeError, match="the shift test failed"):
         comparisons.compare_run(run_id=tonight.pk)
-    assert sorted(kept) == before
+    assert sorted(kept.all()) == before
+
+
+@pytest.mark.django_db
+def test_a_query_while_rows_are_being_stored_is_refused_instead_of_waiting_for_ever():
+    run = posted_run(0, {"a": 1.0})
+    result = Result.objects.get(run=run)
+    with pytest.raises(RuntimeError, match="no query may run while bulk_inserter stores Comparison rows"), \
+            transaction.atomic(), bulk_inserter(Comparison) as insert:
+        insert({"candidate_id": [result.pk], "method": ["history"], "verdict": ["no change"], "threshold": [0.02],
+                "confidence_level": [0.95]}, rows=1)
+        Result.objects.count()
+    assert not Comparison.objects.exists()
