@@ -80,14 +80,14 @@ class SeriesBaseline:
 
 
 def series_baselines(run: Run, metric_ids: list[int], *, history_size: int,
-                     selected: QuerySet | None = None) -> dict[int, SeriesBaseline]:
+                     selected: list[int] | QuerySet | None = None) -> dict[int, SeriesBaseline]:
     """The baseline of each metric's series at ``run`` (a nightly, manual or imported run).
 
     Reads the series' alerts, then the runs that can matter: the last ``max(history_size, SHIFT_HISTORY +
     SHIFT_RECENT)`` nights, every night since the oldest untriaged suspected change and ``SHIFT_HISTORY``
-    nights before it. Three to four queries, whatever the number of series. ``selected``, a query of the
-    same metric ids as ``metric_ids``, is what the alerts and change points are read by instead of the ids
-    themselves (a subquery instead of ten thousand parameters).
+    nights before it. Three to four queries, whatever the number of series. ``selected``, the same metric ids
+    as ``metric_ids`` as a list or a query, is what the alerts and change points are read by (a query is a
+    subquery instead of ten thousand parameters).
     """
     series_runs = Run.objects.filter(
         project_id=run.project_id, machine_id=run.machine_id, status=RunStatus.COMPLETED,

@@ -436,9 +436,9 @@ def _nightly_entries(run: Run, candidates: list[Series], *,
     candidates' metric ids, for the queries to filter on (a subquery instead of ten thousand parameters).
     Every query is made before this returns; the rows are computed as they are iterated, without one."""
     metric_ids = [series.metric_id for series in candidates]
+    selected = metric_ids if selected is None else selected
     found = series_baselines(run, metric_ids, history_size=run.project.history_size, selected=selected)
-    nights = _series_nights(candidates, found, metric_ids if selected is None else selected,
-                            history_size=run.project.history_size)
+    nights = _series_nights(candidates, found, selected, history_size=run.project.history_size)
     carried = {metric: baseline.carried for metric, baseline in found.items() if baseline.carried is not None}
     return carried, _nightly_batches(candidates, nights)
 

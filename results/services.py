@@ -315,7 +315,7 @@ def _adapted(field: models.Field, values: Sequence[Any]) -> list[Any]:
     if cast is not None:
         values = [None if value is None else cast(value) for value in values]
         if cast is int:
-            _check_integer_range(field, values)
+            _check_integer_range(field, target, values)
         return values
     postgresql = connection.vendor == "postgresql"
     if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
@@ -331,11 +331,12 @@ def _adapted(field: models.Field, values: Sequence[Any]) -> list[Any]:
     return values
 
 
-def _check_integer_range(field: models.Field, values: list[int | None]) -> None:
+def _check_integer_range(field: models.Field, target: models.Field, values: list[int | None]) -> None:
+    """Refuse a column of `field` (whose values are of `target`, the field a foreign key points to) holding an
+    integer beyond its database column's range."""
     present = [value for value in values if value is not None]
     if present:
-        low, high = connection.ops.integer_field_range(
-            (field.target_field if field.is_relation else field).get_internal_type())
+        low, high = connection.ops.integer_field_range(target.get_internal_type())
         if (low is not None and min(present) < low) or (high is not None and max(present) > high):
             raise DataError(f"{field.model.__name__}.{field.name}: a value is out of the column's range "
                             f"[{low}, {high}]")
