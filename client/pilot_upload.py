@@ -12,9 +12,11 @@ The file is posted as it is to ``POST /api/v1/runs/import`` (gzip-compressed whe
 the server keys the run by the file's content and the run's project, machine, revision and kind, so posting the
 same file again (a retried request, a re-run CI job) answers with the stored run, never a second one. Requests
 are retried with exponential backoff and jitter on connection errors, 429 and 5xx (honouring ``Retry-After``),
-never on another 4xx. Then the run's comparisons are polled for at most ``--wait`` seconds and printed one line
-per series, regressions first (a pull request's through ``/pr-summary``), or with ``--markdown`` as the pull
-request comment. Progress and errors go to stderr, the table or the comment to stdout.
+never on another 4xx. A redirect is followed within the origin of ``--url`` only (its scheme, host and port):
+the token is never sent to another, and a POST is never re-sent as a GET without its file. Then the run's
+comparisons are polled for at most ``--wait`` seconds and printed one line per series, regressions first (a pull
+request's through ``/pr-summary``), or with ``--markdown`` as the pull request comment. Progress and errors go
+to stderr, the table or the comment to stdout.
 
 Exit status: 0 done; 1 a regression found, with ``--fail-on-regression``; 2 a usage or HTTP error; 3 timed
 out waiting for the comparison (the run is stored).
@@ -27,6 +29,7 @@ import http.client
 import json
 import os
 import random
+import re
 import sys
 import time
 import urllib.error
@@ -74,12 +77,55 @@ class TimedOut(Exception):
 # --- HTTP ----------------------------------------------------------------------------------------------------
 
 
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def same_origin(url: str, other: str) -> bool:
+    """Whether two addresses have the same origin: scheme, host and port (the scheme's default filled in)."""
+    try:
+        return _origin(url) == _origin(other)
+    except ValueError:  # a malformed port: no origin to compare
+        return False
+
+
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme, parts.hostname, parts.port or DEFAULT_PORTS.get(parts.scheme)
+
+
+class SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect within the origin of the request only, so the token is never sent to another host
+    (urllib's own handler re-sends every header wherever the server points). 307 and 308 repeat the request
+    as it was, body and all; 301, 302 and 303 would turn a POST into a GET without its file, so they are
+    followed for a GET only."""
+
+    def redirect_request(self, req: urllib.request.Request, fp, code: int, msg: str, headers,
+                         newurl: str) -> urllib.request.Request:
+        method = req.get_method()
+        said = f"{method} {req.full_url} was redirected (HTTP {code}) to {newurl}"
+        if not same_origin(req.full_url, newurl):
+            fp.close()
+            parts = urllib.parse.urlsplit(newurl)
+            raise UploadError(f"{said}, another origin than --url: not followed, the token is not sent there "
+                              f"(if the dashboard moved, give --url {parts.scheme}://{parts.netloc})")
+        if code in (307, 308):
+            return urllib.request.Request(newurl, data=req.data, headers=req.headers, method=method,
+                                          origin_req_host=req.origin_req_host, unverifiable=True)
+        if method != "GET":
+            fp.close()
+            raise UploadError(f"{said}: not followed, it would send a GET without the file (is --url the "
+                              "dashboard's address?)")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
 class Server:
-    """Pilot Web's API at ``url`` with a bearer token; each request retried on connection errors, 429 and 5xx."""
+    """Pilot Web's API at ``url`` with a bearer token; each request retried on connection errors, 429 and 5xx,
+    redirects followed within the origin of ``url`` only."""
 
     def __init__(self, url: str, token: str, *, attempts: int, log) -> None:
         self.base = url.rstrip("/")
         self.token, self.attempts, self.log = token, attempts, log
+        self.opener = urllib.request.build_opener(SameOriginRedirects)
 
     def get(self, path: str, **query) -> dict:
         return self.request("GET", path, query=query)
@@ -99,7 +145,7 @@ class Server:
             request = urllib.request.Request(address, data=body, method=method, headers=headers)
             delay = None
             try:
-                with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT) as response:
+                with self.opener.open(request, timeout=REQUEST_TIMEOUT) as response:
                     return _json_reply(response.read(), what)
             except urllib.error.HTTPError as error:
                 try:
@@ -300,8 +346,8 @@ def verdict_table(rows: list) -> str:
 def markdown_comment(review: Review, run: dict, *, page_url: str) -> str:
     """A comment for a run the dashboard renders none for (a pull request's comes from ``/pr-summary``): the
     verdict counts and a table of the series, worst first."""
-    head = f"`{short(run['commit'])}`" if run["commit"] else f"run #{run['id']}"
-    title = f"### Performance: {head} on `{run['machine']}` ({run['kind']})"
+    head = code(short(run["commit"])) if run["commit"] else f"run #{run['id']}"
+    title = f"### Performance: {head} on {code(run['machine'])} ({run['kind']})"
     if not review.rows:
         return f"{title}\n\nNo series was compared.\n"
     rows = in_verdict_order(review.rows)
@@ -310,7 +356,7 @@ def markdown_comment(review: Review, run: dict, *, page_url: str) -> str:
              f"| Benchmark | Change [{level_text(rows)} CI] | p |" + (" q |" if with_q else "") + " Verdict |",
              "| --- | ---: | ---: |" + (" ---: |" if with_q else "") + " --- |"]
     for row in rows:
-        cells = [f"{row['benchmark']} ({row['metric']})".replace("\\", "\\\\").replace("|", "\\|"),
+        cells = [code(f"{row['benchmark']} ({row['metric']})").replace("|", "\\|"),
                  row["change"] or "—", probability(row["pvalue"], row["high_p"] and not with_q)]
         cells += [probability(row["qvalue"], row["high_p"])] if with_q else []
         icon = VERDICT_ICONS.get(row["verdict"])
@@ -318,6 +364,15 @@ def markdown_comment(review: Review, run: dict, *, page_url: str) -> str:
     lines += ["", f"<sub>{HIGH_P_MARK} not statistically significant. [The run on the dashboard]({page_url})</sub>"
               if any(row["high_p"] for row in rows) else f"<sub>[The run on the dashboard]({page_url})</sub>"]
     return "\n".join(lines) + "\n"
+
+
+def code(text: str) -> str:
+    """`text` as a Markdown code span on one line, where nothing is Markdown: a name cannot add a heading, a
+    link, an image or an @mention to the comment (as the dashboard's own comments write names)."""
+    text = re.sub("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+", " ", text)
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    padding = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{padding}{text}{padding}{fence}"
 
 
 def counts_line(rows: list) -> str:

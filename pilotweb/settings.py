@@ -211,8 +211,17 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "pilotweb@localhost")
 PILOTWEB_MAX_UPLOAD_BYTES = int(os.environ.get("PILOTWEB_MAX_UPLOAD_BYTES", 64 * 1024 * 1024))
 DATA_UPLOAD_MAX_MEMORY_SIZE = PILOTWEB_MAX_UPLOAD_BYTES
 
-# Anonymous visitors may read the dashboard (never write) when this is true.
+# Anonymous visitors may read the dashboard (never write) when this is true; a private project is read by its
+# members and staff only either way (results.access).
 PILOTWEB_PUBLIC_READ = env_bool("PILOTWEB_PUBLIC_READ", True)
+# Who may create a project or a machine by posting a run: any logged-in user (a one-team `./pilot up`), or staff
+# only (production's default: a token cannot fill the database with projects). A user who creates a project
+# becomes its maintainer; each non-staff user creates at most PILOTWEB_CREATION_QUOTA projects and as many machines.
+PILOTWEB_OPEN_CREATION = env_bool("PILOTWEB_OPEN_CREATION", not PRODUCTION)
+PILOTWEB_CREATION_QUOTA = int(os.environ.get("PILOTWEB_CREATION_QUOTA", "50"))
+# Webhooks may post to loopback, link-local and private addresses only when the operator allows it (a webhook on
+# the same network as the dashboard would otherwise let a project's maintainer reach internal services).
+PILOTWEB_WEBHOOK_ALLOW_PRIVATE = env_bool("PILOTWEB_WEBHOOK_ALLOW_PRIVATE", False)
 
 # The dashboard's address as people reach it (e.g. https://perf.example.org): notifications, sent without a
 # request to take it from, link their runs and alerts with it; without it they carry no links.

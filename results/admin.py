@@ -1,18 +1,42 @@
+from django import forms
 from django.contrib import admin, messages
 from django.db import models
 from django.http import HttpRequest
 
 from . import services
-from .models import ApiToken, Benchmark, FailedResult, Machine, Metric, Project, Result, Revision, Run
+from .models import (
+    ApiToken,
+    Benchmark,
+    FailedResult,
+    Machine,
+    Membership,
+    Metric,
+    Project,
+    Result,
+    Revision,
+    Run,
+    TokenScope,
+)
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 1
+    autocomplete_fields = ["user"]
+    fields = ["user", "role", "created_at"]
+    readonly_fields = ["created_at"]
 
 
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "default_branch", "repository_url"]
+    list_display = ["name", "slug", "private", "default_branch", "repository_url"]
+    list_filter = ["private"]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
+    inlines = [MembershipInline]
+    readonly_fields = ["created_by", "created_at"]
     fieldsets = [
-        (None, {"fields": ["name", "slug", "default_branch", "history_size"]}),
+        (None, {"fields": ["name", "slug", "default_branch", "history_size", "private", "created_by", "created_at"]}),
         ("Commit links", {"fields": ["repository_url", "commit_url_template"],
                           "description": "Commits link to the repository's host (GitHub, GitLab, Gitea, Codeberg), "
                                          "or to the template where one is given."}),
@@ -99,17 +123,36 @@ class ResultAdmin(admin.ModelAdmin):
     readonly_fields = ["samples_shape"]
 
 
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["project", "user", "role", "created_at"]
+    list_filter = ["role", "project"]
+    search_fields = ["project__name", "project__slug", "user__username"]
+    autocomplete_fields = ["project", "user"]
+
+
+class ApiTokenForm(forms.ModelForm):
+    scopes = forms.MultipleChoiceField(choices=TokenScope.choices, widget=forms.CheckboxSelectMultiple,
+                                       initial=list(services.DEFAULT_TOKEN_SCOPES), required=False)
+
+    class Meta:
+        model = ApiToken
+        fields = ["user", "name", "project", "scopes", "revoked"]
+
+
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ["name", "user", "prefix", "created_at", "last_used_at", "revoked"]
+    form = ApiTokenForm
+    list_display = ["name", "user", "project", "scopes", "prefix", "created_at", "last_used_at", "revoked"]
     list_filter = ["revoked"]
-    fields = ["user", "name", "revoked"]
+    fields = ["user", "name", "project", "scopes", "revoked"]
+    autocomplete_fields = ["user", "project"]
     readonly_fields = ["prefix", "created_at", "last_used_at"]
 
     def save_model(self, request: HttpRequest, obj: ApiToken, form, change: bool) -> None:
         if change:
             super().save_model(request, obj, form, change)
             return
-        row, token = services.create_api_token(user=obj.user, name=obj.name)
+        row, token = services.create_api_token(user=obj.user, name=obj.name, project=obj.project, scopes=obj.scopes)
         obj.pk = row.pk
         messages.warning(request, f"The new token is {token} — copy it now, it is not shown again.")

@@ -8,14 +8,17 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from . import access
 from .models import (
     Alert,
     AlertEvent,
     AlertGroup,
     AlertState,
     AlertStatus,
+    ApiToken,
     Comparison,
     ComparisonMethod,
+    Project,
     Run,
     RunKind,
     Verdict,
@@ -122,13 +125,14 @@ def _announce(group_id: int, alert_ids: list[int]) -> None:
 TRIAGE_LOGIN = "Log in to triage alerts."
 STATUS_RULE = f"Choose one of {', '.join(AlertStatus.values)}."
 BUG_URL_RULE = "The bug link is an http(s) address of at most {length} characters."
-ASSIGNEE_RULE = "Alerts are assigned to active users only."
+ASSIGNEE_RULE = "Alerts are assigned to active users who may triage them (staff and the project's maintainers)."
 
 
 @transaction.atomic
-def set_alert_status(*, alert: Alert, status: str, note: str = "", user) -> Alert:
-    """Triage an alert (new, acknowledged, invalid, fixed, won't fix), recording who, when and why."""
-    _check_triage(user=user, status=status)
+def set_alert_status(*, alert: Alert, status: str, note: str = "", user, token: ApiToken | None = None) -> Alert:
+    """Triage an alert (new, acknowledged, invalid, fixed, won't fix), recording who, when and why. ``user``
+    (through ``token``, where the request carried one) must be allowed to triage its project's alerts."""
+    _check_triage(alert=alert, user=user, token=token, status=status)
     alert = Alert.objects.select_for_update().get(pk=alert.pk)
     if _change_status(alert, status=status, note=note, user=user):
         alert.updated_by = user
@@ -140,13 +144,14 @@ def set_alert_status(*, alert: Alert, status: str, note: str = "", user) -> Aler
 def triage_alert(*, alert: Alert, status: str, note: str = "", bug_url: str = "",
                  assignee: AbstractBaseUser | None = None, user) -> Alert:
     """Triage an alert from its page: its status as :func:`set_alert_status` does, and the link to the bug
-    that follows the change up and who does, both replaced by the values given (empty, None: none)."""
-    _check_triage(user=user, status=status)
+    that follows the change up and who does, both replaced by the values given (empty, None: none). The
+    assignee must be able to triage it too."""
+    _check_triage(alert=alert, user=user, token=None, status=status)
     bug_url = bug_url.strip()
     length = Alert._meta.get_field("bug_url").max_length
     if len(bug_url) > length or (bug_url and not _is_web_address(bug_url)):
         raise ValidationError({"bug_url": BUG_URL_RULE.format(length=length)})
-    if assignee is not None and not assignee.is_active:
+    if assignee is not None and not (assignee.is_active and access.allowed(assignee, "triage", _project(alert))):
         raise ValidationError({"assignee": ASSIGNEE_RULE})
     alert = Alert.objects.select_for_update().get(pk=alert.pk)
     changed = ["status"] if _change_status(alert, status=status, note=note, user=user) else []
@@ -159,11 +164,16 @@ def triage_alert(*, alert: Alert, status: str, note: str = "", bug_url: str = ""
     return alert
 
 
-def _check_triage(*, user, status: str) -> None:
+def _check_triage(*, alert: Alert, user, token: ApiToken | None, status: str) -> None:
     if not user.is_authenticated:
         raise PermissionDenied(TRIAGE_LOGIN)
+    access.require(user, "triage", _project(alert), token=token)
     if status not in AlertStatus.values:
         raise ValidationError({"status": STATUS_RULE})
+
+
+def _project(alert: Alert) -> Project:
+    return Project.objects.get(runs__alert_group__alerts=alert)
 
 
 def _is_web_address(value: str) -> bool:

@@ -22,7 +22,7 @@ from ninja.security import HttpBearer, SessionAuth
 from pydantic import Field
 from pydantic import ValidationError as PydanticValidationError
 
-from . import comparisons, selectors, services
+from . import comparisons, json_input, selectors, services
 from .alerts import set_alert_status
 from .extensions import alert_sessions
 from .json_schema import run_json_schema
@@ -70,8 +70,13 @@ class TokenAuth(HttpBearer):
         if row is None:
             return None
         services.touch_api_token(token=row)
-        request.user = row.user
+        request.user, request.api_token = row.user, row
         return row.user
+
+
+def request_token(request: HttpRequest) -> ApiToken | None:
+    """The API token the request was authenticated with; None for a browser session or nobody."""
+    return getattr(request, "api_token", None)
 
 
 class LoggedInSession(SessionAuth):
@@ -97,12 +102,13 @@ UNSTORABLE_ESCAPE = re.compile(rb"\\u(?:[dD][89a-fA-F]|0000)")
 
 
 class StrictJSONParser(Parser):
-    """No unpaired surrogate and no NUL in text, which no database stores: refused before anything reaches a
-    model. (Non-finite numbers are refused by the schemas, which name the field.)"""
+    """Nesting bounded before parsing and integers while (:func:`results.json_input.loads`); no unpaired
+    surrogate and no NUL in text, which no database stores: refused before anything reaches a model.
+    (Non-finite and out-of-range numbers are refused by the schemas, which name the field.)"""
 
     def parse_body(self, request: HttpRequest) -> Any:
         body = request.body
-        data = json.loads(body)
+        data = json_input.loads(body)
         if UNSTORABLE_ESCAPE.search(body):
             problem = unstorable_text(data)
             if problem is not None:
@@ -214,7 +220,8 @@ def _created(request: HttpRequest, outcome: services.IngestOutcome):
 @api.post("/runs", response={200: RunCreatedOut, 201: RunCreatedOut, **refusals(400, 401, 409, 413, 422)},
           url_name="run_create", summary="Post a run in the native format")
 def create_run(request: HttpRequest, document: RunIn):
-    return _created(request, services.ingest_run(document=_posted(document), user=request.auth))
+    return _created(request, services.ingest_run(document=_posted(document), user=request.user,
+                                                 token=request_token(request)))
 
 
 def _posted(document: RunIn) -> RunIn:
@@ -287,7 +294,8 @@ def import_run(request: HttpRequest, params: Query[ImportParams]):
         document = RunIn.model_validate(raw)
     except PydanticValidationError as error:
         return Status(422, describe_errors(error.errors()))
-    return _created(request, services.ingest_run(document=_posted(document), user=request.auth))
+    return _created(request, services.ingest_run(document=_posted(document), user=request.user,
+                                                 token=request_token(request)))
 
 
 class Pages(LimitOffsetPagination):
@@ -356,8 +364,8 @@ def _result_out(result: Result) -> dict:
 @paginate(Pages)
 def list_runs(request: HttpRequest, filters: Query[RunFilters]):
     kind = filters.kind.value if filters.kind else None
-    return PageOf(selectors.runs(project=filters.project, machine=filters.machine, branch=filters.branch, kind=kind,
-                                 commit=filters.commit),
+    return PageOf(selectors.runs(viewer=request.user, project=filters.project, machine=filters.machine,
+                                 branch=filters.branch, kind=kind, commit=filters.commit),
                   lambda runs: [_run_out(run) for run in runs])
 
 
@@ -365,7 +373,7 @@ def list_runs(request: HttpRequest, filters: Query[RunFilters]):
          summary="One run with its results")
 def run_detail(request: HttpRequest, run_id: int):
     try:
-        run = selectors.run_with_results(run_id=run_id)
+        run = selectors.run_with_results(run_id=run_id, viewer=request.user)
     except Run.DoesNotExist:
         raise Http404(f"No run {run_id}.") from None
     return {**_run_out(run), "environment": run.environment,
@@ -401,15 +409,17 @@ def _machine_out(machine: Machine) -> dict:
 @api.get("/projects", response={200: list[ProjectOut], **READ_REFUSALS}, auth=READ_AUTH,
          url_name="project_list", summary="List projects")
 @paginate(Pages)
-def list_projects(request: HttpRequest):
-    return PageOf(selectors.projects(), lambda projects: [_project_out(project) for project in projects])
+def list_projects(request: HttpRequest, search: Annotated[str, Field(max_length=100)] = ""):
+    """The projects you may read; ``search``: those whose name or slug contains it."""
+    return PageOf(selectors.projects(viewer=request.user, search=search),
+                  lambda projects: [_project_out(project) for project in projects])
 
 
 @api.get("/benchmarks", response={200: list[BenchmarkOut], **READ_REFUSALS}, auth=READ_AUTH, url_name="benchmark_list",
          summary="List benchmarks")
 @paginate(Pages)
 def list_benchmarks(request: HttpRequest, project: str | None = None):
-    return PageOf(selectors.benchmarks(project=project),
+    return PageOf(selectors.benchmarks(viewer=request.user, project=project),
                   lambda benchmarks: [_benchmark_out(benchmark) for benchmark in benchmarks])
 
 
@@ -418,15 +428,17 @@ def list_benchmarks(request: HttpRequest, project: str | None = None):
 @paginate(Pages)
 def list_metrics(request: HttpRequest, project: str | None = None,
                  benchmark_id: Annotated[int, Field(ge=1, le=INT64_MAX)] | None = None):
-    return PageOf(selectors.metrics(project=project, benchmark_id=benchmark_id),
+    return PageOf(selectors.metrics(viewer=request.user, project=project, benchmark_id=benchmark_id),
                   lambda metrics: [_metric_out(metric) for metric in metrics])
 
 
 @api.get("/machines", response={200: list[MachineOut], **READ_REFUSALS}, auth=READ_AUTH,
          url_name="machine_list", summary="List machines")
 @paginate(Pages)
-def list_machines(request: HttpRequest):
-    return PageOf(selectors.machines(), lambda machines: [_machine_out(machine) for machine in machines])
+def list_machines(request: HttpRequest, search: Annotated[str, Field(max_length=100)] = ""):
+    """The machines with runs of projects you may read; ``search``: those whose name contains it."""
+    return PageOf(selectors.machines(viewer=request.user, search=search),
+                  lambda machines: [_machine_out(machine) for machine in machines])
 
 
 class SeriesFilters(Schema):
@@ -440,7 +452,7 @@ class SeriesFilters(Schema):
          summary="One metric's results over time")
 def metric_series(request: HttpRequest, metric_id: int, filters: Query[SeriesFilters]):
     try:
-        metric, points = selectors.metric_series(metric_id=metric_id, machine=filters.machine,
+        metric, points = selectors.metric_series(metric_id=metric_id, viewer=request.user, machine=filters.machine,
                                                  branch=filters.branch, limit=max(1, min(filters.limit, 5000)))
     except Metric.DoesNotExist:
         raise Http404(f"No metric {metric_id}.") from None
@@ -494,7 +506,10 @@ def comparison_out(row: ComparisonRow) -> dict:
          summary="A run's comparisons, worst first")
 @paginate(Pages)
 def run_comparisons(request: HttpRequest, run_id: int, method: str | None = None):
-    found = selectors.run_comparisons(run_id=run_id, method=method)
+    try:
+        found = selectors.run_comparisons(run_id=run_id, viewer=request.user, method=method)
+    except Run.DoesNotExist:
+        raise Http404(f"No run {run_id}.") from None
     rows = comparisons.stored_rows([(comparison.candidate, comparison) for comparison in found])
     # Worst first needs every row's verdict and change: the rows are ordered whole, converted by the page.
     return PageOf(sorted(rows, key=lambda row: row.sort_key), lambda page: [comparison_out(row) for row in page])
@@ -508,11 +523,15 @@ class AlertOut(Schema):
     machine: str
     commit: str | None
     state: str
+    confirmation_note: str = Field(description="Why no A/B session re-measures it, where none could be started.")
     first_run_id: int | None
     bug_url: str | None
     assignee: str | None
     comparison: ComparisonOut
     confirmation_sessions: list[int]
+    notifications: list[dict[str, Any]] = Field(description="Each channel's delivery of the alert's group: "
+                                                            "channel, status (pending, sent, failed), attempts, "
+                                                            "error.")
     events: list[dict[str, Any]]
 
 
@@ -530,9 +549,11 @@ def alert_outs(alerts: list[Alert]) -> list[dict]:
         "id": alert.pk, "status": alert.status, "run_id": alert.group.run.pk, "project": alert.group.run.project.slug,
         "machine": alert.group.run.machine.name,
         "commit": alert.group.run.revision.commit if alert.group.run.revision else None,
-        "state": alert.state, "first_run_id": alert.first_run_id, "bug_url": alert.bug_url or None,
+        "state": alert.state, "confirmation_note": alert.confirmation_note, "first_run_id": alert.first_run_id, "bug_url": alert.bug_url or None,
         "assignee": alert.assignee.get_username() if alert.assignee else None, "comparison": comparison_out(row),
         "confirmation_sessions": sessions.get(alert.pk, []),
+        "notifications": [{"channel": delivery.channel, "status": delivery.status, "attempts": delivery.attempts,
+                           "error": delivery.error} for delivery in alert.group.deliveries.all()],
         "events": [{"from": e.old_status, "to": e.new_status, "note": e.note, "at": e.created_at.isoformat(),
                     "by": e.user.get_username() if e.user else None} for e in alert.events.all()],
     } for alert, row in zip(alerts, rows)]
@@ -542,14 +563,16 @@ def alert_outs(alerts: list[Alert]) -> list[dict]:
          url_name="alert_list", summary="Alerts, newest first")
 @paginate(Pages)
 def list_alerts(request: HttpRequest, status: AlertStatus | None = None, project: str | None = None):
-    return PageOf(selectors.alerts(status=status.value if status else None, project=project), alert_outs)
+    return PageOf(selectors.alerts(viewer=request.user, status=status.value if status else None, project=project),
+                  alert_outs)
 
 
 @api.post("/alerts/{id:alert_id}/status", response={200: AlertOut, **refusals(400, 401, 403, 404, 413, 422)},
           auth=WRITE_AUTH, url_name="alert_status", summary="Triage an alert")
 def alert_status(request: HttpRequest, alert_id: int, body: AlertStatusIn):
-    alert = selectors.alerts().filter(pk=alert_id).first()
+    alert = selectors.alerts(viewer=request.user).filter(pk=alert_id).first()
     if alert is None:
         raise Http404(f"No alert {alert_id}.")
-    set_alert_status(alert=alert, status=body.status.value, note=body.note, user=request.user)
-    return alert_outs([selectors.alerts().get(pk=alert_id)])[0]
+    set_alert_status(alert=alert, status=body.status.value, note=body.note, user=request.user,
+                     token=request_token(request))
+    return alert_outs([selectors.alerts(viewer=request.user).get(pk=alert_id)])[0]

@@ -34,6 +34,11 @@ class PairDecision:
     rule: str
 
 
+def note_unconfirmed(*, alert_ids: list[int], note: str) -> None:
+    """Say on each alert why no A/B session re-measures it (or why the one started could not)."""
+    Alert.objects.filter(pk__in=alert_ids).update(confirmation_note=note[:300])
+
+
 @transaction.atomic
 def settle_alert(*, alert_id: int, session_id: int, decision: PairDecision | None) -> Alert:
     """Settle the alert by the session's decision: a difference on the alert's side confirms it; no difference

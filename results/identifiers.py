@@ -1,4 +1,5 @@
-"""Revision identifiers (commits, branches) as they may enter: posted runs, imports, commands, jobs.
+"""Identifiers as they may enter (posted runs, imports, commands, jobs): revisions (commits, branches), names
+and machines' queues.
 
 A stored commit can reach a command line: a job's ``{revision}`` placeholder is filled with it when an
 alert's confirmation session checks the revision out (``git fetch origin {revision}``). A value such as
@@ -10,19 +11,30 @@ import re
 
 from django.core.exceptions import ValidationError
 
+from .result_schema import check_single_line
+
 COMMIT_MAX_LENGTH = 64
 BRANCH_MAX_LENGTH = 200
 # A hash, a tag or a ref name: what git accepts as a revision, minus anything an option or a shell could use,
 # and minus ".." and path components starting with "." (git's ref-name rules), so that a job placing
 # {revision} in a path cannot be led out of its directory.
 COMMIT_PATTERN = re.compile(r"(?!.*(?:\.\.|/\.))[A-Za-z0-9_][A-Za-z0-9_./+~^@-]*")
-# git's ref-name rules (git check-ref-format) for the characters, plus no leading "-".
-BRANCH_FORBIDDEN = re.compile(r"[\s\x00-\x1f\x7f~^:?*\[\\]")
+# git's ref-name rules (git check-ref-format --branch): no whitespace, control character, ~ ^ : ? * [ \ or "@{";
+# no "..", "//", component starting with "." or ending in ".lock"; not "@"; no leading or trailing "/" or
+# trailing "."; plus no leading "-".
+BRANCH_FORBIDDEN = re.compile(r"[\s\x00-\x1f\x7f~^:?*\[\\]|@\{|\.\.|//|(?:^|/)\.|\.lock(?:/|$)|^/|/$|\.$|^@$")
 
 COMMIT_RULE = (f"must be a commit hash, tag or ref of at most {COMMIT_MAX_LENGTH} characters: letters, digits and "
                "_ . / + ~ ^ @ -, not starting with '-' or '.', without '..' or a '/.'")
-BRANCH_RULE = (f"must be a branch name of at most {BRANCH_MAX_LENGTH} characters, not starting with '-', without "
-               "whitespace, control characters or ~ ^ : ? * [ \\")
+BRANCH_RULE = (f"must be a branch name of at most {BRANCH_MAX_LENGTH} characters, not starting with '-', as git "
+               "accepts it: without whitespace, control characters, ~ ^ : ? * [ \\, '@{' or '..', no part starting "
+               "with '.' or ending in '.lock', not starting or ending with '/' or ending with '.'")
+QUEUE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+RESERVED_QUEUES = ("analysis", "celery")
+"""The system's own Celery queues (the analysis worker's, Celery's default): no machine may consume them, or
+the analysis worker would run its sessions and the machine's worker the analysis."""
+QUEUE_RULE = ("must be a queue name of at most 100 characters (letters, digits and _ . -, starting with a letter or "
+              f"digit), not one of the system's queues ({', '.join(RESERVED_QUEUES)})")
 
 
 def check_commit(value: str) -> str:
@@ -41,6 +53,13 @@ def check_branch(value: str) -> str:
     return value
 
 
+def check_queue(value: str) -> str:
+    """``value`` if it may be a machine's Celery queue, else a ValueError stating the rule."""
+    if not isinstance(value, str) or not QUEUE_PATTERN.fullmatch(value) or value in RESERVED_QUEUES:
+        raise ValueError(QUEUE_RULE)
+    return value
+
+
 def validate_commit(value: str) -> None:
     """Django validator form of :func:`check_commit` (model fields, forms, the admin)."""
     try:
@@ -55,3 +74,19 @@ def validate_branch(value: str) -> None:
         check_branch(value)
     except ValueError as error:
         raise ValidationError(str(error), code="invalid_branch") from None
+
+
+def validate_queue(value: str) -> None:
+    """Django validator form of :func:`check_queue`."""
+    try:
+        check_queue(value)
+    except ValueError as error:
+        raise ValidationError(str(error), code="invalid_queue") from None
+
+
+def validate_name(value: str) -> None:
+    """Django validator of a name shown as one line (:func:`results.result_schema.check_single_line`)."""
+    try:
+        check_single_line(value)
+    except ValueError as error:
+        raise ValidationError(f"The name {error}.", code="invalid_name") from None

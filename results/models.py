@@ -6,11 +6,21 @@ API, shell, a future bug) can store a result the numerical core would choke on.
 
 import numpy as np
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import F, Q
 
-from .identifiers import BRANCH_MAX_LENGTH, COMMIT_MAX_LENGTH, validate_branch, validate_commit
+from .identifiers import (
+    BRANCH_MAX_LENGTH,
+    COMMIT_MAX_LENGTH,
+    RESERVED_QUEUES,
+    validate_branch,
+    validate_commit,
+    validate_name,
+    validate_queue,
+)
+from . import outbound
 from .result_schema import DEFAULT_THRESHOLD, SAMPLE_DTYPE
 from .stats import VARIANCE_METHODS
 
@@ -29,7 +39,7 @@ class WebhookFormat(models.TextChoices):
 
 
 class Project(models.Model):
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200, unique=True, validators=[validate_name])
     slug = models.SlugField(max_length=100, unique=True)
     repository_url = models.URLField(blank=True, help_text=(
         "Commits link to it where its host is GitHub, GitLab, Gitea or Codeberg."))
@@ -46,6 +56,10 @@ class Project(models.Model):
     webhook_url = models.URLField(blank=True, help_text="Receives a JSON POST for every new alert group.")
     webhook_format = models.CharField(max_length=10, choices=WebhookFormat.choices, default=WebhookFormat.JSON,
                                       help_text="What the webhook's JSON holds.")
+    private = models.BooleanField(default=False, help_text=(
+        "Read by its members and staff only, whatever PILOTWEB_PUBLIC_READ says."))
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -55,19 +69,30 @@ class Project(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def clean(self) -> None:
+        if self.webhook_url:
+            try:
+                outbound.check_webhook_url(self.webhook_url, allow_private=settings.PILOTWEB_WEBHOOK_ALLOW_PRIVATE)
+            except ValueError as error:
+                raise ValidationError({"webhook_url": f"{error} (PILOTWEB_WEBHOOK_ALLOW_PRIVATE allows private "
+                                                      "addresses)."}) from None
+
 
 class Machine(models.Model):
-    name = models.CharField(max_length=200, unique=True)
-    hostname = models.CharField(max_length=255, blank=True)
-    cpu_model = models.CharField(max_length=255, blank=True)
+    name = models.CharField(max_length=200, unique=True, validators=[validate_name])
+    hostname = models.CharField(max_length=255, blank=True, validators=[validate_name])
+    cpu_model = models.CharField(max_length=255, blank=True, validators=[validate_name])
     cores = models.PositiveIntegerField(null=True, blank=True, help_text="Logical CPU cores.")
     memory_bytes = models.PositiveBigIntegerField(null=True, blank=True)
     os = models.CharField("OS", max_length=255, blank=True)
     hardware = models.JSONField(default=dict, blank=True, help_text="Further details captured on the machine.")
     queue = models.CharField(
-        max_length=100, unique=True, help_text="The Celery queue this machine's benchmark worker consumes."
+        max_length=100, unique=True, validators=[validate_queue],
+        help_text="The Celery queue this machine's benchmark worker consumes."
     )
     last_seen_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -75,15 +100,44 @@ class Machine(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(cores__isnull=True) | Q(cores__gte=1), name="machine_cores_positive"),
             models.CheckConstraint(condition=~Q(queue=""), name="machine_queue_not_empty"),
+            models.CheckConstraint(condition=~Q(queue__in=RESERVED_QUEUES), name="machine_queue_not_reserved"),
         ]
 
     def __str__(self) -> str:
         return self.name
 
 
+class Role(models.TextChoices):
+    """What a member may do in a project (staff may do everything everywhere). Each role includes the ones
+    before it: :data:`results.access.ROLE_ORDER`."""
+
+    VIEWER = "viewer", "viewer: reads the project, also when it is private"
+    UPLOADER = "uploader", "uploader: also posts runs"
+    MAINTAINER = "maintainer", "maintainer: also triages alerts and vouches for the revisions it posts"
+
+
+class Membership(models.Model):
+    """A user's role in a project."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=20, choices=Role.choices, default=Role.VIEWER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "user"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="membership_unique_user"),
+            models.CheckConstraint(condition=Q(role__in=Role.values), name="membership_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.project} ({self.role})"
+
+
 class Benchmark(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="benchmarks")
-    name = models.CharField(max_length=500)
+    name = models.CharField(max_length=500, validators=[validate_name])
     description = models.TextField(blank=True)
 
     class Meta:
@@ -98,8 +152,8 @@ class Metric(models.Model):
     """A performance index of a benchmark: what is measured, in which unit, which way is better."""
 
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="metrics")
-    name = models.CharField(max_length=200)
-    unit = models.CharField(max_length=50)
+    name = models.CharField(max_length=200, validators=[validate_name])
+    unit = models.CharField(max_length=50, validators=[validate_name])
     display_unit = models.CharField(
         max_length=50, blank=True,
         help_text="The unit every page, chart and export shows the series in (a time: s, ms, µs or ns), chosen from "
@@ -196,6 +250,12 @@ class Run(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    token = models.ForeignKey("ApiToken", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                              help_text="The API token it was posted with (none: a browser session or the runner).")
+    vouched = models.BooleanField(
+        default=False, help_text="Its poster vouched for its revision: an automatic session (an alert's confirmation) "
+                                 "may build it. The system's own runs, and those of staff or the project's "
+                                 "maintainers posted with the jobs scope (runner.trust).")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -317,11 +377,24 @@ class FailedResult(models.Model):
         return f"{self.metric} failed"
 
 
+class TokenScope(models.TextChoices):
+    """What a token may be used for, within its user's roles (:mod:`results.access`)."""
+
+    UPLOAD = "upload", "upload: post runs"
+    TRIAGE = "triage", "triage: change alerts"
+    JOBS = "jobs", "jobs: define and run jobs (staff), and vouch for posted revisions (maintainers)"
+
+
 class ApiToken(models.Model):
-    """A per-user API token. Only a SHA-256 digest is stored; the token is shown once, at creation."""
+    """A per-user API token, optionally for one project only, with scopes. Only a SHA-256 digest is stored; the
+    token is shown once, at creation. It can do no more than its user may (:mod:`results.access`)."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=200, help_text="What the token is for, e.g. 'nightly CI'.")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, null=True, blank=True, related_name="api_tokens",
+                                help_text="The one project it may write to (empty: any the user may).")
+    scopes = models.JSONField(default=list, blank=True,
+                              help_text=f"What it may do: any of {', '.join(TokenScope.values)}.")
     prefix = models.CharField(max_length=12, help_text="The first characters, to recognise a token.")
     digest = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -334,6 +407,13 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+    def clean(self) -> None:
+        if not isinstance(self.scopes, list) or not set(self.scopes) <= set(TokenScope.values):
+            raise ValidationError({"scopes": f"Give a list of scopes among {', '.join(TokenScope.values)}."})
+
+    def allows(self, scope: str) -> bool:
+        return scope in self.scopes
 
 
 class Verdict(models.TextChoices):
@@ -471,6 +551,41 @@ class AlertGroup(models.Model):
         return f"Alerts of run #{self.run_id}"
 
 
+class Channel(models.TextChoices):
+    EMAIL = "email", "e-mail"
+    WEBHOOK = "webhook", "webhook"
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending"
+    SENT = "sent"
+    FAILED = "failed", "failed (given up)"
+
+
+class Delivery(models.Model):
+    """One channel's announcement of an alert group: sent once, or retried with backoff and then given up (and
+    shown as failed), whatever the other channels do."""
+
+    group = models.ForeignKey("AlertGroup", on_delete=models.CASCADE, related_name="deliveries")
+    channel = models.CharField(max_length=20, choices=Channel.choices)
+    status = models.CharField(max_length=20, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(help_text="When it is tried next (while pending).")
+    error = models.TextField(blank=True, help_text="Why the last attempt failed.")
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["group", "channel"]
+        constraints = [
+            models.UniqueConstraint(fields=["group", "channel"], name="delivery_unique_channel"),
+            models.CheckConstraint(condition=Q(channel__in=Channel.values), name="delivery_channel_valid"),
+            models.CheckConstraint(condition=Q(status__in=DeliveryStatus.values), name="delivery_status_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.channel} of {self.group} ({self.status})"
+
+
 class AlertState(models.TextChoices):
     """What the measurements say of an alert's change, apart from its triage by people."""
 
@@ -498,6 +613,8 @@ class Alert(models.Model):
     evidence = models.ForeignKey(Comparison, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
                                  help_text="The newest pooled comparison of the nights since the first.")
     state_note = models.CharField(max_length=300, blank=True, help_text="What set the state last.")
+    confirmation_note = models.CharField(
+        max_length=300, blank=True, help_text="Why no A/B session re-measures it, where none could be started.")
     bug_url = models.URLField("bug", max_length=500, blank=True, help_text="The issue that follows the change up.")
     assignee = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                                  related_name="assigned_alerts", help_text="Who follows the change up.")

@@ -7,21 +7,23 @@ their mrkdwn and nothing else: :class:`WebhookFormat` says which body a webhook 
 address (``PILOTWEB_SITE_URL``), there being no request to take it from.
 """
 
-import json
-import urllib.request
+import http.client
+import smtplib
 from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import urlencode
 
 from django.conf import settings
 from django.core.mail import send_mail
+from django.db.models import Exists, F, OuterRef, Q
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from . import outbound
 from .comparisons import stored_rows
-from .models import AlertGroup, WebhookFormat
-from .presentation import short_commit
+from .models import AlertGroup, Channel, Delivery, DeliveryStatus, WebhookFormat
+from .presentation import short_commit, single_line
 
 WEBHOOK_TIMEOUT = 10
 
@@ -73,16 +75,19 @@ def _site_url(path: str) -> str:
 
 
 def alert_group_summary(group: AlertGroup) -> AlertGroupSummary:
-    """A group's alerts as rows (the change and verdict formatted as on every page), with their addresses."""
+    """A group's alerts as rows (the change and verdict formatted as on every page), with their addresses; every
+    name on one line (:func:`results.presentation.single_line`), so none adds a line to a text or an e-mail."""
     run = group.run
     alerts = list(group.alerts.all())
     rows = stored_rows([(alert.comparison.candidate, alert.comparison) for alert in alerts])
     alerts_path = f"{reverse('results:alerts')}?{urlencode({'project': run.project.slug})}"
     return AlertGroupSummary(
-        project=run.project.slug, project_name=run.project.name, machine=run.machine.name, run_id=run.pk,
-        commit=run.revision.commit if run.revision else None, branch=run.revision.branch if run.revision else None,
+        project=run.project.slug, project_name=single_line(run.project.name), machine=single_line(run.machine.name),
+        run_id=run.pk, commit=run.revision.commit if run.revision else None,
+        branch=run.revision.branch if run.revision else None,
         run_url=_site_url(reverse("results:run", args=[run.pk])),
-        changes=[Change(alert_id=alert.pk, benchmark=row.benchmark, metric=row.metric, label=row.label,
+        changes=[Change(alert_id=alert.pk, benchmark=single_line(row.benchmark), metric=single_line(row.metric),
+                        label=single_line(row.label),
                         ratio=row.ratio, low=row.low, high=row.high, pvalue=row.pvalue, qvalue=row.qvalue,
                         change=row.change or "no ratio", verdict=row.verdict,
                         url=_site_url(f"{alerts_path}#alert-{alert.pk}"))
@@ -154,30 +159,70 @@ def webhook_payload(summary: AlertGroupSummary, *, format_name: str = WebhookFor
             }
 
 
+MAX_ATTEMPTS = 5
+RETRY_AFTER = (timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=30), timedelta(hours=2))
+"""How long a failed channel waits before its next attempt (then the last wait again); after ``MAX_ATTEMPTS``
+it is given up and shown as failed."""
+CLAIM = timedelta(minutes=10)
+"""An attempt under way holds its channel this long: a worker that dies while sending leaves it to be retried."""
+
+
 def pending_groups(*, older_than: timedelta = timedelta(minutes=2)) -> list[int]:
-    """Alert groups not notified yet (their enqueue was lost), oldest first."""
-    return list(AlertGroup.objects.filter(notified_at__isnull=True, created_at__lt=timezone.now() - older_than)
+    """Alert groups with a channel still to try now (or none made yet: their enqueue was lost), oldest first."""
+    now = timezone.now()
+    due = Delivery.objects.filter(group=OuterRef("pk"), status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+    return list(AlertGroup.objects.filter(notified_at__isnull=True, created_at__lt=now - older_than)
+                .filter(Q(Exists(due)) | ~Q(Exists(Delivery.objects.filter(group=OuterRef("pk")))))
                 .order_by("created_at").values_list("pk", flat=True))
 
 
 def notify_alert_group(*, group_id: int) -> None:
-    """Send one email and one webhook call for a run's new alerts; a group is notified once."""
+    """Announce a run's new alerts on each of its project's channels (e-mail, webhook) once: each channel is
+    claimed, sent and marked sent on its own, so one that fails is retried with backoff (:data:`RETRY_AFTER`)
+    without sending the others again, and is given up after ``MAX_ATTEMPTS`` (or at once when its target is
+    refused: a private address), its error kept and shown on the alerts. The group is notified when no channel
+    is pending."""
     group = (AlertGroup.objects.select_related("run__project", "run__machine", "run__revision")
              .prefetch_related("alerts__comparison__candidate__metric__benchmark").get(pk=group_id))
     if group.notified_at is not None:
         return
     project = group.run.project
-    summary = alert_group_summary(group)
     recipients = [address.strip() for address in project.notify_emails.split(",") if address.strip()]
-    if recipients:
-        send_mail(
-            subject=f"[Pilot Web] {project.name}: {len(summary.changes)} regression(s) in run #{group.run_id}",
-            message=summary_text(summary), from_email=settings.DEFAULT_FROM_EMAIL, recipient_list=recipients,
-        )
-    if project.webhook_url:
-        payload = webhook_payload(summary, format_name=project.webhook_format)
-        request = urllib.request.Request(project.webhook_url, data=json.dumps(payload).encode(), method="POST",
-                                         headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=WEBHOOK_TIMEOUT):
-            pass
-    AlertGroup.objects.filter(pk=group.pk).update(notified_at=timezone.now())
+    now = timezone.now()
+    wanted = [channel for channel, given in ((Channel.EMAIL, recipients), (Channel.WEBHOOK, project.webhook_url))
+              if given]
+    Delivery.objects.bulk_create([Delivery(group=group, channel=channel, next_attempt_at=now) for channel in wanted],
+                                 ignore_conflicts=True)
+    summary = None
+    for delivery in Delivery.objects.filter(group=group, status=DeliveryStatus.PENDING, next_attempt_at__lte=now):
+        # Claimed by one update, so two workers never send the same channel at once.
+        claimed = Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PENDING,
+                                          attempts=delivery.attempts).update(attempts=F("attempts") + 1,
+                                                                            next_attempt_at=now + CLAIM)
+        if not claimed:
+            continue
+        summary = summary or alert_group_summary(group)
+        try:
+            _send(delivery.channel, project=project, summary=summary, recipients=recipients, run_id=group.run_id)
+        except (OSError, smtplib.SMTPException, http.client.HTTPException, outbound.OutboundHTTPError,
+                outbound.OutboundRefused) as error:
+            attempts = delivery.attempts + 1
+            given_up = attempts >= MAX_ATTEMPTS or isinstance(error, outbound.OutboundRefused)
+            Delivery.objects.filter(pk=delivery.pk).update(
+                status=DeliveryStatus.FAILED if given_up else DeliveryStatus.PENDING, error=str(error)[:2000],
+                next_attempt_at=now + RETRY_AFTER[min(attempts, len(RETRY_AFTER)) - 1])
+        else:
+            Delivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.SENT, sent_at=timezone.now(),
+                                                           error="")
+    if not Delivery.objects.filter(group=group, status=DeliveryStatus.PENDING).exists():
+        AlertGroup.objects.filter(pk=group.pk, notified_at__isnull=True).update(notified_at=timezone.now())
+
+
+def _send(channel: str, *, project, summary: AlertGroupSummary, recipients: list[str], run_id: int) -> None:
+    if channel == Channel.EMAIL:
+        send_mail(subject=f"[Pilot Web] {single_line(project.name)}: {len(summary.changes)} regression(s) in run "
+                          f"#{run_id}",
+                  message=summary_text(summary), from_email=settings.DEFAULT_FROM_EMAIL, recipient_list=recipients)
+    else:
+        outbound.post_json(project.webhook_url, webhook_payload(summary, format_name=project.webhook_format),
+                           timeout=WEBHOOK_TIMEOUT, allow_private=settings.PILOTWEB_WEBHOOK_ALLOW_PRIVATE)

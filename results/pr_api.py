@@ -28,7 +28,7 @@ class PullRequestSummaryOut(Schema):
             summary="A pull-request run against its base: Markdown for a PR comment, counts and comparisons")
 def pr_summary(request: HttpRequest, run_id: int):
     try:
-        review = selectors.pr_review(run_id=run_id)
+        review = selectors.pr_review(run_id=run_id, viewer=request.user)
     except Run.DoesNotExist:
         raise Http404(f"No pull-request run {run_id}.") from None
     url = request.build_absolute_uri(reverse("results:pr_review", args=[run_id]))

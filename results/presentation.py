@@ -507,7 +507,29 @@ def _markdown_rows(rows, with_q: bool) -> str:
 
 
 def _markdown_cell(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|")
+    """A name in a Markdown table's cell: a code span (:func:`markdown_code`) whose pipes are escaped, as a GFM
+    table needs even inside code."""
+    return markdown_code(text).replace("|", "\\|")
+
+
+# Control characters, line and paragraph separators and bidirectional overrides: what a stored name held
+# before names were held to one line (results.result_schema.check_single_line).
+_LINE_BREAKING = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
+
+
+def single_line(text: str) -> str:
+    """`text` on one line: any control character (a line break, a tab) becomes a space."""
+    return _LINE_BREAKING.sub(" ", text)
+
+
+def markdown_code(text: str) -> str:
+    """`text` shown as itself in Markdown (GitHub's, CommonMark): an inline code span on one line, fenced by more
+    backticks than it holds, inside which nothing is Markdown or HTML (no heading, link, image, tag, emphasis
+    or @mention)."""
+    text = single_line(text)
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    padding = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{padding}{text}{padding}{fence}"
 
 
 def _counts(row) -> str:
@@ -569,24 +591,26 @@ def pr_markdown(review, *, url: str = "") -> str:
     The same rows, the same significance rule and the same marks as every page."""
     run, base = review.run, review.base_run
     revision = run.revision
-    head = f"`{revision.commit[:12]}`" if revision else f"run #{run.pk}"
+    head = markdown_code(revision.commit[:12]) if revision else f"run #{run.pk}"
     title = f"### Performance: {head}"
     if base is not None:
-        title += f" against base `{base.revision.commit[:12] if base.revision else f'run #{base.pk}'}`"
+        title += f" against base {markdown_code(base.revision.commit[:12] if base.revision else f'run #{base.pk}')}"
     lines = [title, ""]
     if not review.compared:
         return "\n".join([*lines, "Not compared yet: the comparison runs shortly after the results arrive.", ""])
     if base is None or not review.rows:
         requested = revision.base_commit if revision else ""
-        missing = f"no run of the base commit `{requested[:12]}`" if requested else "no base run"
-        return "\n".join([*lines, f"Nothing to compare: {missing} on machine `{run.machine.name}`.", ""])
-    lines += [_counts_line(review.counts) + f" (machine `{run.machine.name}`, {len(review.rows)} series).", ""]
+        missing = f"no run of the base commit {markdown_code(requested[:12])}" if requested else "no base run"
+        return "\n".join([*lines, f"Nothing to compare: {missing} on machine {markdown_code(run.machine.name)}.", ""])
+    lines += [_counts_line(review.counts) + f" (machine {markdown_code(run.machine.name)}, {len(review.rows)} "
+              "series).", ""]
     if review.failures:
-        names = ", ".join(f"`{failure.metric.benchmark.name}`" for failure in review.failures)
+        names = ", ".join(markdown_code(failure.metric.benchmark.name) for failure in review.failures)
         lines += [f"**{len(review.failures)} failed** (no number on the head, not compared): {names}.", ""]
     if review.fallbacks:
         lines += [f"{review.fallbacks} of them compared with the newest default-branch result before the pull "
-                  f"request: the base commit `{revision.base_commit[:12]}` has none of them on this machine.", ""]
+                  f"request: the base commit {markdown_code(revision.base_commit[:12])} has none of them on this "
+                  "machine.", ""]
     changed = [row for row in review.rows if row.verdict in _CHANGED]
     suspected = [row for row in review.rows if row.verdict in (SUSPECTED_REGRESSION, SUSPECTED_IMPROVEMENT)]
     if changed or suspected:
@@ -624,11 +648,10 @@ def _counts_line(counts: dict[str, int]) -> str:
 
 def _suspected_line(row) -> str:
     """The interval, the band edge it crosses, the sample sizes and q: what more data has to settle."""
-    name = row.label.replace("|", "\\|").replace("`", "'")
     interval = row.change or "no ratio"
     sizes = f"{row.baseline.n or '?'} + {row.candidate.n or '?'} subsessions"
     why = "the interval is unbounded" if not row.bounded else f"the interval straddles the ±{row.threshold:.0%} band"
-    return (f"- `{name}`: {interval}; {why}; {sizes}; p = {format_probability(row.pvalue)}, "
+    return (f"- {markdown_code(row.label)}: {interval}; {why}; {sizes}; p = {format_probability(row.pvalue)}, "
             f"q = {format_probability(row.qvalue)}. More subsessions on both sides would narrow it.")
 
 

@@ -5,6 +5,7 @@ here needs Django or a database (``results.schemas`` builds the whole run docume
 """
 
 import math
+import re
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -18,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from . import stats
+from . import json_input, stats
 from .stats import VARIANCE_METHODS, Direction
 
 SAMPLE_DTYPE = np.dtype("<f8")
@@ -36,29 +37,33 @@ MAX_ERROR_LENGTH = 10_000
 Count = Annotated[int, Field(ge=1, le=INT32_MAX)]
 
 
-def _printable(value: str) -> str:
-    if any(ord(character) < 32 or ord(character) == 127 for character in value):
-        raise ValueError("must not contain control characters")
+# Control characters (C0, DEL, C1), the line and paragraph separators and the bidirectional overrides: a name
+# holding one could start a new line (a heading in a pull request's Markdown, a fake line in an e-mail) or show
+# other text than it holds.
+_NOT_SINGLE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def check_single_line(value: str) -> str:
+    """`value` if it is one line of plain text, else a ValueError saying what it holds."""
+    found = _NOT_SINGLE_LINE.search(value)
+    if found is not None:
+        raise ValueError(f"must be one line of text, without control characters (it holds U+{ord(found.group()):04X})")
     return value
 
 
-def _finite_json(value: Any) -> Any:
-    """JSON without NaN or infinity (Python's encoder writes them, a number past 1e308 parses to one;
-    PostgreSQL's jsonb refuses them)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            raise ValueError("must not hold NaN or infinite numbers")
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
+def _storable_json(value: Any) -> Any:
+    """A free-form object every database stores as it is: bounded nesting, finite numbers, integers in 64 bits
+    (Python's encoder writes NaN and infinity, which PostgreSQL's jsonb refuses; orjson refuses deep nesting)."""
+    problem = json_input.field_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
-Name = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_printable)]
-JsonObject = Annotated[dict[str, Any], AfterValidator(_finite_json)]
+Name = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(check_single_line)]
+SingleLine = Annotated[str, AfterValidator(check_single_line)]
+"""Text shown as one line (a name, a unit, a host): no control characters, no line breaks."""
+JsonObject = Annotated[dict[str, Any], AfterValidator(_storable_json)]
 MAX_SAMPLE_LEVELS = 4
 Samples = Annotated[Any, WithJsonSchema({
     "type": "array",
@@ -103,9 +108,9 @@ class SummaryIn(BaseModel):
 
 
 class ResultIn(BaseModel):
-    benchmark: Annotated[str, Field(min_length=1, max_length=500)]
+    benchmark: Annotated[SingleLine, Field(min_length=1, max_length=500)]
     metric: Name = "time"
-    unit: Annotated[str, Field(min_length=1, max_length=50)] = "s"
+    unit: Annotated[SingleLine, Field(min_length=1, max_length=50)] = "s"
     direction: Direction = Direction.LOWER_IS_BETTER
     description: str = ""
     samples: Samples | None = None

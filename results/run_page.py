@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
-from . import charts, presentation, selectors, stats
+from . import access, charts, presentation, selectors, stats
 from .comparisons import stored_rows
 from .extensions import MetricSection, run_page_additions
 from .models import Result
@@ -24,8 +24,9 @@ class RunSection:
 
 
 def run_page(*, run_id: int) -> dict:
-    """The page's title, body (rendered) and figures (JSON). Raises Run.DoesNotExist."""
-    detail = selectors.run_detail(run_id=run_id)
+    """The page's title, body (rendered) and figures (JSON), the same for every reader (the view checks who may
+    read it first, and caches it). Raises Run.DoesNotExist."""
+    detail = selectors.run_detail(run_id=run_id, viewer=access.SYSTEM)
     run = detail.run
     additions = run_page_additions(run, detail.results)
     sections = []

@@ -10,10 +10,18 @@ from typing import Annotated, Any
 from ninja import Schema
 from pydantic import AfterValidator, BaseModel, Field, WithJsonSchema, model_validator
 
-from .identifiers import BRANCH_MAX_LENGTH, COMMIT_MAX_LENGTH, COMMIT_PATTERN, check_branch, check_commit
+from .identifiers import (
+    BRANCH_MAX_LENGTH,
+    COMMIT_MAX_LENGTH,
+    COMMIT_PATTERN,
+    RESERVED_QUEUES,
+    check_branch,
+    check_commit,
+    check_queue,
+)
 from .models import Run
 # A result of the document is validated without Django (manage.py compare --files reads files with it).
-from .result_schema import Count, JsonObject, Name, ResultIn
+from .result_schema import Count, JsonObject, Name, ResultIn, SingleLine
 from .result_schema import INT32_MAX as INT32_MAX, describe_errors as describe_errors  # results.api's
 
 # Database integer columns: PositiveBigIntegerField holds this on every backend (PositiveIntegerField's limit,
@@ -21,17 +29,27 @@ from .result_schema import INT32_MAX as INT32_MAX, describe_errors as describe_e
 INT64_MAX = 2**63 - 1
 
 
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(2100, 1, 1, tzinfo=UTC)
+"""A run's times lie in [EARLIEST, LATEST): a date near year 1 or 9999 overflowed every page that names its
+night (a night is a day shifted by hours in a time zone)."""
+
+
 def _utc(value: datetime) -> datetime:
-    """An aware UTC datetime (a naive one is taken as UTC); a ValueError where UTC cannot hold it."""
+    """An aware UTC datetime from 1970 up to 2100 (a naive one is taken as UTC); a ValueError otherwise."""
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     try:
-        return value.astimezone(UTC)
+        value = value.astimezone(UTC)
     except OverflowError:
-        raise ValueError("is out of range once converted to UTC") from None
+        value = None
+    if value is None or not EARLIEST <= value < LATEST:
+        raise ValueError(f"must lie from {EARLIEST:%Y-%m-%d} up to {LATEST:%Y-%m-%d} (UTC)")
+    return value
 
 
-Timestamp = Annotated[datetime, AfterValidator(_utc)]
+Timestamp = Annotated[datetime, AfterValidator(_utc), WithJsonSchema(
+    {"type": "string", "format": "date-time", "description": f"From {EARLIEST:%Y-%m-%d} up to {LATEST:%Y-%m-%d}."})]
 Commit = Annotated[str, AfterValidator(check_commit), WithJsonSchema(
     {"type": "string", "minLength": 1, "maxLength": COMMIT_MAX_LENGTH, "pattern": f"^{COMMIT_PATTERN.pattern}$",
      "description": "A commit hash, tag or ref (never starting with '-')."})]
@@ -43,24 +61,27 @@ CommitPrefix = Annotated[str, Field(pattern=r"^[0-9a-fA-F]{4,64}$", description=
     "The start of a commit hash: 4 to 64 hexadecimal digits."))]
 Branch = Annotated[str, AfterValidator(check_branch), WithJsonSchema(
     {"type": "string", "maxLength": BRANCH_MAX_LENGTH, "pattern": r"^(?!-)[^\s\x00-\x1f\x7f~^:?*\[\\]*$",
-     "description": "A branch name (never starting with '-')."})]
+     "description": "A branch name as git accepts one (git check-ref-format --branch), never starting with '-'."})]
+Queue = Annotated[str, AfterValidator(lambda value: value and check_queue(value)), WithJsonSchema(
+    {"type": "string", "maxLength": 100, "description": "A Celery queue, not one of the system's "
+                                                        f"({', '.join(RESERVED_QUEUES)}); empty: bench.<name>."})]
 
 
 class ProjectIn(Schema):
     name: Name
     slug: Annotated[str, Field(max_length=100, pattern=r"^[-a-zA-Z0-9_]*$")] = ""
-    repository_url: Annotated[str, Field(max_length=200)] = ""
+    repository_url: Annotated[SingleLine, Field(max_length=200)] = ""
     default_branch: Annotated[Branch, Field(min_length=1)] = "main"
 
 
 class MachineIn(Schema):
     name: Name
-    hostname: Annotated[str, Field(max_length=255)] = ""
-    cpu_model: Annotated[str, Field(max_length=255)] = ""
+    hostname: Annotated[SingleLine, Field(max_length=255)] = ""
+    cpu_model: Annotated[SingleLine, Field(max_length=255)] = ""
     cores: Count | None = None
     memory_bytes: Annotated[int, Field(ge=0, le=INT64_MAX)] | None = None
-    os: Annotated[str, Field(max_length=255)] = ""
-    queue: Annotated[str, Field(max_length=100)] = ""
+    os: Annotated[SingleLine, Field(max_length=255)] = ""
+    queue: Annotated[Queue, Field(max_length=100)] = ""
     hardware: JsonObject = {}
 
 
@@ -69,7 +90,7 @@ class RevisionIn(Schema):
     branch: Branch = ""
     pull_request: Count | None = None
     base_commit: OptionalCommit = ""
-    author: Annotated[str, Field(max_length=255)] = ""
+    author: Annotated[SingleLine, Field(max_length=255)] = ""
     message: str = ""
     timestamp: Timestamp | None = None
 
@@ -83,7 +104,7 @@ class RunIn(Schema):
     started_at: Timestamp | None = None
     finished_at: Timestamp | None = None
     environment: JsonObject = {}
-    source: Annotated[str, Field(max_length=200)] = ""
+    source: Annotated[SingleLine, Field(max_length=200)] = ""
     results: Annotated[list[ResultIn], Field(min_length=1)]
 
     @model_validator(mode="after")

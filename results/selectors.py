@@ -12,6 +12,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import (
     Case,
     Count,
+    Exists,
     F,
     FilteredRelation,
     Max,
@@ -45,22 +46,23 @@ from .models import (
     Project,
     Result,
     Revision,
+    Role,
     Run,
     Verdict,
 )
-from . import nights, presentation
+from . import access, nights, presentation
 from .presentation import NOT_COMPARED, VERDICT_ORDER
 from .rows import ComparisonRow, Sparkline
 
 RESULT_FIELDS_FOR_TABLES = ("metric__benchmark",)
 
 
-def runs(*, project: str | None = None, machine: str | None = None, branch: str | None = None,
+def runs(*, viewer, project: str | None = None, machine: str | None = None, branch: str | None = None,
          kind: str | None = None, commit: str | None = None, start: datetime | None = None,
          end: datetime | None = None) -> QuerySet[Run]:
-    """Runs, newest first, filtered by project slug, machine name, branch, kind, commit prefix and the
-    time they started (``start <= started_at < end``)."""
-    queryset = Run.objects.select_related("project", "machine", "revision")
+    """The runs `viewer` may read, newest first, filtered by project slug, machine name, branch, kind, commit
+    prefix and the time they started (``start <= started_at < end``)."""
+    queryset = access.visible(Run.objects.select_related("project", "machine", "revision"), viewer)
     if project:
         queryset = queryset.filter(project__slug=project)
     if machine:
@@ -96,16 +98,14 @@ class RunListEntry:
 
 @dataclass(frozen=True)
 class RunList:
-    """One page of runs (:class:`RunListEntry` objects) and the pickers' projects and machines."""
+    """One page of runs (:class:`RunListEntry` objects)."""
 
     page: Page
-    projects: list[Project]
-    machines: list[Machine]
 
 
-def run_list(*, page: str | int | None = None, per_page: int = RUNS_PER_PAGE, **filters) -> RunList:
-    """One page of :func:`runs` (the same filters), each entry counted; seven queries, whatever the page."""
-    page = Paginator(runs(**filters), per_page).get_page(page)
+def run_list(*, viewer, page: str | int | None = None, per_page: int = RUNS_PER_PAGE, **filters) -> RunList:
+    """One page of :func:`runs` (the same filters), each entry counted; five queries, whatever the page."""
+    page = Paginator(runs(viewer=viewer, **filters), per_page).get_page(page)
     listed = list(page.object_list)
     ids = [run.pk for run in listed]
     results = dict(Result.objects.filter(run_id__in=ids).values("run_id").annotate(count=Count("id"))
@@ -120,29 +120,30 @@ def run_list(*, page: str | int | None = None, per_page: int = RUNS_PER_PAGE, **
     page.object_list = [RunListEntry(run=run, results=results.get(run.pk, 0), failed=failed.get(run.pk, 0),
                                      counts=presentation.in_verdict_order(counts.get(run.pk, {})))
                         for run in listed]
-    return RunList(page=page, projects=list(Project.objects.order_by("name")),
-                   machines=list(Machine.objects.order_by("name")))
+    return RunList(page=page)
 
 
-def run_with_results(*, run_id: int) -> Run:
-    """One run with its results and failed results (and their metrics and benchmarks) loaded; raises
-    Run.DoesNotExist."""
+def run_with_results(*, run_id: int, viewer) -> Run:
+    """One run `viewer` may read with its results and failed results (and their metrics and benchmarks)
+    loaded; raises Run.DoesNotExist."""
     results = Result.objects.select_related(*RESULT_FIELDS_FOR_TABLES).defer("samples").order_by(
         "metric__benchmark__name", "metric__name"
     )
     failures = FailedResult.objects.select_related("metric__benchmark").order_by("metric__benchmark__name",
                                                                                   "metric__name")
     return (
-        Run.objects.select_related("project", "machine", "revision")
+        access.visible(Run.objects.select_related("project", "machine", "revision"), viewer)
         .prefetch_related(Prefetch("results", queryset=results), Prefetch("failures", queryset=failures))
         .get(pk=run_id)
     )
 
 
-def metric_series(*, metric_id: int, machine: str | None = None, branch: str | None = None,
+def metric_series(*, metric_id: int, viewer, machine: str | None = None, branch: str | None = None,
                   limit: int = 500) -> tuple[Metric, list[dict]]:
-    """A metric's results in time order (the newest ``limit``), as plain rows; raises Metric.DoesNotExist."""
-    metric = Metric.objects.select_related("benchmark__project").get(pk=metric_id)
+    """A metric's results in time order (the newest ``limit``), as plain rows; raises Metric.DoesNotExist
+    (also for a metric of a project `viewer` may not read)."""
+    metric = access.visible(Metric.objects.select_related("benchmark__project"), viewer,
+                            "benchmark__project").get(pk=metric_id)
     queryset = Result.objects.filter(metric=metric, run__status=Run.Status.COMPLETED)
     if machine:
         queryset = queryset.filter(run__machine__name=machine)
@@ -154,8 +155,11 @@ def metric_series(*, metric_id: int, machine: str | None = None, branch: str | N
     return metric, newest[::-1]
 
 
-def run_comparisons(*, run_id: int, method: str | None = None) -> list[Comparison]:
-    """A run's stored comparisons with their candidate result and its metric; one query."""
+def run_comparisons(*, run_id: int, viewer, method: str | None = None) -> list[Comparison]:
+    """A run's stored comparisons with their candidate result and its metric; one query. Raises
+    Run.DoesNotExist for a run `viewer` may not read (or none)."""
+    if not access.visible(Run.objects.filter(pk=run_id), viewer).exists():
+        raise Run.DoesNotExist(f"No run {run_id}.")
     queryset = Comparison.objects.filter(candidate__run_id=run_id).select_related(
         "candidate__metric__benchmark").defer("candidate__samples")
     if method:
@@ -163,23 +167,26 @@ def run_comparisons(*, run_id: int, method: str | None = None) -> list[Compariso
     return list(queryset)
 
 
-def projects() -> QuerySet[Project]:
-    """Every project, by name."""
-    return Project.objects.order_by("name", "id")
+def projects(*, viewer, search: str = "") -> QuerySet[Project]:
+    """The projects `viewer` may read, by name, those whose name or slug contains `search` where given."""
+    queryset = access.visible(Project.objects.all(), viewer, "pk")
+    if search:
+        queryset = queryset.filter(Q(name__icontains=search) | Q(slug__icontains=search))
+    return queryset.order_by("name", "id")
 
 
-def benchmarks(*, project: str | None = None) -> QuerySet[Benchmark]:
-    """Benchmarks with their project, by project and name, filtered by project slug."""
-    queryset = Benchmark.objects.select_related("project")
+def benchmarks(*, viewer, project: str | None = None) -> QuerySet[Benchmark]:
+    """Benchmarks `viewer` may read with their project, by project and name, filtered by project slug."""
+    queryset = access.visible(Benchmark.objects.select_related("project"), viewer)
     if project:
         queryset = queryset.filter(project__slug=project)
     return queryset.order_by("project__name", "name", "id")
 
 
-def metrics(*, project: str | None = None, benchmark_id: int | None = None) -> QuerySet[Metric]:
-    """Metrics with their benchmark and project, by project, benchmark and name, filtered by project slug
-    and benchmark id."""
-    queryset = Metric.objects.select_related("benchmark__project")
+def metrics(*, viewer, project: str | None = None, benchmark_id: int | None = None) -> QuerySet[Metric]:
+    """Metrics `viewer` may read with their benchmark and project, by project, benchmark and name, filtered by
+    project slug and benchmark id."""
+    queryset = access.visible(Metric.objects.select_related("benchmark__project"), viewer, "benchmark__project")
     if project:
         queryset = queryset.filter(benchmark__project__slug=project)
     if benchmark_id is not None:
@@ -187,18 +194,28 @@ def metrics(*, project: str | None = None, benchmark_id: int | None = None) -> Q
     return queryset.order_by("benchmark__project__name", "benchmark__name", "name", "id")
 
 
-def machines() -> QuerySet[Machine]:
-    """Every machine, by name."""
-    return Machine.objects.order_by("name", "id")
+def machines(*, viewer, search: str = "") -> QuerySet[Machine]:
+    """The machines `viewer` may see, by name: those with a run of a project they may read, and those with no run
+    yet (registered, waiting for their first session); every machine, for staff. Those whose name contains
+    `search` where given."""
+    queryset = Machine.objects.all()
+    readable = access.readable_projects(viewer)
+    if readable is not None:
+        queryset = queryset.filter(Exists(Run.objects.filter(machine=OuterRef("pk"), project__in=readable))
+                                   | ~Exists(Run.objects.filter(machine=OuterRef("pk"))))
+    if search:
+        queryset = queryset.filter(name__icontains=search)
+    return queryset.order_by("name", "id")
 
 
-def alerts(*, status: str | None = None, project: str | None = None,
+def alerts(*, viewer, status: str | None = None, project: str | None = None,
            assignee: AbstractBaseUser | None = None) -> QuerySet[Alert]:
-    """Alerts, newest group first, filtered by status, project slug and the user they are assigned to."""
-    queryset = Alert.objects.select_related(
+    """The alerts `viewer` may read, newest group first, filtered by status, project slug and the user they are
+    assigned to."""
+    queryset = access.visible(Alert.objects, viewer, "group__run__project").select_related(
         "group__run__project", "group__run__machine", "group__run__revision", "updated_by", "assignee",
         "comparison__candidate__metric__benchmark", "first_run__revision", "evidence__candidate__metric__benchmark",
-    ).prefetch_related("events__user")
+    ).prefetch_related("events__user", "group__deliveries")
     if status:
         queryset = queryset.filter(status=status)
     if project:
@@ -267,12 +284,13 @@ class AlertSection:
 
 @dataclass(frozen=True)
 class AlertPage:
-    """One page of alerts (``page.object_list``: the alerts), shown in :class:`AlertSection` objects, and the
-    users an alert can be assigned to."""
+    """One page of alerts (``page.object_list``: the alerts), shown in :class:`AlertSection` objects, the alerts
+    the viewer may triage (by id), and the users an alert can be assigned to."""
 
     page: Page
     sections: list[AlertSection]
     assignees: list[AbstractBaseUser]
+    triageable: set[int] = field(default_factory=set)
 
 
 ALERTS_PER_PAGE = 100
@@ -282,12 +300,12 @@ machines ("a day or so"): suites start hours apart on different machines, and on
 place the first night a night later than another's."""
 
 
-def alert_page(*, status: str | None = None, project: str | None = None, assignee: AbstractBaseUser | None = None,
-               page: str | int | None = None) -> AlertPage:
+def alert_page(*, viewer, status: str | None = None, project: str | None = None,
+               assignee: AbstractBaseUser | None = None, page: str | int | None = None) -> AlertPage:
     """One page of :func:`alerts`, each entry with its comparison row and commit range, in sections per
     project and night (or pull-request commit), each alert grouped with the same shift on other machines; a
     fixed number of queries."""
-    queryset = alerts(status=status, project=project, assignee=assignee).annotate(
+    queryset = alerts(viewer=viewer, status=status, project=project, assignee=assignee).annotate(
         base_run=F("comparison__baseline__run_id"), base_commit=F("comparison__baseline__run__revision__commit"))
     page = Paginator(queryset, ALERTS_PER_PAGE).get_page(page)
     listed = list(page.object_list)
@@ -299,8 +317,16 @@ def alert_page(*, status: str | None = None, project: str | None = None, assigne
     additions = alert_additions(listed)
     entries = [AlertEntry(alert, row, additions.get(alert.pk, []), evidence.get(alert.pk), _commit_range(alert))
                for alert, row in zip(listed, rows)]
-    users = get_user_model().objects.filter(is_active=True).order_by(get_user_model().USERNAME_FIELD)
-    return AlertPage(page=page, sections=_alert_sections(entries), assignees=list(users))
+    triaged_by = access.projects_with_role(viewer, Role.MAINTAINER)
+    triageable = {alert.pk for alert in listed if triaged_by is None or alert.group.run.project_id in triaged_by}
+    # Who may follow an alert of the page up: staff, and the maintainers of its projects.
+    users = get_user_model().objects.none()
+    if triageable:
+        users = get_user_model().objects.filter(
+            Q(is_staff=True) | Q(memberships__role=Role.MAINTAINER,
+                                 memberships__project_id__in={alert.group.run.project_id for alert in listed}),
+            is_active=True).distinct().order_by(get_user_model().USERNAME_FIELD)
+    return AlertPage(page=page, sections=_alert_sections(entries), assignees=list(users), triageable=triageable)
 
 
 def _with_last_good_runs(listed: list[Alert]) -> None:
@@ -498,12 +524,14 @@ class NightlyOverview:
     """The overview of one night, or of each project and machine's newest night.
 
     ``earlier`` and ``later`` are the nearest nights before and after the shown ones that have a nightly
-    run (under the same project and machine filters), for the page's previous/next links."""
+    run (under the same project and machine filters), for the page's previous/next links. ``without_night``
+    names the first of the projects shown none (``without_night_count`` of them in all): a page lists at most
+    :data:`WITHOUT_NIGHT_NAMED` of them, however many projects there are."""
 
     projects: list[ProjectOverview]
-    all_projects: list[Project]
-    all_machines: list[Machine]
     night: date | None = None
+    without_night: list[Project] = field(default_factory=list)
+    without_night_count: int = 0
     earlier: date | None = None
     later: date | None = None
 
@@ -550,8 +578,11 @@ def _night_failures(night_runs: list[Run]) -> dict[tuple[int, int], list[FailedR
     return found
 
 
-def nightly_overview(*, project: str | None = None, machine: str | None = None, benchmark: str | None = None,
-                     verdict: str | None = None, night: date | None = None,
+WITHOUT_NIGHT_NAMED = 20
+
+
+def nightly_overview(*, viewer, project: str | None = None, machine: str | None = None,
+                     benchmark: str | None = None, verdict: str | None = None, night: date | None = None,
                      limit: int | None = ROW_LIMIT) -> NightlyOverview:
     """Each series' newest completed nightly result of a night against its history, per project and machine.
 
@@ -560,12 +591,10 @@ def nightly_overview(*, project: str | None = None, machine: str | None = None, 
     run that night is shown, not only the last one. Filters: project slug, machine name, benchmark name
     (substring, case-insensitive) and the history comparison's verdict. Each group shows its ``limit``
     most notable series (by verdict, then size of change; None: all); its counts are those of all its
-    series, its total that of the filtered series. A fixed number of queries, whatever the number of
-    projects, machines, runs and rows.
+    series, its total that of the filtered series. Only the projects `viewer` may read are shown. A fixed
+    number of queries, whatever the number of projects, machines, runs and rows.
     """
-    all_projects = list(Project.objects.order_by("name"))
-    all_machines = list(Machine.objects.order_by("name"))
-    nightly = Run.objects.filter(kind=Run.Kind.NIGHTLY, status=Run.Status.COMPLETED)
+    nightly = access.visible(Run.objects.filter(kind=Run.Kind.NIGHTLY, status=Run.Status.COMPLETED), viewer)
     if project:
         nightly = nightly.filter(project__slug=project)
     if machine:
@@ -660,20 +689,24 @@ def nightly_overview(*, project: str | None = None, machine: str | None = None, 
         after = nightly.filter(started_at__gte=last).aggregate(at=Min("started_at"))["at"]
         earlier = None if before is None else nights.night_of(before)
         later = None if after is None else nights.night_of(after)
-    shown = [p for p in all_projects if not project or p.slug == project]
+    shown = access.visible(Project.objects.filter(pk__in=groups_by_project), viewer, "pk").order_by("name", "id")
+    without = access.visible(Project.objects.exclude(pk__in=groups_by_project), viewer, "pk")
+    if project:
+        without = without.filter(slug=project)
     return NightlyOverview(
-        projects=[ProjectOverview(project=p, groups=groups_by_project.get(p.pk, [])) for p in shown],
-        all_projects=all_projects, all_machines=all_machines, night=night, earlier=earlier, later=later)
+        projects=[ProjectOverview(project=p, groups=groups_by_project[p.pk]) for p in shown],
+        night=night, earlier=earlier, later=later,
+        without_night=list(without.order_by("name", "id")[:WITHOUT_NIGHT_NAMED]), without_night_count=without.count())
 
 
 RECENT_RUNS = 200
 
 
-def recent_runs(*, search: str = "", include: Sequence[int] = (), limit: int = RECENT_RUNS) -> list[dict]:
-    """The newest ``limit`` runs, for the compare page's pickers, by project then newest first: those whose
-    commit starts with `search` or whose branch contains it (case-insensitive; empty: every run), and the
-    runs `include` names whatever they are (the ones chosen). One query of plain rows."""
-    queryset = Run.objects.all()
+def recent_runs(*, viewer, search: str = "", include: Sequence[int] = (), limit: int = RECENT_RUNS) -> list[dict]:
+    """The newest ``limit`` runs `viewer` may read, for the compare page's pickers, by project then newest first:
+    those whose commit starts with `search` or whose branch contains it (case-insensitive; empty: every run),
+    and the runs `include` names whatever they are (the ones chosen). One query of plain rows."""
+    queryset = access.visible(Run.objects.all(), viewer)
     if search:
         queryset = queryset.filter(Q(revision__commit__istartswith=search) | Q(revision__branch__icontains=search)
                                    | Q(pk__in=include))
@@ -693,7 +726,7 @@ COMPARE_SHORTCUTS = {"nightly": "against tonight's baseline", "base": "against i
 """The compare page's shortcuts: a run against the newest nightly before it, a pull request against its base."""
 
 
-def shortcut_baseline(*, candidate_id: int, against: str) -> int:
+def shortcut_baseline(*, candidate_id: int, against: str, viewer) -> int:
     """The run a compare shortcut (:data:`COMPARE_SHORTCUTS`) takes as the baseline of run `candidate_id`.
 
     ``nightly``: the newest completed nightly run of the project's default branch on the same machine
@@ -705,7 +738,8 @@ def shortcut_baseline(*, candidate_id: int, against: str) -> int:
     """
     if against not in COMPARE_SHORTCUTS:
         raise ValueError(f"Unknown shortcut {against!r}: choose {' or '.join(COMPARE_SHORTCUTS)}.")
-    run = Run.objects.select_related("project", "machine", "revision").filter(pk=candidate_id).first()
+    run = access.visible(Run.objects.select_related("project", "machine", "revision"), viewer).filter(
+        pk=candidate_id).first()
     if run is None:
         raise Run.DoesNotExist(f"No run {candidate_id}.")
     if against == "nightly":
@@ -757,12 +791,13 @@ class PullRequestReview:
         return self.base_runs[-1] if self.base_runs else None
 
 
-def pr_review(*, run_id: int) -> PullRequestReview:
+def pr_review(*, run_id: int, viewer) -> PullRequestReview:
     """A pull-request run with its stored pairwise comparisons, worst first; a fixed number of queries.
 
-    Raises Run.DoesNotExist when there is no pull-request run with that id.
+    Raises Run.DoesNotExist when there is no pull-request run with that id that `viewer` may read.
     """
-    run = Run.objects.select_related("project", "machine", "revision").get(pk=run_id, kind=Run.Kind.PR)
+    run = access.visible(Run.objects.select_related("project", "machine", "revision"), viewer).get(
+        pk=run_id, kind=Run.Kind.PR)
     both = list(Comparison.objects.filter(candidate__run_id=run_id,
                                           method__in=[ComparisonMethod.PAIRWISE, ComparisonMethod.BOOTSTRAP])
                 .select_related("candidate__metric__benchmark", "baseline__run__revision", "baseline__run__machine")
@@ -817,7 +852,7 @@ class MetricHistory:
         return presentation.metric_scale(self.metric, self.points[0]["mean"] if self.points else None)
 
 
-def metric_history(*, metric_id: int, machines: list[str] | None = None, branch: str | None = None,
+def metric_history(*, metric_id: int, viewer, machines: list[str] | None = None, branch: str | None = None,
                    start: datetime | None = None, end: datetime | None = None,
                    limit: int = HISTORY_LIMIT) -> MetricHistory:
     """A metric's completed results in time order (the newest `limit`), and the runs where it failed since the
@@ -825,9 +860,11 @@ def metric_history(*, metric_id: int, machines: list[str] | None = None, branch:
 
     `machines` empty: every machine that measured the metric. `branch` None: the project's default
     branch, and runs without a revision (imported runs); ``""``: every branch. `start` and `end`
-    bound ``started_at`` (``start <= t < end``). Raises Metric.DoesNotExist.
+    bound ``started_at`` (``start <= t < end``). Raises Metric.DoesNotExist (also for a metric of a project
+    `viewer` may not read).
     """
-    metric = Metric.objects.select_related("benchmark__project").get(pk=metric_id)
+    metric = access.visible(Metric.objects.select_related("benchmark__project"), viewer,
+                            "benchmark__project").get(pk=metric_id)
     series = Result.objects.filter(metric=metric, run__status=Run.Status.COMPLETED)
     pairs = set(series.values_list("run__machine__name", "run__revision__branch").distinct().order_by())
     known_machines = sorted({machine for machine, _ in pairs})
@@ -918,10 +955,11 @@ class RunDetail:
     failures: list[FailedResult]
 
 
-def run_page_version(*, run_id: int) -> str:
+def run_page_version(*, run_id: int, viewer) -> str:
     """What a run's page depends on that can change after the run is stored: when it was (re)compared
-    and when one of its alerts was last triaged; one query. Raises Run.DoesNotExist."""
-    found = (Run.objects.filter(pk=run_id)
+    and when one of its alerts was last triaged; one query. Raises Run.DoesNotExist (also for a run `viewer`
+    may not read)."""
+    found = (access.visible(Run.objects.filter(pk=run_id), viewer)
              .annotate(alerts_changed=Max("results__comparisons__alert__updated_at"))
              .values_list("created_at", "status", "compared_at", "alerts_changed").first())
     if found is None:
@@ -931,10 +969,10 @@ def run_page_version(*, run_id: int) -> str:
                     for value in (created, status, compared, alerts))
 
 
-def run_detail(*, run_id: int) -> RunDetail:
+def run_detail(*, run_id: int, viewer) -> RunDetail:
     """A run, its results (with samples), its failed results and its stored comparisons; four queries. Raises
-    Run.DoesNotExist."""
-    run = Run.objects.select_related("project", "machine", "revision").get(pk=run_id)
+    Run.DoesNotExist (also for a run `viewer` may not read)."""
+    run = access.visible(Run.objects.select_related("project", "machine", "revision"), viewer).get(pk=run_id)
     results = list(Result.objects.filter(run=run).select_related(*RESULT_FIELDS_FOR_TABLES)
                    .order_by("metric__benchmark__name", "metric__name"))
     comparisons = list(

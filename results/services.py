@@ -18,14 +18,28 @@ from typing import Any, Protocol
 import numpy as np
 import orjson
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied
 from django.db import DataError, IntegrityError, connection, models, transaction
 from django.db.models import JSONField
 from django.utils import timezone
 from django.utils.text import slugify
 from psycopg.types.json import Jsonb
 
-from . import presentation, stats
-from .models import ApiToken, Benchmark, FailedResult, Machine, Metric, Project, Result, Revision, Run
+from . import access, presentation, stats
+from .models import (
+    ApiToken,
+    Benchmark,
+    FailedResult,
+    Machine,
+    Membership,
+    Metric,
+    Project,
+    Result,
+    Revision,
+    Role,
+    Run,
+    TokenScope,
+)
 from .result_schema import summarize_result
 from .schemas import ResultIn, RunIn
 
@@ -73,17 +87,27 @@ def document_digest(document: RunIn) -> str:
     return hashlib.sha256(document.model_dump_json().encode()).hexdigest()
 
 
-def ingest_run(*, document: RunIn, user: AbstractBaseUser | None) -> IngestOutcome:
+def ingest_run(*, document: RunIn, user: AbstractBaseUser | None, token: ApiToken | None = None) -> IngestOutcome:
     """Store one run and all its results, or nothing.
 
-    Re-posting a document with the same ``run_key`` returns the stored run
-    (``created=False``); reusing a key for a different document is a conflict.
-    Missing projects, machines, revisions, benchmarks and metrics are created; a metric
-    whose unit or direction contradicts the stored one is rejected.
+    ``user`` posts it (through ``token`` when the request carried one) and must be allowed to post runs to its
+    project (:mod:`results.access`); None is the system itself (the runner's sessions, the operator's
+    management commands), which is not checked. Re-posting a document with the same ``run_key`` returns the
+    stored run (``created=False``); reusing a key for a different document is a conflict. Missing revisions,
+    benchmarks and metrics are created, and missing projects and machines by those who may create them (the
+    creator of a project becomes its maintainer); a metric whose unit or direction contradicts the stored one
+    is rejected.
+
+    Raises
+    ------
+    PermissionDenied
+        If ``user`` may not post to the project, or may not create the project or machine it names.
     """
     project_slug = document.project.slug or slugify(document.project.name)
     if not project_slug:
         raise IngestError("project.slug", "cannot derive a slug from the project name; give one")
+    if user is not None:
+        _check_poster(document=document, project_slug=project_slug, user=user, token=token)
     digest = document_digest(document)
     if document.run_key is not None:
         existing = _existing_run(project_slug=project_slug, run_key=document.run_key, digest=digest)
@@ -103,7 +127,7 @@ def ingest_run(*, document: RunIn, user: AbstractBaseUser | None) -> IngestOutco
 
     try:
         with transaction.atomic():
-            run = _write_run(document=document, project_slug=project_slug, digest=digest, user=user,
+            run = _write_run(document=document, project_slug=project_slug, digest=digest, user=user, token=token,
                              summaries=summaries, intervals=intervals)
             transaction.on_commit(lambda: _enqueue_comparison(run.pk))
             return IngestOutcome(run=run, created=True, results=len(document.results))
@@ -114,6 +138,25 @@ def ingest_run(*, document: RunIn, user: AbstractBaseUser | None) -> IngestOutco
             if existing is not None:
                 return IngestOutcome(run=existing, created=False, results=len(document.results))
         raise
+
+
+def _check_poster(*, document: RunIn, project_slug: str, user: AbstractBaseUser, token: ApiToken | None) -> None:
+    """Refuse (PermissionDenied) a post its user may not make: to a project where their role (or the token's
+    scopes or project) does not allow uploads, or creating a project or machine they may not create, or naming
+    a machine's queue, which only staff do (a queue is where a benchmark machine takes its sessions from)."""
+    project = Project.objects.filter(slug=project_slug).first()
+    if project is not None:
+        access.require(user, "upload", project, token=token)
+    elif (reason := access.may_create(user, Project, token=token)) is not None:
+        raise PermissionDenied(f"No project {project_slug!r}, and you may not create one: {reason}.")
+    machine = Machine.objects.filter(name=document.machine.name).first()
+    if machine is None:
+        reason = access.may_create(user, Machine, token=token)
+        if reason is not None:
+            raise PermissionDenied(f"No machine {document.machine.name!r}, and you may not create one: {reason}.")
+        if document.machine.queue and not access.is_staff(user):
+            raise PermissionDenied("machine.queue: only staff name a machine's queue; leave it out (the queue is "
+                                   "then bench.<machine name>).")
 
 
 def _enqueue_comparison(run_id: int) -> None:
@@ -130,13 +173,17 @@ def _existing_run(*, project_slug: str, run_key: str, digest: str) -> Run | None
 
 
 def _write_run(*, document: RunIn, project_slug: str, digest: str, user: AbstractBaseUser | None,
-               summaries: list[stats.SampleSummary], intervals: list[tuple[float | None, float | None]]) -> Run:
+               token: ApiToken | None, summaries: list[stats.SampleSummary],
+               intervals: list[tuple[float | None, float | None]]) -> Run:
+    creator = user if user is not None and user.is_authenticated else None
     project = get_or_insert(Project, {"slug": project_slug}, {
         "name": document.project.name, "repository_url": document.project.repository_url,
-        "default_branch": document.project.default_branch})
+        "default_branch": document.project.default_branch, "created_by": creator})
     if project is None:
         raise IngestConflict("project.slug", f"project {document.project.name!r} exists under another slug")
-    machine = _machine(document)
+    if creator is not None and project.created_by_id == creator.pk:
+        Membership.objects.get_or_create(project=project, user=creator, defaults={"role": Role.MAINTAINER})
+    machine = _machine(document, creator=creator)
     revision = _revision(document, project)
     metrics = _metrics(project, [(result, f"results[{index}]") for index, result in enumerate(document.results)])
 
@@ -144,8 +191,8 @@ def _write_run(*, document: RunIn, project_slug: str, digest: str, user: Abstrac
     run = Run.objects.create(
         project=project, machine=machine, revision=revision, kind=document.kind, status=Run.Status.COMPLETED,
         started_at=started_at, finished_at=document.finished_at, environment=document.environment,
-        source=document.source, run_key=document.run_key, payload_digest=digest,
-        created_by=user if user is not None and user.is_authenticated else None,
+        source=document.source, run_key=document.run_key, payload_digest=digest, created_by=creator, token=token,
+        vouched=user is None or access.allowed(user, "vouch", project, token=token),
     )
     measured = [result for result in document.results if not result.failed]
     _choose_display_units(metrics, {(result.benchmark, result.metric): summary.mean
@@ -371,7 +418,7 @@ def get_or_insert(model: type[models.Model], lookup: dict, defaults: dict) -> mo
     return row
 
 
-def _machine(document: RunIn) -> Machine:
+def _machine(document: RunIn, *, creator: AbstractBaseUser | None) -> Machine:
     given = document.machine
     described = {
         key: value for key, value in
@@ -380,7 +427,7 @@ def _machine(document: RunIn) -> Machine:
         if value not in ("", None, {})
     }
     queue = given.queue or default_queue(given.name)
-    machine = get_or_insert(Machine, {"name": given.name}, {"queue": queue, **described})
+    machine = get_or_insert(Machine, {"name": given.name}, {"queue": queue, "created_by": creator, **described})
     if machine is None:
         raise IngestConflict("machine.queue", f"queue {queue!r} belongs to another machine; name this machine's "
                                               "queue in machine.queue")
@@ -475,11 +522,31 @@ def _stored_metrics(benchmarks: dict[str, Benchmark]) -> dict[tuple[str, str], M
             for m in Metric.objects.filter(benchmark__in=benchmarks.values()).select_related("benchmark")}
 
 
-def create_api_token(*, user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
-    """Create a token for ``user``; returns the row and the token, which is never shown again."""
+DEFAULT_TOKEN_SCOPES = (TokenScope.UPLOAD,)
+"""A CI job's token posts runs, and no more: a pull request's code runs in CI and can read its token."""
+
+
+def create_api_token(*, user: AbstractBaseUser, name: str, project: Project | None = None,
+                     scopes: Sequence[str] = DEFAULT_TOKEN_SCOPES) -> tuple[ApiToken, str]:
+    """Create a token for ``user``, for one ``project`` (None: any the user may write to) and ``scopes``;
+    returns the row and the token, which is never shown again. ValidationError for an unknown scope."""
     token = "pw_" + secrets.token_urlsafe(32)
-    row = ApiToken.objects.create(user=user, name=name, prefix=token[:10], digest=token_digest(token))
+    row = ApiToken(user=user, name=name, project=project, scopes=sorted(set(scopes)), prefix=token[:10],
+                   digest=token_digest(token))
+    row.full_clean(exclude=["digest", "prefix"])
+    row.save()
     return row, token
+
+
+@transaction.atomic
+def set_membership(*, project: Project, user: AbstractBaseUser, role: str | None) -> Membership | None:
+    """Give ``user`` the ``role`` in ``project`` (None: take their membership away); returns the membership."""
+    if role is None:
+        Membership.objects.filter(project=project, user=user).delete()
+        return None
+    Membership(project=project, user=user, role=role).full_clean(validate_unique=False, validate_constraints=False)
+    membership, _ = Membership.objects.update_or_create(project=project, user=user, defaults={"role": role})
+    return membership
 
 
 def token_digest(token: str) -> str:
@@ -511,4 +578,4 @@ def register_machine(*, name: str, description: dict, queue: str = "") -> Machin
 
 
 def default_queue(machine_name: str) -> str:
-    return f"bench.{slugify(machine_name) or 'machine'}"
+    return f"bench.{slugify(machine_name)[:90] or 'machine'}"

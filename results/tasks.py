@@ -66,8 +66,9 @@ def compare_chunk(self, chunk_id: int) -> None:
     comparisons.compare_chunk(chunk_id=chunk_id, worker=self.request.hostname or "")
 
 
-@shared_task(ignore_result=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
+@shared_task(ignore_result=True)
 def notify_alert_group(group_id: int) -> None:
+    # No retry here: each channel keeps its own attempts and backoff, and the catch-up sends what is due.
     notifications.notify_alert_group(group_id=group_id)
 
 

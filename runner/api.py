@@ -12,7 +12,9 @@ from ninja.pagination import paginate
 from ninja.responses import Status
 from pydantic import BaseModel, ConfigDict, Field
 
-from results.api import READ_AUTH, READ_REFUSALS, WRITE_AUTH, PageOf, Pages, refusals
+from results import access
+from results.api import READ_AUTH, READ_REFUSALS, WRITE_AUTH, PageOf, Pages, refusals, request_token
+from results.models import TokenScope
 from results.schemas import Branch, OptionalCommit
 
 from . import selectors, services
@@ -67,7 +69,7 @@ class RevisionRequest(Schema):
 
 
 class RunNowIn(Schema):
-    revisions: list[RevisionRequest] = []
+    revisions: Annotated[list[RevisionRequest], Field(max_length=16)] = []
 
 
 def session_out(session: Session) -> dict:
@@ -82,8 +84,12 @@ def session_out(session: Session) -> dict:
 
 
 def _staff(request: HttpRequest) -> None:
-    if not request.user.is_staff:
+    """Jobs are staff's, and a token used for them needs the ``jobs`` scope."""
+    if not access.is_staff(request.user):
         raise PermissionDenied(services.STAFF_ONLY)
+    token = request_token(request)
+    if token is not None and not token.allows(TokenScope.JOBS):
+        raise PermissionDenied(f"The token {token.prefix}… lacks the scope 'jobs'.")
 
 
 def job_out(job: Job) -> dict:
@@ -98,7 +104,8 @@ def job_out(job: Job) -> dict:
             summary="Jobs and their last session")
 @paginate(Pages)
 def list_jobs(request: HttpRequest):
-    return PageOf(selectors.all_jobs(), lambda jobs: [job_out(job) for job in selectors.with_last_session(jobs)])
+    return PageOf(selectors.all_jobs(viewer=request.user),
+                  lambda jobs: [job_out(job) for job in selectors.with_last_session(jobs)])
 
 
 class JobIn(BaseModel):
@@ -159,7 +166,7 @@ def create_job(request: HttpRequest, body: JobIn):
     except ValidationError as error:
         form.add_service_errors(error)
         _refuse(form)
-    return Status(201, job_out(selectors.jobs_with_last_session(job_id=job.pk)[0]))
+    return Status(201, job_out(selectors.jobs_with_last_session(viewer=request.user, job_id=job.pk)[0]))
 
 
 @router.patch("/jobs/{id:job_id}", response={200: JobOut, **refusals(400, 401, 403, 404, 413, 422)}, auth=WRITE_AUTH,
@@ -178,7 +185,7 @@ def edit_job(request: HttpRequest, job_id: int, body: JobIn):
     except ValidationError as error:
         form.add_service_errors(error)
         _refuse(form)
-    return job_out(selectors.jobs_with_last_session(job_id=job.pk)[0])
+    return job_out(selectors.jobs_with_last_session(viewer=request.user, job_id=job.pk)[0])
 
 
 @router.post("/jobs/{id:job_id}/run", response={201: SessionOut, 202: SessionQueuedOut,
@@ -191,7 +198,7 @@ def run_job(request: HttpRequest, job_id: int, body: RunNowIn):
         raise Http404(f"No job {job_id}.")
     session = services.start_session(job=job, user=request.user,
                                      revisions=[revision.model_dump() for revision in body.revisions])
-    session = selectors.session(session_id=session.pk)
+    session = selectors.session(session_id=session.pk, viewer=request.user)
     if session.sent_at is None:
         return Status(202, {**session_out(session), "detail": services.NOT_SENT})
     return Status(201, session_out(session))
@@ -202,11 +209,11 @@ def run_job(request: HttpRequest, job_id: int, body: RunNowIn):
 def cancel(request: HttpRequest, session_id: int):
     _staff(request)
     try:
-        session = selectors.session(session_id=session_id)
+        session = selectors.session(session_id=session_id, viewer=request.user)
     except Session.DoesNotExist:
         raise Http404(f"No session {session_id}.") from None
     services.cancel_session(session=session, user=request.user)
-    return session_out(selectors.session(session_id=session_id))
+    return session_out(selectors.session(session_id=session_id, viewer=request.user))
 
 
 @router.get("/sessions/{id:session_id}", response={200: SessionOut, **refusals(401, 404)}, auth=READ_AUTH,
@@ -214,6 +221,6 @@ def cancel(request: HttpRequest, session_id: int):
             summary="A session's status and progress")
 def session_detail(request: HttpRequest, session_id: int):
     try:
-        return session_out(selectors.session(session_id=session_id))
+        return session_out(selectors.session(session_id=session_id, viewer=request.user))
     except Session.DoesNotExist:
         raise Http404(f"No session {session_id}.") from None

@@ -16,6 +16,8 @@ from django.core.exceptions import ValidationError
 from django.forms import BoundField
 from django_celery_beat.validators import crontab_validator
 
+from results import json_input
+
 from . import workloads
 from .models import Job, WorkloadKind
 
@@ -196,12 +198,7 @@ class MetricsField(forms.CharField):
     def to_python(self, value) -> list:
         text = super().to_python(value).strip()
         if text.startswith("["):
-            try:
-                metrics = json.loads(text)
-            except json.JSONDecodeError as error:
-                raise ValidationError(f"Not valid JSON: {error.msg} (line {error.lineno}, column {error.colno}).",
-                                      code="metrics_json") from None
-            return metrics
+            return _json_field(text, code="metrics_json")
         metrics = []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
@@ -232,13 +229,26 @@ class ParametersField(forms.CharField):
         text = super().to_python(value).strip()
         if not text:
             return {}
-        try:
-            parameters = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ValidationError(f"Not valid JSON: {error.msg}.", code="parameters_json") from None
+        parameters = _json_field(text, code="parameters_json")
         if not isinstance(parameters, dict):
             raise ValidationError('Give the parameters as a JSON object, e.g. {"seed": 1}.', code="parameters_object")
         return parameters
+
+
+def _json_field(text: str, *, code: str):
+    """A field's JSON, parsed as every JSON entering is (:mod:`results.json_input`): bounded nesting, finite
+    numbers in range."""
+    try:
+        value = json_input.loads(text, max_depth=json_input.MAX_FIELD_DEPTH)
+    except json.JSONDecodeError as error:
+        raise ValidationError(f"Not valid JSON: {error.msg} (line {error.lineno}, column {error.colno}).",
+                              code=code) from None
+    except ValueError as error:
+        raise ValidationError(f"Not accepted: the JSON is {error}.", code=code) from None
+    problem = json_input.field_problem(value)
+    if problem is not None:
+        raise ValidationError(f"Not accepted: the JSON {problem}.", code=code)
+    return value
 
 
 def clean_cron(value: str) -> str:
@@ -270,17 +280,25 @@ def _open_unit_interval(value: float) -> bool:
     return 0 < value < 1
 
 
+DAY = 86_400.0
+MAX_WORK = 1e12
 FIELD_BOUNDS = {
     "confidence_level": (_open_unit_interval, "Give a level between 0 and 1, e.g. 0.95 for 95%."),
     "max_autocorrelation": (_open_unit_interval, "Give a bound between 0 and 1, e.g. 0.1."),
     "comparison_alpha": (_open_unit_interval, "Give a probability between 0 and 1, e.g. 0.01 for 1%."),
     "comparison_threshold": (_open_unit_interval, "Give a fraction of the mean between 0 and 1, e.g. 0.02 for 2%."),
-    "round_timeout": (lambda value: value > 0, "Give a positive number of seconds."),
-    "budget_seconds": (lambda value: value > 0, "Give a positive number of seconds."),
-    "min_round_duration": (lambda value: value >= 0, "Give zero or a positive number of seconds."),
-    "budget_rounds": (lambda value: value >= 1, "Give at least one round."),
-    "overhead_rounds": (lambda value: value != 1, "Give 0 (no overhead measurement) or at least 2 rounds."),
+    "round_timeout": (lambda value: 0 < value <= DAY, "Give a positive number of seconds, at most a day (86400)."),
+    "budget_seconds": (lambda value: 0 < value <= 7 * DAY,
+                       "Give a positive number of seconds, at most a week (604800)."),
+    "min_round_duration": (lambda value: 0 <= value <= 3600, "Give zero or a positive number of seconds, at most 3600."),
+    "budget_rounds": (lambda value: 1 <= value <= 1_000_000, "Give from 1 to 1,000,000 rounds."),
+    "overhead_rounds": (lambda value: value == 0 or 2 <= value <= 10_000,
+                        "Give 0 (no overhead measurement) or at least 2 rounds (at most 10,000)."),
+    "work_min": (lambda value: 0 < value <= MAX_WORK, f"Work min must be positive, at most {MAX_WORK:g}."),
+    "work_max": (lambda value: 0 < value <= MAX_WORK, f"Work max must be positive, at most {MAX_WORK:g}."),
 }
+"""Every number a job holds, bounded: the model's constraints, and limits that keep each finite in the
+database and in the session loop (a budget of 10^400 seconds overflowed a timer)."""
 
 
 class JobForm(forms.ModelForm):
@@ -322,6 +340,7 @@ class JobForm(forms.ModelForm):
             "confidence_level", "target_width", "max_autocorrelation", "work_min", "work_max", "min_round_duration",
             "round_timeout", "budget_seconds", "budget_rounds", "warmup", "overhead_rounds",
             "comparison_rule", "comparison_alpha", "comparison_threshold", "require_width_in_comparison",
+            "repository", "trusted_branch", "allow_pull_requests",
         )
 
     def __init__(self, *args, **kwargs):
@@ -348,9 +367,7 @@ class JobForm(forms.ModelForm):
             if cleaned.get(name) is not None and not valid(cleaned[name]):
                 self.add_error(name, ValidationError(message, code="out_of_bounds"))
         work_min, work_max = cleaned.get("work_min"), cleaned.get("work_max")
-        if work_min is not None and work_min <= 0:
-            self.add_error("work_min", ValidationError("Work min must be positive.", code="work_range"))
-        elif work_min is not None and work_max is not None and work_max <= work_min:
+        if work_min is not None and work_max is not None and work_max <= work_min and not self.has_error("work_min"):
             message = f"Work min ({work_min:g}) must be smaller than work max ({work_max:g})."
             self.add_error("work_min", ValidationError(message, code="work_range"))
             self.add_error("work_max", ValidationError(message, code="work_range"))

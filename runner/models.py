@@ -12,6 +12,7 @@ from django.db import models
 from django.db.models import F, Q
 from django_celery_beat.models import PeriodicTask
 
+from results.identifiers import BRANCH_MAX_LENGTH, validate_branch, validate_name
 from results.models import SAMPLE_DTYPE, Alert, Direction, Machine, Project, Run, RunKind
 
 from . import replay
@@ -45,8 +46,9 @@ class Component(models.TextChoices):
 
 class Job(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="jobs")
-    name = models.CharField(max_length=200)
-    benchmark = models.CharField(max_length=500, help_text="The benchmark its results are stored under.")
+    name = models.CharField(max_length=200, validators=[validate_name])
+    benchmark = models.CharField(max_length=500, validators=[validate_name],
+                                 help_text="The benchmark its results are stored under.")
     machine = models.ForeignKey(Machine, on_delete=models.PROTECT, related_name="jobs",
                                 help_text="Its sessions run on this machine's queue, one at a time.")
     workload_kind = models.CharField(max_length=20, choices=WorkloadKind.choices, default=WorkloadKind.BUILTIN)
@@ -60,6 +62,19 @@ class Job(models.Model):
         default=list, blank=True, help_text="Run once per revision before the rounds (e.g. check out and build)."
     )
     working_directory = models.CharField(max_length=500, blank=True)
+    repository = models.CharField(
+        max_length=500, blank=True, verbose_name="Repository on the machine",
+        help_text="The git checkout its setup builds revisions in. An automatic session (an alert's confirmation) "
+                  "runs a revision only if the poster's role vouches for it or it is on the trusted branch of this "
+                  "repository's origin, checked here on the machine (empty: the working directory).")
+    trusted_branch = models.CharField(
+        max_length=BRANCH_MAX_LENGTH, blank=True, validators=[validate_branch],
+        help_text="Revisions on this branch of origin may be built automatically (empty: the project's default "
+                  "branch).")
+    allow_pull_requests = models.BooleanField(
+        default=False, verbose_name="Build pull requests' revisions",
+        help_text="Automatic sessions may build revisions posted by pull requests, whose code then runs on the "
+                  "machine. Off: never.")
     environment = models.JSONField(default=dict, blank=True)
     reading_mode = models.CharField(max_length=20, choices=ReadingMode.choices, default=ReadingMode.WALL_TIME)
     metrics = models.JSONField(

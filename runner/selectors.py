@@ -3,17 +3,20 @@
 from collections import defaultdict
 from dataclasses import dataclass
 
+from django.core.paginator import Page, Paginator
 from django.db.models import Count, Max, OuterRef, QuerySet, Subquery
 
-from results import presentation
-from results.models import Machine
+from results import access, presentation
+from results import selectors as result_selectors
+from results.models import Machine, Run
 
 from .models import Job, Round, Session, SessionStatus
 
 
-def session(*, session_id: int) -> Session:
-    """One session with its job and runs; raises Session.DoesNotExist."""
-    return Session.objects.select_related("job__machine", "job__project").prefetch_related("runs").get(pk=session_id)
+def session(*, session_id: int, viewer) -> Session:
+    """One session of a job of a project `viewer` may read, with its job and runs; raises Session.DoesNotExist."""
+    return (access.visible(Session.objects.select_related("job__machine", "job__project"), viewer, "job__project")
+            .prefetch_related("runs").get(pk=session_id))
 
 
 def reading_scales(*, session: Session) -> dict[str, tuple[float, str]]:
@@ -28,19 +31,20 @@ def session_rounds(*, session_id: int, after: int = -1) -> list[Round]:
     return list(Round.objects.filter(session_id=session_id, index__gt=after).defer("unit_readings").order_by("index"))
 
 
-def jobs_with_last_session(*, job_id: int | None = None) -> list[Job]:
-    """Every job (or the one of ``job_id``), with its schedule, and ``last_session`` set to its newest
-    session (or None)."""
-    jobs = all_jobs()
+def jobs_with_last_session(*, viewer, job_id: int | None = None) -> list[Job]:
+    """Every job of the projects `viewer` may read (or the one of ``job_id``), with its schedule, and
+    ``last_session`` set to its newest session (or None)."""
+    jobs = all_jobs(viewer=viewer)
     if job_id is not None:
         jobs = jobs.filter(pk=job_id)
     return with_last_session(list(jobs))
 
 
-def all_jobs() -> QuerySet[Job]:
-    """Every job with its schedule (by project and name), its newest session's id annotated."""
+def all_jobs(*, viewer) -> QuerySet[Job]:
+    """Every job of the projects `viewer` may read with its schedule (by project and name), its newest
+    session's id annotated."""
     newest = Session.objects.filter(job=OuterRef("pk")).order_by("-queued_at", "-id").values("pk")[:1]
-    return (Job.objects.select_related("project", "machine", "schedule__crontab")
+    return (access.visible(Job.objects.select_related("project", "machine", "schedule__crontab"), viewer)
             .annotate(last_session_id=Subquery(newest)).order_by("project", "name", "pk"))
 
 
@@ -59,19 +63,35 @@ def with_last_session(jobs: list[Job]) -> list[Job]:
 ACTIVE_STATUSES = (SessionStatus.QUEUED, SessionStatus.RUNNING)
 
 
+MACHINES_PER_PAGE = 50
+
+
 @dataclass(frozen=True)
 class MachineOverview:
     machine: Machine
     active_sessions: list
+    runs: int = 0
+    jobs: int = 0
+    last_run_at: object = None
 
 
-def machines_overview() -> list[MachineOverview]:
-    """Every machine with its run and job counts, newest run, and queued or running sessions; two queries."""
-    machines = list(Machine.objects.annotate(
-        run_count=Count("runs", distinct=True), job_count=Count("jobs", distinct=True),
-        last_run_at=Max("runs__started_at")).order_by("name"))
+def machine_page(*, viewer, search: str = "", page: str | int | None = None) -> Page:
+    """One page of the machines `viewer` may see (:func:`results.selectors.machines`), each a
+    :class:`MachineOverview` with the counts of its runs and jobs in the projects `viewer` may read, its newest
+    run, and its queued or running sessions; a fixed number of queries, whatever the number of machines."""
+    page = Paginator(result_selectors.machines(viewer=viewer, search=search), MACHINES_PER_PAGE).get_page(page)
+    listed = list(page.object_list)
+    ids = [machine.pk for machine in listed]
+    runs = {row["machine_id"]: row for row in access.visible(Run.objects.filter(machine_id__in=ids), viewer)
+            .values("machine_id").annotate(count=Count("id"), newest=Max("started_at")).order_by()}
+    jobs = dict(access.visible(Job.objects.filter(machine_id__in=ids), viewer).values("machine_id")
+                .annotate(count=Count("id")).values_list("machine_id", "count").order_by())
     active = defaultdict(list)
-    for session in (Session.objects.filter(status__in=ACTIVE_STATUSES)
-                    .select_related("job").order_by("queued_at", "id")):
+    for session in (access.visible(Session.objects.filter(status__in=ACTIVE_STATUSES, job__machine_id__in=ids),
+                                   viewer, "job__project").select_related("job").order_by("queued_at", "id")):
         active[session.job.machine_id].append(session)
-    return [MachineOverview(machine=machine, active_sessions=active[machine.pk]) for machine in machines]
+    page.object_list = [MachineOverview(machine=machine, active_sessions=active[machine.pk],
+                                        runs=runs.get(machine.pk, {}).get("count", 0), jobs=jobs.get(machine.pk, 0),
+                                        last_run_at=runs.get(machine.pk, {}).get("newest"))
+                        for machine in listed]
+    return page

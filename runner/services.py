@@ -9,6 +9,7 @@ import json
 import logging
 import socket
 import threading
+from collections import defaultdict
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -29,12 +30,14 @@ from results.identifiers import check_branch, check_commit
 from results.models import SAMPLE_DTYPE, Alert, Run, RunKind
 from results.schemas import RunIn
 
-from . import dispatch, monitor, replay, workloads
+from . import dispatch, monitor, replay, trust, workloads
 from . import session as session_loop
 from .models import Job, Round, Session, SessionAnalysis, SessionStatus, SessionTrigger, WorkloadKind
 
 logger = logging.getLogger(__name__)
 STAFF_ONLY = "Only staff may define, schedule, start or cancel benchmark jobs."
+STAFF_TRIGGERS = (SessionTrigger.MANUAL, SessionTrigger.SCHEDULE)
+"""Sessions whose revisions staff chose (started by hand, or the job's own checkout on a schedule)."""
 HEARTBEAT_INTERVAL = timedelta(seconds=20)
 HEARTBEAT_STALE_AFTER = timedelta(minutes=2)
 MAX_ATTEMPTS = 3
@@ -46,7 +49,7 @@ JOB_FIELDS = {
     "working_directory", "environment", "reading_mode", "metrics", "round_timeout", "confidence_level",
     "target_width", "max_autocorrelation", "work_min", "work_max", "min_round_duration", "budget_seconds",
     "budget_rounds", "warmup", "component", "overhead_rounds", "enabled", "comparison_alpha", "comparison_threshold",
-    "comparison_rule", "require_width_in_comparison",
+    "comparison_rule", "require_width_in_comparison", "repository", "trusted_branch", "allow_pull_requests",
 }
 
 
@@ -129,6 +132,8 @@ def start_session(*, job: Job, user: AbstractBaseUser | None, trigger: str = Ses
     if trigger == SessionTrigger.MANUAL:
         _require_staff(user)
     _check_revisions(revisions or [])
+    if trigger == SessionTrigger.MANUAL:
+        revisions = [{**entry, "trust": {"vouched": f"started by {user.get_username()}"}} for entry in revisions or []]
     with transaction.atomic():
         session = Session.objects.create(job=job, trigger=trigger, run_kind=run_kind, revisions=revisions or [],
                                          requested_by=user if trigger == SessionTrigger.MANUAL else None)
@@ -268,11 +273,12 @@ def execute_session(*, session_id: int, attempt: int) -> Session | None:
     heartbeat.start()
     monitored: dict[str, monitor.MonitorSummary] = {}
     try:
+        plain = _workloads(session)
         built = {label: _monitored(workload, label, job.component_under_test(), monitored)
-                 for label, workload in _workloads(session).items()}
+                 for label, workload in plain.items()}
         previous = [row.record() for row in session.rounds.order_by("index")]
         if job.overhead_rounds and not previous and "overhead" not in session.outcome:
-            _measure_overhead(session, _workloads(session))
+            _measure_overhead(session, plain)
         outcome = session_loop.run_session(
             built,
             job.metric_specs(),
@@ -282,6 +288,11 @@ def execute_session(*, session_id: int, attempt: int) -> Session | None:
                                                            monitored.pop(record.workload, None)),
             should_stop=lambda: Session.objects.filter(pk=session.pk, cancel_requested=True).exists(),
         )
+    except trust.UntrustedRevision as error:
+        message = f"Refused to build a revision: {error}. Nothing was checked out or run."
+        if session.confirms_id is not None:
+            confirmations.note_unconfirmed(alert_ids=[session.confirms_id], note=f"session #{session.pk}: {message}")
+        return _fail(session, message)
     except workloads.WorkloadError as error:
         if Session.objects.filter(pk=session.pk, cancel_requested=True).exists():
             return _fail(session, "Cancelled while a round ran; the rounds measured before are kept.",
@@ -306,34 +317,54 @@ def _revisions(session: Session) -> list[dict]:
 
 
 def _workloads(session: Session) -> dict[str, Callable]:
+    """The session's workload for each of its revisions, built here on the benchmark machine. Every revision is
+    checked before any is built: a revision an automatic session was not vouched for must be on the job's trusted
+    branch, and its setup is given the hash found (:func:`runner.trust.verified_commit`); one refused
+    (:class:`runner.trust.UntrustedRevision`) leaves the machine as it was."""
     job = session.job
     revisions = _revisions(session)
+    for revision in revisions:
+        _check_identifier(revision.get("commit", ""))
+    commits = {revision["label"]: _trusted_commit(session, revision) for revision in revisions}
 
     def remember_process_group(pid: int) -> None:
         Session.objects.filter(pk=session.pk).update(process_group=pid)
 
     built = {}
     for revision in revisions:
-        commit = revision.get("commit", "")
-        # Checked again where a stored revision becomes a command's argument: rows stored before identifiers
-        # were checked on entry, or sessions queued before, must not reach git as a refspec or a path.
-        if commit:
-            try:
-                check_commit(commit)
-            except ValueError as error:
-                raise workloads.UnsafeArgument(f"Refused to run the command: the revision {commit[:80]!r} {error}.") \
-                    from None
+        label = revision["label"]
         if job.workload_kind == WorkloadKind.BUILTIN:
             # A revision of a built-in workload can only differ by its parameters (e.g. the demo's slowdown).
             parameters = {**job.parameters, **revision.get("parameters", {})}
-            built[revision["label"]] = workloads.builtin_workload(job.builtin, parameters)
+            built[label] = workloads.builtin_workload(job.builtin, parameters)
             continue
         options = {"cwd": job.working_directory or None, "env": job.environment, "timeout": job.round_timeout,
-                   "revision": commit, "on_start": remember_process_group}
+                   "revision": commits[label], "on_start": remember_process_group}
         if job.setup_command:
             workloads.setup_command(job.setup_command, **options)
-        built[revision["label"]] = workloads.command_workload(job.command, reading_mode=job.reading_mode, **options)
+        built[label] = workloads.command_workload(job.command, reading_mode=job.reading_mode, **options)
     return built
+
+
+def _check_identifier(commit: str) -> None:
+    """Checked again where a stored revision becomes a command's argument: rows stored before identifiers were
+    checked on entry, or sessions queued before, must not reach git as a refspec or a path."""
+    if not commit:
+        return
+    try:
+        check_commit(commit)
+    except ValueError as error:
+        raise workloads.UnsafeArgument(f"Refused to run the command: the revision {commit[:80]!r} {error}.") from None
+
+
+def _trusted_commit(session: Session, revision: dict) -> str:
+    """The commit a revision of the session is built as: as chosen by staff or vouched for, else the hash the
+    machine found on the job's trusted branch (:mod:`runner.trust`)."""
+    commit = revision.get("commit", "")
+    if not commit or session.trigger in STAFF_TRIGGERS or revision.get("trust", {}).get("vouched") \
+            or not trust.builds_revisions(session.job):
+        return commit
+    return trust.verified_commit(session.job, commit)
 
 
 def _monitored(workload: Callable, label: str, under_test: str | None,
@@ -424,7 +455,9 @@ def _finish(session: Session, outcome: session_loop.SessionOutcome) -> Session:
     with transaction.atomic():
         runs = {}
         for document in documents:
-            run = result_services.ingest_run(document=document, user=session.requested_by).run
+            # The runner stores what it measured itself (the system, user None): a revision it ran was vouched
+            # for when its session was started (runner.trust).
+            run = result_services.ingest_run(document=document, user=None).run
             session.runs.add(run)
             runs[document.environment["workload"]] = run.pk
         if outcome.status is session_loop.SessionStatus.CANCELLED:
@@ -547,38 +580,51 @@ def _result_document(*, spec: session_loop.MetricSpec, estimate: session_loop.Me
 
 def confirm_alerts(*, alert_ids: list[int]) -> list[Session]:
     """Re-measure flagged changes with an interleaved A/B session (Pilot §III-F), baseline revision vs
-    candidate revision, when the project has a job for the flagged benchmark. One session per job."""
+    candidate revision, when the project has a job for the flagged benchmark; one session per job. A revision
+    is measured only as :mod:`runner.trust` allows; an alert that gets no session says why."""
     alerts = list(Alert.objects.filter(pk__in=alert_ids, confirmations__isnull=True)
                   .select_related("comparison__candidate__run__revision", "comparison__candidate__metric__benchmark",
-                                  "comparison__baseline__run__revision"))
+                                  "comparison__baseline__run__revision", "comparison__candidate__run__project"))
     # The jobs and the history runs the alerts need, read once (a nightly opens many alerts at a time).
     jobs: dict[tuple[int, str], Job] = {}
-    for job in (Job.objects.select_related("machine").filter(
+    for job in (Job.objects.select_related("machine", "project").filter(
             project_id__in={alert.comparison.candidate.run.project_id for alert in alerts}, enabled=True,
             benchmark__in={alert.comparison.candidate.metric.benchmark.name for alert in alerts}).order_by("pk")):
         jobs.setdefault((job.project_id, job.benchmark), job)
     newest_history = {alert.pk: (alert.comparison.inputs.get("history_runs") or [None])[0] for alert in alerts
                       if alert.comparison.baseline is None}
     history = Run.objects.select_related("revision").in_bulk([pk for pk in newest_history.values() if pk])
-    started, seen = [], set()
+    started, seen, notes = [], set(), defaultdict(list)
     for alert in alerts:
         comparison = alert.comparison
         run = comparison.candidate.run
-        job = jobs.get((run.project_id, comparison.candidate.metric.benchmark.name))
-        if comparison.baseline is not None:
-            baseline = comparison.baseline.run.revision
-        else:
-            found = history.get(newest_history[alert.pk])
-            baseline = found.revision if found else None
-        if job is None or job.pk in seen or run.revision is None or baseline is None:
+        benchmark = comparison.candidate.metric.benchmark.name
+        job = jobs.get((run.project_id, benchmark))
+        baseline = comparison.baseline.run if comparison.baseline is not None else history.get(
+            newest_history[alert.pk])
+        if job is None:
+            notes[f"no enabled job of project {run.project.slug} runs benchmark {benchmark}"].append(alert.pk)
+            continue
+        if job.pk in seen:
+            continue
+        if baseline is None:
+            notes["no earlier run of the series to re-measure against"].append(alert.pk)
+            continue
+        judged = [(label, measured, trust.judge_posted(job=job, run=measured))
+                  for label, measured in (("baseline", baseline), ("candidate", run))]
+        refused = [f"{label}: {decision.refused}" for label, _, decision in judged if decision.refused]
+        if refused:
+            notes["not re-measured, " + "; ".join(refused)].append(alert.pk)
             continue
         seen.add(job.pk)
-        revisions = [{"label": "baseline", "commit": baseline.commit, "branch": baseline.branch},
-                     {"label": "candidate", "commit": run.revision.commit, "branch": run.revision.branch}]
+        revisions = [{"label": label, "commit": measured.revision.commit, "branch": measured.revision.branch,
+                      "trust": decision.as_json()} for label, measured, decision in judged]
         with transaction.atomic():
             session = Session.objects.create(job=job, trigger=SessionTrigger.CONFIRMATION,
                                              run_kind=RunKind.CONFIRMATION,
                                              revisions=revisions, confirms=alert)
             _send_on_commit(session)
         started.append(session)
+    for note, ids in notes.items():
+        confirmations.note_unconfirmed(alert_ids=ids, note=note)
     return started

@@ -27,7 +27,7 @@ MAX_ROUND_INDEX = 2**31 - 1
 @readable
 def job_list(request: HttpRequest) -> HttpResponse:
     """Every job with its schedule and last session; sessions under way with their progress."""
-    jobs = selectors.jobs_with_last_session()
+    jobs = selectors.jobs_with_last_session(viewer=request.user)
     active = [job.last_session for job in jobs if job.last_session is not None and not job.last_session.finished]
     for session in active:
         session.view = progress_view(session)
@@ -107,7 +107,7 @@ def session_cancel(request: HttpRequest, session_id: int) -> HttpResponse:
 def session_detail(request: HttpRequest, session_id: int, *, export: str | None) -> HttpResponse:
     """A session's status, live progress, rounds and resulting runs; ``?format=csv|json``: its rounds."""
     try:
-        session = selectors.session(session_id=session_id)
+        session = selectors.session(session_id=session_id, viewer=request.user)
     except Session.DoesNotExist:
         raise Http404(f"No session {session_id}.") from None
     rounds, scales = selectors.session_rounds(session_id=session.pk), selectors.reading_scales(session=session)
@@ -130,9 +130,10 @@ def session_rounds(request: HttpRequest, session_id: int) -> HttpResponse:
         after = None
     if after is None or not -1 <= after <= MAX_ROUND_INDEX:
         return HttpResponseBadRequest(f"after must be a round index (an integer from -1 to {MAX_ROUND_INDEX}).")
-    session = Session.objects.select_related("job").filter(pk=session_id).first()
-    if session is None:
-        raise Http404(f"No session {session_id}.")
+    try:
+        session = selectors.session(session_id=session_id, viewer=request.user)
+    except Session.DoesNotExist:
+        raise Http404(f"No session {session_id}.") from None
     return render(request, "runner/_round_rows.html", {
         "rounds": selectors.session_rounds(session_id=session_id, after=after),
         "scales": selectors.reading_scales(session=session)})
@@ -140,6 +141,9 @@ def session_rounds(request: HttpRequest, session_id: int) -> HttpResponse:
 
 @readable
 def machines(request: HttpRequest) -> HttpResponse:
-    """Every machine: hardware, queue, last seen, runs, and the sessions queued or running on it."""
-    entries = [(entry, presentation.hardware_facts(entry.machine.hardware)) for entry in selectors.machines_overview()]
-    return render(request, "runner/machines.html", {"machines": entries})
+    """The machines the reader may see, a page at a time (``?search=`` narrows them by name): hardware, queue,
+    last seen, runs, and the sessions queued or running on it."""
+    search = request.GET.get("search", "").strip()[:200]
+    page = selectors.machine_page(viewer=request.user, search=search, page=request.GET.get("page"))
+    entries = [(entry, presentation.hardware_facts(entry.machine.hardware)) for entry in page.object_list]
+    return render(request, "runner/machines.html", {"machines": entries, "page": page, "search": search})

@@ -28,6 +28,18 @@ def app_environment(request):
     yield
 
 
+@pytest.fixture(autouse=True)
+def fast_passwords(request):
+    """Users made by the tests hash their passwords with a fast hasher (PBKDF2's 0.3 s each added up to minutes);
+    logging in works as with the real one."""
+    if request.path.is_relative_to(STATS_TESTS):
+        yield
+        return
+    settings = request.getfixturevalue("settings")
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    yield
+
+
 @pytest.fixture
 def user(db):
     from tests.factories import UserFactory
@@ -40,6 +52,41 @@ def staff(db):
     from tests.factories import UserFactory
 
     return UserFactory(is_staff=True)
+
+
+@pytest.fixture
+def maintainer(db):
+    """A user who maintains the project "Demo" (slug ``demo``), where the tests' posted runs go: they may triage
+    its alerts. The project is made here if no test made it first."""
+    from results.models import Membership, Project, Role
+    from tests.factories import UserFactory
+
+    project, _ = Project.objects.get_or_create(slug="demo", defaults={"name": "Demo"})
+    user = UserFactory()
+    Membership.objects.create(project=project, user=user, role=Role.MAINTAINER)
+    return user
+
+
+@pytest.fixture
+def uploader_token(db):
+    """The token of a user who uploads to the project "Demo" (slug ``demo``), where the tests' posted runs go (the
+    project is made here if no test made it first): a CI job's."""
+    from results import services
+    from results.models import Membership, Project, Role
+    from tests.factories import UserFactory
+
+    project, _ = Project.objects.get_or_create(slug="demo", defaults={"name": "Demo"})
+    user = UserFactory()
+    Membership.objects.create(project=project, user=user, role=Role.UPLOADER)
+    return services.create_api_token(user=user, name="ci")[1]
+
+
+@pytest.fixture
+def uploader_api(uploader_token):
+    """A client with :func:`uploader_token`."""
+    from django.test import Client
+
+    return Client(headers={"Authorization": f"Bearer {uploader_token}"})
 
 
 @pytest.fixture
@@ -56,6 +103,15 @@ def api(token):
     from django.test import Client
 
     return Client(headers={"Authorization": f"Bearer {token}"})
+
+
+@pytest.fixture
+def served_api(token):
+    """A client with a valid API token, as a real server sees one: an exception is answered (a 500), never raised
+    into the test."""
+    from django.test import Client
+
+    return Client(raise_request_exception=False, headers={"Authorization": f"Bearer {token}"})
 
 
 @pytest.fixture(scope="session")

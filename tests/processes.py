@@ -9,8 +9,10 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,6 +67,28 @@ class RedisServer:
             self.process.terminate()
             self.process.wait(timeout=10)
             self.process = None
+
+
+class LoopbackServer:
+    """A standard-library HTTP server (`handler` answers each request) on a free port of loopback, served from a
+    thread inside a ``with`` block: the tests' webhook receivers, fake dashboards and proxies."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler], *,
+                 server_class: type[ThreadingHTTPServer] = ThreadingHTTPServer) -> None:
+        self.server = server_class(("127.0.0.1", 0), handler)
+        self.port = self.server.server_port
+        self.url = f"http://127.0.0.1:{self.port}"
+        # A short poll: shutting down waits for the serving loop to look.
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
 
 
 def wait_for(condition, *, timeout=90.0, what="condition"):

@@ -49,7 +49,6 @@ no result, so it is neither compared nor counted as failed, and is listed in
 """
 
 import itertools
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -57,7 +56,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .base import ImportFormatError, json_safe, load_json
+from .. import json_input
+from .base import ImportFormatError, is_number, json_safe, load_json
 
 FORMAT_NAME = "asv"
 RESULTS_VERSION = 2
@@ -116,7 +116,7 @@ def parse(content: bytes | str, *, benchmarks: dict[str, Any] | None = None) -> 
     if not isinstance(machine, dict):
         raise ImportFormatError(f"{FORMAT_NAME}: 'params' (the machine's description) must be an object.")
     date = data.get("date")
-    if date is not None and not _is_number(date):
+    if date is not None and not is_number(date):
         raise ImportFormatError(f"{FORMAT_NAME}: 'date' must be a timestamp in milliseconds, not {date!r}.")
     if not data["results"]:
         raise ImportFormatError(f"{FORMAT_NAME}: the file holds no benchmark.")
@@ -129,9 +129,9 @@ def parse(content: bytes | str, *, benchmarks: dict[str, Any] | None = None) -> 
         measured, not_run = _benchmark_results(name, benchmark, (benchmarks or {}).get(name))
         results.extend(measured)
         skipped.extend(not_run)
-        if _is_number(benchmark.get("started_at")):
+        if is_number(benchmark.get("started_at")):
             duration = benchmark.get("duration")
-            times.append((benchmark["started_at"], 1000 * duration if _is_number(duration) else 0.0))
+            times.append((benchmark["started_at"], 1000 * duration if is_number(duration) else 0.0))
     _reject_duplicates([*(result["benchmark"] for result in results), *skipped])
     if not results:
         raise ImportFormatError(f"{FORMAT_NAME}: no benchmark has a value (all were skipped: "
@@ -143,7 +143,7 @@ def parse(content: bytes | str, *, benchmarks: dict[str, Any] | None = None) -> 
         environment["benchmarked_from"] = _timestamp(min(start for start, _ in times))
         environment["benchmarked_until"] = _timestamp(max(start + duration for start, duration in times))
     durations = data.get("durations")
-    if isinstance(durations, dict) and _is_number(durations.get("<build>")):
+    if isinstance(durations, dict) and is_number(durations.get("<build>")):
         environment["build_duration"] = durations["<build>"]
     if skipped:
         environment["skipped_benchmarks"] = skipped
@@ -228,12 +228,12 @@ def _order(file: ResultFile) -> tuple[bool, float, str, str]:
     """Where a results file goes in its machine's history: by commit date, then commit, then name; a file
     without a readable date last (:func:`parse` says what is wrong with it)."""
     try:
-        data = json.loads(file.content)
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        data = json_input.loads(file.content)
+    except ValueError:  # json_input's refusals, bad JSON and bad UTF-8 alike
         data = None
     date = data.get("date") if isinstance(data, dict) else None
     commit = data.get("commit_hash") if isinstance(data, dict) else None
-    dated = _is_number(date)
+    dated = is_number(date)
     return (not dated, float(date) if dated else 0.0, commit if isinstance(commit, str) else "", file.path.name)
 
 
@@ -268,7 +268,7 @@ def _benchmark_results(name: str, row: dict[str, Any], described: Any) -> tuple[
     common: dict[str, Any] = {}
     if isinstance(row.get("version"), str):
         common["benchmark_version"] = row["version"]
-    if _is_number(row.get("started_at")):
+    if is_number(row.get("started_at")):
         common["benchmarked_at"] = _timestamp(row["started_at"])
 
     results, skipped = [], []
@@ -283,21 +283,21 @@ def _benchmark_results(name: str, row: dict[str, Any], described: Any) -> tuple[
             results.append({**result, "failed": True})
             continue
         value_where = f"{FORMAT_NAME}: {where}" + (f" at {benchmark!r}" if params else "")
-        if not _is_number(value):
+        if not is_number(value):
             raise ImportFormatError(f"{value_where}: the result must be a finite number, NaN or null, not {value!r}.")
         metadata = dict(common)
         if params:
             metadata["params"] = dict(zip(param_names, combinations[index], strict=True))
         measured = {key: stats[key][index] for key in _STATS_COLUMNS if stats[key][index] is not None}
         for key, number in measured.items():
-            if not _is_number(number):
+            if not is_number(number):
                 raise ImportFormatError(f"{value_where}: 'stats_{key}' must be a finite number, not {number!r}.")
         if "ci_99_a" in measured and "ci_99_b" in measured:
             metadata["ci_99"] = [measured.pop("ci_99_a"), measured.pop("ci_99_b")]
         metadata.update(measured)
         kept = samples[index]
         if kept is not None:
-            if not isinstance(kept, list) or not kept or not all(_is_number(sample) for sample in kept):
+            if not isinstance(kept, list) or not kept or not all(is_number(sample) for sample in kept):
                 raise ImportFormatError(f"{value_where}: 'samples' must be a non-empty list of finite numbers.")
             result["samples"] = [float(sample) for sample in kept]
         elif kind == "time" and {"q_25", "q_75", "repeat"} <= measured.keys():
@@ -386,6 +386,3 @@ def _timestamp(milliseconds: float) -> str:
     except (OverflowError, OSError, ValueError):
         raise ImportFormatError(f"{FORMAT_NAME}: {milliseconds!r} is no date (milliseconds since 1970).") from None
 
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

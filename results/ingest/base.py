@@ -18,6 +18,9 @@ import math
 import zlib
 from typing import Any
 
+from .. import json_input
+from ..result_schema import MAX_MAGNITUDE
+
 GZIP_MAGIC = b"\x1f\x8b"
 # What a compressed file may expand to when nobody states a limit (a file read from local disk).
 MAX_DECOMPRESSED_BYTES = 1 << 30
@@ -62,11 +65,20 @@ def gunzip(content: bytes, *, format_name: str, max_bytes: int = MAX_DECOMPRESSE
 
 
 def load_json(content: bytes | str, *, format_name: str) -> Any:
-    """Parse JSON content, turning decoding errors into an :class:`ImportFormatError`."""
+    """Parse JSON content, its nesting bounded before and its integers while (:func:`results.json_input.loads`),
+    turning refusals and decoding errors into an :class:`ImportFormatError`."""
     try:
-        return json.loads(content)
+        return json_input.loads(content)
+    except json_input.JsonInputError as error:
+        raise ImportFormatError(f"{format_name}: the file is {error}.") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ImportFormatError(f"{format_name}: the file is not valid JSON ({error}).") from None
+
+
+def is_number(value: Any) -> bool:
+    """A number a measurement can be: finite and at most ``MAX_MAGNITUDE`` in size (a standard deviation of
+    1e200 would square to infinity), never a boolean or an integer too large for a float."""
+    return json_input.finite_number(value, magnitude=MAX_MAGNITUDE)
 
 
 def json_safe(value: Any) -> Any:

@@ -23,11 +23,10 @@ error, such a counter or context value becomes ``null``.
 """
 
 import copy
-import math
 from datetime import datetime
 from typing import Any
 
-from .base import ImportFormatError, json_safe, load_json
+from .base import ImportFormatError, is_number, json_safe, load_json
 
 FORMAT_NAME = "google-benchmark"
 # benchmark::internal::Skipped: 1 is SkipWithError, 2 SkipWithMessage (an intended skip).
@@ -202,13 +201,10 @@ def _scale(row: dict[str, Any], run_name: str) -> float:
 def _number(row: dict[str, Any], key: str, run_name: str) -> float:
     if key not in row:
         raise ImportFormatError(f"{FORMAT_NAME}: row {row['name']!r} of benchmark {run_name!r} has no {key!r}.")
-    if not _is_number(row[key]):
+    if not is_number(row[key]):
         raise ImportFormatError(f"{FORMAT_NAME}: row {row['name']!r} has a {key!r} that is not a finite number.")
     return float(row[key])
 
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _is_json_scalar(value: Any) -> bool:

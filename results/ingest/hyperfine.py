@@ -18,11 +18,10 @@ only under ``--ignore-failure``, failed: it is a failed result with its exit cod
 command that fails fast would otherwise become a fast baseline).
 """
 
-import math
 from collections import Counter
 from typing import Any
 
-from .base import ImportFormatError, json_safe, load_json
+from .base import ImportFormatError, is_number, json_safe, load_json
 
 FORMAT_NAME = "hyperfine"
 
@@ -54,7 +53,7 @@ def _result(entry: Any, index: int) -> dict[str, Any]:
     if "times" not in entry:
         raise ImportFormatError(f"{FORMAT_NAME}: {where} has no 'times' (the per-run times).")
     times = entry["times"]
-    if not isinstance(times, list) or not all(_is_number(value) for value in times):
+    if not isinstance(times, list) or not all(is_number(value) for value in times):
         raise ImportFormatError(f"{FORMAT_NAME}: {where} 'times' must be a list of finite numbers.")
     if not times:
         raise ImportFormatError(f"{FORMAT_NAME}: {where} has no values ('times' is empty).")
@@ -64,7 +63,7 @@ def _result(entry: Any, index: int) -> dict[str, Any]:
         shown = sorted({"killed" if code is None else str(code) for code in codes})
         return {"benchmark": command, "metric": "time", "failed": True,
                 "error": f"every run exited with a failure (exit status {', '.join(shown)}) in {len(codes)} runs"}
-    metadata: dict[str, Any] = {key: entry[key] for key in ("user", "system") if _is_number(entry.get(key))}
+    metadata: dict[str, Any] = {key: entry[key] for key in ("user", "system") if is_number(entry.get(key))}
     for key in ("exit_codes", "parameters"):
         if entry.get(key) is not None:
             metadata[key] = entry[key]
@@ -77,6 +76,3 @@ def _result(entry: Any, index: int) -> dict[str, Any]:
         "metadata": metadata,
     }
 
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

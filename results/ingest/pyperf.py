@@ -21,11 +21,10 @@ A benchmark whose worker failed is not in pyperf's file (the run stops or leaves
 holds no failed result: such a benchmark is missing from the run, not failed.
 """
 
-import math
 from collections import Counter
 from typing import Any
 
-from .base import GZIP_MAGIC, ImportFormatError, gunzip, json_safe, load_json
+from .base import GZIP_MAGIC, ImportFormatError, gunzip, is_number, json_safe, load_json
 
 FORMAT_NAME = "pyperf"
 
@@ -124,7 +123,7 @@ def _benchmark_result(benchmark: Any, index: int, suite_metadata: dict[str, Any]
         values = _numbers(run.get("values", []), f"{run_where} 'values'")
         warmups = run.get("warmups", [])
         if not isinstance(warmups, list) or not all(
-            isinstance(item, list) and len(item) == 2 and _is_number(item[1]) for item in warmups
+            isinstance(item, list) and len(item) == 2 and is_number(item[1]) for item in warmups
         ):
             raise ImportFormatError(f"{FORMAT_NAME}: {run_where} 'warmups' must be a list of [loops, value] pairs.")
         loops = run_metadata.get("loops", 1)
@@ -177,13 +176,10 @@ def _metadata(holder: dict[str, Any], where: str) -> dict[str, Any]:
 
 
 def _numbers(values: Any, where: str) -> list[float]:
-    if not isinstance(values, list) or not all(_is_number(value) for value in values):
+    if not isinstance(values, list) or not all(is_number(value) for value in values):
         raise ImportFormatError(f"{FORMAT_NAME}: {where} must be a list of finite numbers.")
     return [float(value) for value in values]
 
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _one_or_all(items: Any) -> Any:

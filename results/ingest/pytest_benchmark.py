@@ -17,12 +17,11 @@ A benchmark that raised is not in the file (pytest-benchmark writes only those w
 the file holds no failed result: such a benchmark is missing from the run, not failed.
 """
 
-import math
 from collections import Counter
 from datetime import datetime, timezone
 from typing import Any
 
-from .base import ImportFormatError, json_safe, load_json
+from .base import ImportFormatError, is_number, json_safe, load_json
 
 FORMAT_NAME = "pytest-benchmark"
 
@@ -105,7 +104,7 @@ def _result(benchmark: Any, index: int) -> dict[str, Any]:
 
     data = stats.get("data")
     if data is not None:
-        if not isinstance(data, list) or not all(_is_number(value) for value in data):
+        if not isinstance(data, list) or not all(is_number(value) for value in data):
             raise ImportFormatError(f"{FORMAT_NAME}: {where} 'stats.data' must be a list of finite numbers.")
         if not data:
             raise ImportFormatError(f"{FORMAT_NAME}: {where} has no values ('stats.data' is empty).")
@@ -117,7 +116,7 @@ def _result(benchmark: Any, index: int) -> dict[str, Any]:
                 f"{FORMAT_NAME}: {where} has neither 'stats.data' nor the summary key 'stats.{missing[0]}'."
             )
         mean, stddev, rounds = stats["mean"], stats["stddev"], stats["rounds"]
-        if not (_is_number(mean) and _is_number(stddev) and stddev >= 0):
+        if not (is_number(mean) and is_number(stddev) and stddev >= 0):
             raise ImportFormatError(f"{FORMAT_NAME}: {where} 'stats.mean' and 'stats.stddev' must be finite numbers.")
         if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
             raise ImportFormatError(f"{FORMAT_NAME}: {where} has no values ('stats.rounds' is {rounds!r}).")
@@ -130,9 +129,6 @@ def _object(holder: dict[str, Any], key: str) -> dict[str, Any]:
     value = holder.get(key)
     return value if isinstance(value, dict) else {}
 
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _timestamp(value: Any) -> str:

@@ -4,9 +4,9 @@ Used only to explain a refusal: when a file does not parse as the format it was 
 sender is told the format it looks like. Nothing is ever imported under a guessed format.
 """
 
-import json
 from typing import Any
 
+from .. import json_input
 from . import asv
 
 
@@ -40,8 +40,8 @@ def looks_like(data: Any) -> str | None:
 def sniff(content: bytes | str) -> str | None:
     """:func:`looks_like` of ``content`` (uncompressed); None when it is not JSON."""
     try:
-        return looks_like(json.loads(content))
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        return looks_like(json_input.loads(content))
+    except ValueError:  # json_input's refusals, bad JSON and bad UTF-8 alike
         return None
 
 

@@ -50,7 +50,7 @@ def history(request: HttpRequest, metric_id: int, *, export: str | None) -> Http
     start = datetime.combine(first, time.min, tzinfo=dt_timezone.utc) if first else None
     end = datetime.combine(last + timedelta(days=1), time.min, tzinfo=dt_timezone.utc) if last else None
     try:
-        found = selectors.metric_history(metric_id=metric_id, machines=request.GET.getlist("machine"),
+        found = selectors.metric_history(metric_id=metric_id, viewer=request.user, machines=request.GET.getlist("machine"),
                                          branch=request.GET.get("branch"), start=start, end=end)
     except Metric.DoesNotExist:
         raise Http404("No such metric.") from None
@@ -124,14 +124,14 @@ def run(request: HttpRequest, run_id: int, *, export: str | None) -> HttpRespons
     ``?format=csv|json`` downloads its results (``&table=comparisons``: its comparisons)."""
     try:
         if export:
-            detail = selectors.run_detail(run_id=run_id)
+            detail = selectors.run_detail(run_id=run_id, viewer=request.user)
             comparisons_table = request.GET.get("table") == "comparisons"
             return exports.response(
                 exports.comparison_records(stored_rows([(c.candidate, c) for c in detail.comparisons]))
                 if comparisons_table else exports.result_records(detail.results),
                 name=f"run-{run_id}-{'comparisons' if comparisons_table else 'results'}", format_name=export,
                 columns=exports.COMPARISON_COLUMNS if comparisons_table else None)
-        version = selectors.run_page_version(run_id=run_id)
+        version = selectors.run_page_version(run_id=run_id, viewer=request.user)
     except Run.DoesNotExist:
         raise Http404("No such run.") from None
     key = f"run-page:{run_id}:{version}"

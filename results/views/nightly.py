@@ -53,7 +53,7 @@ def home(request: HttpRequest, *, export: str | None) -> HttpResponse:
     form.is_valid()
     filters = {name: value for name, value in form.cleaned_data.items() if name not in form.errors}
     overview = selectors.nightly_overview(
-        project=filters.get("project") or None, machine=filters.get("machine") or None,
+        viewer=request.user, project=filters.get("project") or None, machine=filters.get("machine") or None,
         benchmark=filters.get("benchmark") or None, verdict=filters.get("verdict") or None,
         night=filters.get("night"), limit=None if filters.get("all") or export else selectors.ROW_LIMIT)
     if export:
@@ -93,7 +93,7 @@ def compare(request: HttpRequest, *, export: str | None) -> HttpResponse:
     status, error, comparison = 200, "", None
     if against and candidate is not None and baseline is None:
         try:
-            found = selectors.shortcut_baseline(candidate_id=candidate, against=against)
+            found = selectors.shortcut_baseline(candidate_id=candidate, against=against, viewer=request.user)
         except Run.DoesNotExist as missing:
             status, error = 404, str(missing)
         except ValueError as wrong:
@@ -116,7 +116,8 @@ def compare(request: HttpRequest, *, export: str | None) -> HttpResponse:
                     "project": comparison.candidate.project.slug}), name=f"compare-{baseline}-{candidate}",
                     format_name=export, columns=exports.COMPARISON_COLUMNS)
     search = chosen.get("search", "")
-    runs = selectors.recent_runs(search=search, include=[pk for pk in (baseline, candidate) if pk is not None])
+    runs = selectors.recent_runs(viewer=request.user, search=search,
+                                 include=[pk for pk in (baseline, candidate) if pk is not None])
     return render(request, "results/compare.html", {
         "form": form, "comparison": comparison, "error": error, "baseline_id": baseline, "candidate_id": candidate,
         "alpha": ALPHA, "run_choices": _run_choices(runs), "search": search,
@@ -147,7 +148,7 @@ def _run_choices(runs: list[dict]) -> list[tuple[str, list[tuple[int, str]]]]:
 def pr_review(request: HttpRequest, run_id: int, *, export: str | None) -> HttpResponse:
     """A pull-request run against its base: verdict counts, the comparisons, a Markdown summary to paste."""
     try:
-        review = selectors.pr_review(run_id=run_id)
+        review = selectors.pr_review(run_id=run_id, viewer=request.user)
     except Run.DoesNotExist:
         raise Http404(f"No pull-request run {run_id}.") from None
     if export:

@@ -41,7 +41,7 @@ def runs(request: HttpRequest, *, export: str | None) -> HttpResponse:
     zone = ZoneInfo(settings.TIME_ZONE)
     since, until = filters.pop("since", None), filters.pop("until", None)
     found = selectors.run_list(
-        page=request.GET.get("page"), per_page=selectors.RUNS_PER_EXPORT if export else selectors.RUNS_PER_PAGE,
+        viewer=request.user, page=request.GET.get("page"), per_page=selectors.RUNS_PER_EXPORT if export else selectors.RUNS_PER_PAGE,
         **{name: value or None for name, value in filters.items()},
         start=datetime.combine(since, time.min, tzinfo=zone) if since else None,
         end=datetime.combine(until + timedelta(days=1), time.min, tzinfo=zone) if until else None)
@@ -52,6 +52,5 @@ def runs(request: HttpRequest, *, export: str | None) -> HttpResponse:
     query.pop("page", None)
     return render(request, "results/runs.html", {
         "form": form, "page": found.page, "query": query.urlencode(), "filtered": bool(query),
-        "projects": found.projects, "machines": found.machines,
         "icons": VERDICT_ICONS, "time_zone": settings.TIME_ZONE,
     })

@@ -14,7 +14,7 @@ import time
 import urllib.error
 import urllib.request
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +24,7 @@ from django.db import connections
 from results import comparisons, services
 from results.models import Result, Run
 from tests.factories import NIGHT_ZERO, posted_run
-from tests.processes import ROOT, free_port
+from tests.processes import ROOT, LoopbackServer, free_port
 
 CLIENT = ROOT / "client" / "pilot_upload.py"
 DATA = ROOT / "tests" / "data"
@@ -70,7 +70,7 @@ def analysis(monkeypatch, transactional_db):
         thread.join()
 
 
-class FlakyProxy:
+class FlakyProxy(LoopbackServer):
     """A stdlib HTTP proxy in front of the live server that records every request and fails the first ones as
     ``failures`` says, then forwards: ``"503"`` is answered 503 with ``Retry-After: 0``; ``"lost reply"`` is
     forwarded (the server acts on it) and the connection closed without an answer, as a network may lose one."""
@@ -90,9 +90,7 @@ class FlakyProxy:
             def log_message(self, *args) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever)
+        super().__init__(Handler)
 
     def handle(self, handler: BaseHTTPRequestHandler) -> None:
         body = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
@@ -130,14 +128,35 @@ class FlakyProxy:
         handler.end_headers()
         handler.wfile.write(body)
 
-    def __enter__(self) -> "FlakyProxy":
-        self.thread.start()
-        return self
 
-    def __exit__(self, *exc_info) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join()
+class FakeDashboard(LoopbackServer):
+    """A stdlib HTTP server on loopback that records every request and answers each path (the query left out)
+    with the ``(status, headers, JSON body)`` that ``replies`` gives it; 404 otherwise."""
+
+    def __init__(self, replies: dict[str, tuple[int, dict, dict]] | None = None) -> None:
+        self.replies = replies or {}
+        self.requests: list[tuple[str, str, dict, bytes]] = []
+        dashboard = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                dashboard.requests.append((self.command, self.path, dict(self.headers), body))
+                status, headers, reply = dashboard.replies.get(self.path.split("?")[0], (404, {}, {"detail": "?"}))
+                content = json.dumps(reply).encode()
+                self.send_response(status)
+                for name, value in {"Content-Type": "application/json", **headers}.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(content)))
+                self.end_headers()
+                self.wfile.write(content)
+
+            do_POST = do_GET
+
+            def log_message(self, *args) -> None:
+                pass
+
+        super().__init__(Handler)
 
 
 def client(*args: str, token: str | None = None, script: Path | None = None, cwd: Path = ROOT,
@@ -187,15 +206,15 @@ def run_options(url: str, path: Path, *, night: int, file_format: str = "native"
 
 
 @LIVE
-def test_a_nightly_upload_waits_for_its_comparison_and_prints_regressions_first(live_server, token, analysis,
-                                                                               tmp_path):
+def test_a_nightly_upload_waits_for_its_comparison_and_prints_regressions_first(live_server, uploader_token,
+                                                                               analysis, tmp_path):
     """The table, and posted again with --markdown (the same run), a comment built from the same rows."""
     history(range(5))
     analysis.start()
     path = native_file(tmp_path / "results.json", {"render": 2.0, "parse": 1.2}, night=10)
 
     done = client(*run_options(live_server.url, path, night=10), "--kind", "nightly", "--fail-on-regression",
-                  environment={"PILOTWEB_TOKEN": token})
+                  environment={"PILOTWEB_TOKEN": uploader_token})
 
     assert done.returncode == 1, done.stderr
     run = Run.objects.get(kind="nightly", revision__commit=f"{10:040x}")
@@ -211,12 +230,12 @@ def test_a_nightly_upload_waits_for_its_comparison_and_prints_regressions_first(
     assert rows[1][-1] == "no change", done.stdout
     assert "q: Benjamini–Hochberg across the run's series, which decides significance" in done.stdout
     comment = client(*run_options(live_server.url, path, night=10), "--kind", "nightly", "--markdown",
-                     environment={"PILOTWEB_TOKEN": token})
+                     environment={"PILOTWEB_TOKEN": uploader_token})
     assert comment.returncode == 0, comment.stderr
     assert comment.stdout.startswith("### Performance: `000000000000` on `bench-1` (nightly)\n\n**1 regression**, "
                                      "0 improvements, 1 no change (2 series, each against its recent nights")
     assert "| Benchmark | Change [95% CI] | p | q | Verdict |" in comment.stdout
-    assert comment.stdout.index("| parse (time) |") < comment.stdout.index("| render (time) |")
+    assert comment.stdout.index("| `parse (time)` |") < comment.stdout.index("| `render (time)` |")
     assert f"[The run on the dashboard]({live_server.url}/runs/{run.pk}/)" in comment.stdout
 
 
@@ -244,7 +263,7 @@ def test_the_copied_file_uploads_a_tool_file_once(live_server, token, analysis, 
 
 
 @LIVE
-def test_a_pull_request_prints_the_dashboards_comment_with_markdown(live_server, token, analysis, tmp_path):
+def test_a_pull_request_prints_the_dashboards_comment_with_markdown(live_server, uploader_token, analysis, tmp_path):
     history(range(4))
     posted_run(5, {"parse": 1.0, "render": 2.0}, commit="b" * 40)
     analysis.start()
@@ -253,13 +272,13 @@ def test_a_pull_request_prints_the_dashboards_comment_with_markdown(live_server,
                "--commit", "c" * 40, "--branch", "feature", "--kind", "pr", "--pull-request", "7",
                "--base-commit", "b" * 40]
 
-    comment = client(*options, "--markdown", "--fail-on-regression", token=token)
-    text = client(*options, token=token)
+    comment = client(*options, "--markdown", "--fail-on-regression", token=uploader_token)
+    text = client(*options, token=uploader_token)
 
     assert comment.returncode == 1, comment.stderr
     run = Run.objects.get(kind="pr")
     assert comment.stdout.startswith("### Performance: `cccccccccccc` against base `bbbbbbbbbbbb`")
-    assert "**1 regression**" in comment.stdout and "| parse (time) |" in comment.stdout
+    assert "**1 regression**" in comment.stdout and "| `parse (time)` |" in comment.stdout
     assert f"[Full review]({live_server.url}/runs/{run.pk}/pr/)" in comment.stdout
     assert text.returncode == 0, text.stderr
     assert text.stdout.startswith(f"run #{run.pk} (pr, cccccccccccc on bench-1), each series against the base "
@@ -323,6 +342,76 @@ def test_a_refusal_exits_2_with_the_servers_message_and_is_not_retried(live_serv
     assert good_token is False or error.endswith("; post it with format=pyperf")
     assert len(proxy.requests) == 1
     assert not Run.objects.exists()
+
+
+IMPORT_PATH, RUN_PATH = "/api/v1/runs/import", "/api/v1/runs/1"
+STORED = (201, {}, {"id": 1, "created": True, "page_url": "http://127.0.0.1/runs/1/"})
+NOTHING_TO_COMPARE = (200, {}, {"id": 1, "kind": "imported", "failures": [], "results": []})
+
+
+@pytest.mark.parametrize(("redirected", "status"), [
+    (IMPORT_PATH, 302), (IMPORT_PATH, 307), (RUN_PATH, 302), (RUN_PATH, 308),
+])
+def test_a_redirect_to_another_origin_is_refused_and_never_gets_the_token(tmp_path, redirected, status):
+    """The import's POST or the poll's GET redirected to another port of loopback (another origin): that
+    server receives nothing, so never the token, and the client says where it was sent and what to do."""
+    path = native_file(tmp_path / "results.json", {"parse": 1.0}, night=1)
+
+    with FakeDashboard() as elsewhere, FakeDashboard({IMPORT_PATH: STORED}) as dashboard:
+        dashboard.replies[redirected] = (status, {"Location": f"{elsewhere.url}{redirected}"}, {})
+        done = client(*run_options(dashboard.url, path, night=1), token="pw_secret")
+
+    assert done.returncode == 2, done.stderr
+    assert elsewhere.requests == []
+    method = "POST" if redirected == IMPORT_PATH else "GET"
+    assert (f"error: {method} {dashboard.url}{redirected}" in done.stderr
+            and f"was redirected (HTTP {status}) to {elsewhere.url}{redirected}, another origin than --url: not "
+                f"followed, the token is not sent there (if the dashboard moved, give --url {elsewhere.url})"
+            in done.stderr)
+    assert "pw_secret" not in done.stderr
+
+
+@pytest.mark.parametrize("status", [307, 308])
+def test_a_post_redirected_within_the_origin_by_307_or_308_is_sent_again_with_its_file(tmp_path, status):
+    path = native_file(tmp_path / "results.json", {"parse": 1.0}, night=1)
+    moved = {IMPORT_PATH: (status, {"Location": "/moved/import"}, {}), "/moved/import": STORED}
+
+    with FakeDashboard(moved) as dashboard:
+        done = client(*run_options(dashboard.url, path, night=1), "--wait", "0", token="pw_secret")
+
+    assert done.returncode == 0, done.stderr
+    assert [(method, url.split("?")[0]) for method, url, *_ in dashboard.requests] == [
+        ("POST", IMPORT_PATH), ("POST", "/moved/import")]
+    for _, _, headers, body in dashboard.requests:
+        assert headers["Authorization"] == "Bearer pw_secret" and headers["Content-Type"] == "application/json"
+        assert body == path.read_bytes()
+
+
+def test_a_post_redirected_as_a_get_is_refused_with_the_location(tmp_path):
+    """A 302 would have urllib send a GET without the file: the client stops and names the new location."""
+    path = native_file(tmp_path / "results.json", {"parse": 1.0}, night=1)
+
+    with FakeDashboard({IMPORT_PATH: (302, {"Location": "/login/"}, {})}) as dashboard:
+        done = client(*run_options(dashboard.url, path, night=1), token="pw_secret")
+
+    assert done.returncode == 2
+    assert (f"error: POST {dashboard.url}{IMPORT_PATH}" in done.stderr
+            and f"was redirected (HTTP 302) to {dashboard.url}/login/: not followed, it would send a GET without "
+                "the file (is --url the dashboard's address?)" in done.stderr)
+    assert [method for method, *_ in dashboard.requests] == ["POST"]
+
+
+def test_a_get_redirected_within_the_origin_is_followed_with_the_token(tmp_path):
+    path = native_file(tmp_path / "results.json", {"parse": 1.0}, night=1)
+
+    with FakeDashboard({IMPORT_PATH: STORED, RUN_PATH: (302, {"Location": f"{RUN_PATH}/"}, {}),
+                        f"{RUN_PATH}/": NOTHING_TO_COMPARE}) as dashboard:
+        done = client(*run_options(dashboard.url, path, night=1), token="pw_secret")
+
+    assert done.returncode == 0, done.stderr
+    assert "run #1 has no results to compare" in done.stderr
+    assert [(method, url) for method, url, *_ in dashboard.requests[1:]] == [("GET", RUN_PATH), ("GET", f"{RUN_PATH}/")]
+    assert all(headers["Authorization"] == "Bearer pw_secret" for _, _, headers, _ in dashboard.requests)
 
 
 def test_an_unreachable_server_is_tried_a_bounded_number_of_times(tmp_path):

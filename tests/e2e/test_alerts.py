@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from results.models import Alert, Project
+from results.models import Alert, Membership, Project, Role
 from tests.factories import UserFactory
 from tests.results.test_alert_pages import regressed_run
 
@@ -20,6 +20,7 @@ def test_an_alert_seen_on_two_machines_is_triaged_with_a_bug_link_and_an_assigne
         regressed_run(("sort",), machine=machine)
     Project.objects.update(repository_url=GITHUB)
     user = UserFactory(username="ada")
+    Membership.objects.create(project=Project.objects.get(), user=user, role=Role.MAINTAINER)
     first = Alert.objects.get(first_run__machine__name="bench-1")
     login(user)
 

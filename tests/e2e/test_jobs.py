@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from results import alerts, comparisons
-from results.models import Alert
+from results.models import Alert, Membership, Role
 from runner import services as runner_services
 from runner.models import Job, Round, Session, SessionStatus
 from tests.factories import MachineFactory, ProjectFactory, UserFactory
@@ -264,6 +264,7 @@ def test_a_user_triages_an_alert(page, login, screenshot, staff):
         "comparisons": [{"metric": "time", "better": "baseline", "worse": "candidate", "better_mean": 1.0,
                          "worse_mean": 1.2, "pvalue": 0.00002, "overlap": False, "resolved": True}]})
     user = UserFactory()
+    Membership.objects.create(project=run.project, user=user, role=Role.MAINTAINER)
     alerts.set_alert_status(alert=sort_alert, status="acknowledged", note="bisecting", user=user)
     login(user)
 

@@ -24,9 +24,8 @@ def stored_rows() -> dict[str, int]:
 
 
 @pytest.fixture
-def api(token):
-    """A client as a real server sees one: an exception is answered (a 500), never raised into the test."""
-    return Client(raise_request_exception=False, headers={"Authorization": f"Bearer {token}"})
+def api(served_api):
+    return served_api
 
 
 def post_raw(client: Client, body: str | bytes, path: str = RUNS):

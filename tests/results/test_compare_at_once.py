@@ -93,7 +93,7 @@ def test_import_with_compare_prints_json_and_markdown(tonight):
     assert by_name["sort"]["qvalue"] is not None and by_name["sort"]["significant"] is True
     assert by_name["fresh"]["verdict"] == "insufficient history" and by_name["fresh"]["ratio"] is None
     assert markdown.startswith("| Benchmark | Change [95% CI] | p | q | Verdict |\n")
-    assert "| sort (time) |" in markdown and "▲ regression |" in markdown
+    assert "| `sort (time)` |" in markdown and "▲ regression |" in markdown
 
 
 @pytest.mark.django_db(transaction=True)
@@ -150,14 +150,15 @@ def no_broker(monkeypatch, settings):
     monkeypatch.setattr(Task, "apply_async", refuse)
 
 
-def test_a_run_posted_through_the_api_is_compared_with_no_broker(api, no_broker, django_capture_on_commit_callbacks):
+def test_a_run_posted_through_the_api_is_compared_with_no_broker(uploader_api, no_broker,
+                                                                 django_capture_on_commit_callbacks):
     # Ten nights: the fewest a nightly's shift test, which opens its alerts, is run against.
     for night in range(10):
         posted_run(night, HISTORY, sd=0.002)
     document = night_document(10, {"sort": 1.10, "parse": 2.0})
 
     with django_capture_on_commit_callbacks(execute=True):
-        response = api.post("/api/v1/runs", data=json.dumps(document), content_type="application/json")
+        response = uploader_api.post("/api/v1/runs", data=json.dumps(document), content_type="application/json")
 
     assert response.status_code == 201, response.content
     run = Run.objects.get(pk=response.json()["id"])

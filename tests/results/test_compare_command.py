@@ -175,11 +175,11 @@ def test_markdown_lists_decided_series_worst_first_and_inconclusive_ones_apart(r
                                                             "≈ no change |"]
     assert all(line.count("|") == 6 for line in lines)
     low, high = fieller(CANDIDATE["slower"], BASELINE["slower"])
-    assert f"| slower (time) | {percent(1.1, low, high)} | <0.001 | <0.001 | ▲ regression |" in lines
-    noisy = [line for line in inconclusive.splitlines() if line.startswith("| noisy")]
+    assert f"| `slower (time)` | {percent(1.1, low, high)} | <0.001 | <0.001 | ▲ regression |" in lines
+    noisy = [line for line in inconclusive.splitlines() if line.startswith("| `noisy")]
     assert len(noisy) == 1 and noisy[0].endswith(f"{welch_q('noisy'):.3f} ~ | ? inconclusive |")
     assert "~ q ≥ α = 0.05: not statistically significant." in markdown
-    assert "Only in the baseline: gone (time)" in markdown
+    assert "Only in the baseline: `gone (time)`" in markdown
 
 
 def test_markdown_escapes_pipes_in_names():
@@ -192,7 +192,7 @@ def test_markdown_escapes_pipes_in_names():
 
     markdown = presentation.markdown_table([row])
 
-    assert "| a\\|b (time) | +0.0% [-1.0%, +1.0%] | 1.000 ~ | ≈ no change |" in markdown
+    assert "| `a\\|b (time)` | +0.0% [-1.0%, +1.0%] | 1.000 ~ | ≈ no change |" in markdown
     assert "Inconclusive" not in markdown
 
 

@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from results import alerts, comparisons, notifications, services
 from results.models import Alert, AlertGroup, Comparison, Project, Run
 from results.schemas import RunIn
-from tests.factories import NIGHT_ZERO, posted_run
+from tests.factories import NIGHT_ZERO, UserFactory, posted_run
 
 pytestmark = pytest.mark.django_db
 
@@ -152,6 +152,7 @@ class _Webhook(BaseHTTPRequestHandler):
 
 def test_a_group_of_alerts_is_notified_once_by_email_and_webhook(settings):
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    settings.PILOTWEB_WEBHOOK_ALLOW_PRIVATE = True  # the receiver listens on loopback
     server = HTTPServer(("127.0.0.1", 0), _Webhook)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -186,22 +187,22 @@ def test_runs_never_compared_are_found_by_the_catch_up_task():
     assert comparisons.pending_runs() == []
 
 
-def test_triaging_an_alert_records_who_when_and_why(user):
+def test_triaging_an_alert_records_who_when_and_why(maintainer):
     for night in range(10):
         posted_run(night, {"sort": 1.0}, sd=0.002)
     comparisons.compare_run(run_id=posted_run(10, {"sort": 1.2}, sd=0.002).pk)
     alert = Alert.objects.get()
 
-    alerts.set_alert_status(alert=alert, status="acknowledged", note="bisecting", user=user)
-    alerts.set_alert_status(alert=alert, status="fixed", note="reverted in #42", user=user)
+    alerts.set_alert_status(alert=alert, status="acknowledged", note="bisecting", user=maintainer)
+    alerts.set_alert_status(alert=alert, status="fixed", note="reverted in #42", user=maintainer)
 
     alert.refresh_from_db()
-    assert (alert.status, alert.updated_by) == ("fixed", user)
+    assert (alert.status, alert.updated_by) == ("fixed", maintainer)
     assert [(e.old_status, e.new_status, e.note) for e in alert.events.all()] == [
         ("new", "acknowledged", "bisecting"), ("acknowledged", "fixed", "reverted in #42")]
 
 
-def test_an_unknown_status_or_an_anonymous_user_changes_nothing(user):
+def test_an_unknown_status_or_an_anonymous_user_changes_nothing(maintainer):
     from django.contrib.auth.models import AnonymousUser
     from django.core.exceptions import PermissionDenied, ValidationError
 
@@ -211,9 +212,11 @@ def test_an_unknown_status_or_an_anonymous_user_changes_nothing(user):
     alert = Alert.objects.get()
 
     with pytest.raises(ValidationError, match="Choose one of"):
-        alerts.set_alert_status(alert=alert, status="gone", user=user)
+        alerts.set_alert_status(alert=alert, status="gone", user=maintainer)
     with pytest.raises(PermissionDenied):
         alerts.set_alert_status(alert=alert, status="fixed", user=AnonymousUser())
+    with pytest.raises(PermissionDenied, match="needs a member with the role maintainer"):
+        alerts.set_alert_status(alert=alert, status="fixed", user=UserFactory())
     assert Alert.objects.get().status == "new" and not alert.events.exists()
 
 

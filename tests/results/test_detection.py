@@ -134,7 +134,7 @@ def test_one_value_per_night_is_compared_on_the_run_to_run_spread_alone():
     assert (first_night(alert), opened_on(alert)) == (20, 21)
 
 
-def test_a_shift_dismissed_in_triage_gives_its_nights_back_and_is_not_raised_again(django_user_model):
+def test_a_shift_dismissed_in_triage_gives_its_nights_back_and_is_not_raised_again(maintainer):
     """A one-night spike of 10% opens a suspected alert (a single night, or a spike and a normal night, is
     never a confirmed level). A person marks it invalid: the nights since its first one rejoin the baseline,
     and no shift starting at or before the last night it was judged on is tried again."""
@@ -145,7 +145,7 @@ def test_a_shift_dismissed_in_triage_gives_its_nights_back_and_is_not_raised_aga
     assert (first_night(alert), alert.state) == (25, AlertState.SUSPECTED)
     assert max(nights_of(latest("spike", "history").inputs["history_runs"])) < 25
     set_alert_status(alert=alert, status="invalid", note="a noisy machine",
-                     user=django_user_model.objects.create(username="triager"))
+                     user=maintainer)
     nightly(series, seed=312, first=28)
 
     assert alerts_of("spike") == [alert]

@@ -324,13 +324,13 @@ def test_the_run_page_issues_a_fixed_number_of_queries():
     assert len(again) == 1
 
 
-def test_a_cached_run_page_shows_a_triaged_alert_and_a_new_comparison_at_once(user):
+def test_a_cached_run_page_shows_a_triaged_alert_and_a_new_comparison_at_once(maintainer):
     history_of(12, regression_at=11)
     last = Run.objects.order_by("-started_at").first()
     assert "· New</a>" in Client().get(f"/runs/{last.pk}/").content.decode()
 
     alert = Alert.objects.get(group__run=last)
-    alerts.set_alert_status(alert=alert, status="acknowledged", note="looking", user=user)
+    alerts.set_alert_status(alert=alert, status="acknowledged", note="looking", user=maintainer)
     assert "· Acknowledged</a>" in Client().get(f"/runs/{last.pk}/").content.decode()
 
     Run.objects.filter(pk=last.pk).update(compared_at=None)
@@ -374,7 +374,8 @@ def test_the_machines_page_issues_a_fixed_number_of_queries():
     with CaptureQueriesContext(connection) as many:
         Client().get("/machines/")
 
-    assert len(many) == len(few) <= 2
+    # A page of machines: its count, its machines, and their runs, jobs and sessions, whatever their number.
+    assert len(many) == len(few) <= 5
 
 
 def test_the_navigation_links_to_the_machines():

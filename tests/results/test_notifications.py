@@ -7,9 +7,12 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from django.core import mail
+from django.core.exceptions import ValidationError
+from django.test import Client
+from django.utils import timezone
 
 from results import comparisons, notifications
-from results.models import Alert, AlertGroup, Project, WebhookFormat
+from results.models import Alert, AlertGroup, Channel, Delivery, DeliveryStatus, Project, WebhookFormat
 from results.presentation import format_change
 from tests.factories import posted_run
 
@@ -61,6 +64,12 @@ def expected_lines(group: AlertGroup) -> dict[int, str]:
         change = format_change(comparison.ratio, comparison.ci_low, comparison.ci_high)
         lines[alert.pk] = f"{metric.benchmark.name} ({metric.name}) {change} ({comparison.verdict})"
     return lines
+
+
+@pytest.fixture(autouse=True)
+def loopback_receivers(settings):
+    """The receivers here listen on loopback, which a webhook may reach only when the operator allows it."""
+    settings.PILOTWEB_WEBHOOK_ALLOW_PRIVATE = True
 
 
 def test_the_webhook_receives_the_json_with_a_summary_linking_each_alert_and_the_run(settings, receiver):
@@ -153,3 +162,93 @@ def test_an_unknown_format_is_refused(settings):
 
     with pytest.raises(ValueError, match="teams"):
         notifications.webhook_payload(notifications.alert_group_summary(group), format_name="teams")
+
+
+class Failing(BaseHTTPRequestHandler):
+    """A webhook receiver that is down: answers every POST with a 500, counting them."""
+
+    hits = 0
+
+    def do_POST(self):  # noqa: N802 (the standard library's name)
+        Failing.hits += 1
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(500)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def failing_receiver():
+    Failing.hits = 0
+    server = HTTPServer(("127.0.0.1", 0), Failing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/hook"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def test_while_the_webhook_is_down_the_email_goes_once_and_the_webhook_is_retried_with_backoff_then_given_up(
+        settings, failing_receiver):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    group = regressed_group(names=("sort",))
+    Project.objects.update(webhook_url=failing_receiver, notify_emails="perf@example.com")
+    waits = []
+
+    # The catch-up task runs every few minutes; each time, only what is due is tried.
+    for _ in range(notifications.MAX_ATTEMPTS + 3):
+        notifications.notify_alert_group(group_id=group.pk)
+        notifications.notify_alert_group(group_id=group.pk)  # a second delivery of the task, at once: not due
+        webhook = Delivery.objects.get(group=group, channel=Channel.WEBHOOK)
+        if webhook.status == DeliveryStatus.PENDING:
+            waits.append(webhook.next_attempt_at - timezone.now())
+        Delivery.objects.filter(group=group, status=DeliveryStatus.PENDING).update(next_attempt_at=timezone.now())
+
+    assert len(mail.outbox) == 1
+    assert Failing.hits == notifications.MAX_ATTEMPTS
+    webhook = Delivery.objects.get(group=group, channel=Channel.WEBHOOK)
+    assert (webhook.status, webhook.attempts) == (DeliveryStatus.FAILED, notifications.MAX_ATTEMPTS)
+    assert "answered 500" in webhook.error
+    # The waits grow: 1, 5, 30 minutes, 2 hours (within the seconds the test took).
+    assert [round(wait.total_seconds() / 60) for wait in waits] == [1, 5, 30, 120]
+    assert AlertGroup.objects.get().notified_at is not None
+    page = Client().get("/alerts/").content.decode()
+    assert "webhook: <strong class=\"error\">failed</strong>, given up after 5 attempts" in page
+    assert "e-mail: sent" in page
+    listed = Client().get("/api/v1/alerts").json()["items"][0]["notifications"]
+    assert {(item["channel"], item["status"]) for item in listed} == {("email", "sent"), ("webhook", "failed")}
+
+
+def test_a_webhook_to_a_private_address_is_refused_unless_the_operator_allows_it(settings, receiver):
+    settings.PILOTWEB_WEBHOOK_ALLOW_PRIVATE = False
+    group = regressed_group(names=("sort",))
+    Project.objects.update(webhook_url=receiver)
+
+    notifications.notify_alert_group(group_id=group.pk)
+
+    assert Receiver.received == []
+    webhook = Delivery.objects.get(group=group)
+    assert webhook.status == DeliveryStatus.FAILED and webhook.attempts == 1
+    assert "127.0.0.1 is a loopback address: refused as a target" in webhook.error
+    with pytest.raises(ValidationError, match="loopback"):
+        Project(name="p", slug="p", webhook_url="http://127.0.0.1:8000/hook").full_clean()
+    with pytest.raises(ValidationError, match="link-local"):
+        Project(name="p", slug="p", webhook_url="http://169.254.169.254/latest/meta-data/").full_clean()
+
+
+def test_names_stored_with_line_breaks_add_no_line_to_the_text_or_the_email(settings):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    group = regressed_group(names=("sort",))
+    Project.objects.update(name="Demo\nFake: line", notify_emails="perf@example.com")
+    from results.models import Benchmark
+
+    Benchmark.objects.update(name="sort\n- fake alert")
+
+    notifications.notify_alert_group(group_id=group.pk)
+
+    (message,) = mail.outbox
+    assert "\n" not in message.subject and len(message.body.splitlines()) == 2
+    assert message.body.splitlines()[1].startswith("- sort - fake alert (time) +")

@@ -127,14 +127,14 @@ def test_a_pull_request_comparison_is_the_same_on_every_surface(pull_request, ex
     markdown = summary["markdown"]
     assert "Change [95% CI]" in markdown
     for name, values in expected.items():
-        lines = [line for line in markdown.splitlines() if line.startswith(f"| {name} (time) |")]
+        lines = [line for line in markdown.splitlines() if line.startswith(f"| `{name} (time)` |")]
         if values["verdict"] in ("no change", "inconclusive"):  # quiet: counted in the summary line, not listed
             assert lines == [] and f"1 {values['verdict']}" in markdown
             continue
         (line,) = lines
         cells = [cell.strip() for cell in line.strip("|").split("|")]
         mark = " ~" if values["high_p"] else ""
-        assert cells == [f"{name} (time)", values["change"], probability(values["p"]),
+        assert cells == [f"`{name} (time)`", values["change"], probability(values["p"]),
                          probability(values["q"]) + mark, f"{ICONS[values['verdict']]} {values['verdict']}"]
     by_name = {item["benchmark"]: item for item in summary["comparisons"]}
     detail = {item["benchmark"]: item

@@ -7,6 +7,7 @@ from django.test.utils import CaptureQueriesContext
 from django_celery_beat.models import PeriodicTask
 
 from results import services as result_services
+from results.models import TokenScope
 from runner import services
 from runner.models import Job, Session, SessionStatus
 from tests.factories import MachineFactory, ProjectFactory
@@ -21,7 +22,7 @@ def job(staff):
 
 
 def client_for(user) -> Client:
-    _, token = result_services.create_api_token(user=user, name="tests")
+    _, token = result_services.create_api_token(user=user, name="tests", scopes=TokenScope.values)
     return Client(headers={"Authorization": f"Bearer {token}"})
 
 
@@ -52,7 +53,7 @@ def as_deployed(**headers) -> Client:
 def test_an_ordinary_user_gets_a_403_and_cannot_run_or_cancel(user, staff, job, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
         session = services.start_session(job=job, user=staff)
-    _, token = result_services.create_api_token(user=user, name="tests")
+    _, token = result_services.create_api_token(user=user, name="tests", scopes=TokenScope.values)
     client = as_deployed(Authorization=f"Bearer {token}")
 
     for response in (client.post(f"/api/v1/jobs/{job.pk}/run", data={}, content_type="application/json"),
@@ -89,7 +90,8 @@ def test_a_logged_in_session_still_needs_its_csrf_token(staff, job):
 
 
 def test_run_now_refuses_a_revision_that_would_be_an_option(staff, job):
-    client = as_deployed(Authorization=f"Bearer {result_services.create_api_token(user=staff, name='t')[1]}")
+    token = result_services.create_api_token(user=staff, name="t", scopes=TokenScope.values)[1]
+    client = as_deployed(Authorization=f"Bearer {token}")
 
     response = client.post(f"/api/v1/jobs/{job.pk}/run", content_type="application/json",
                            data={"revisions": [{"label": "A", "commit": "main"}, {"label": "B", "commit": "-x"}]})
@@ -276,7 +278,8 @@ def test_editing_a_job_that_does_not_exist_is_a_404(staff):
 
 
 def test_only_staff_define_or_change_jobs(user, staff, job):
-    client = as_deployed(Authorization=f"Bearer {result_services.create_api_token(user=user, name='t')[1]}")
+    token = result_services.create_api_token(user=user, name="t", scopes=TokenScope.values)[1]
+    client = as_deployed(Authorization=f"Bearer {token}")
     before = Job.objects.values().get(pk=job.pk)
 
     created = client.post("/api/v1/jobs", data=new_job(ProjectFactory(), MachineFactory()),

@@ -4,6 +4,7 @@
 import pytest
 
 from results import services as result_services
+from results.models import TokenScope
 from runner import services
 from runner.models import Job, Session
 from tests.factories import MachineFactory, ProjectFactory
@@ -25,7 +26,7 @@ def session(staff, job, django_capture_on_commit_callbacks):
 
 
 def token_of(user) -> str:
-    return result_services.create_api_token(user=user, name="tests")[1]
+    return result_services.create_api_token(user=user, name="tests", scopes=TokenScope.values)[1]
 
 
 def test_an_ordinary_user_is_refused_every_staff_operation(user, job, session):

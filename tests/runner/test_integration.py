@@ -17,7 +17,7 @@ from django_celery_beat.models import PeriodicTask
 
 from pilotweb.celery import app
 from results import services as result_services
-from results.models import Alert, Result, Run
+from results.models import Alert, Membership, Result, Role, Run, TokenScope
 from runner import services
 from runner.models import Round, Session, SessionStatus
 from tests.factories import MachineFactory, ProjectFactory, run_document
@@ -138,11 +138,13 @@ def test_a_worker_killed_mid_session_loses_no_round_and_the_session_resumes(staf
 
 
 def test_a_regressing_nightly_is_confirmed_by_an_ab_session_whose_outcome_the_alert_shows(
-        staff, machine, broker, tmp_path, api):
-    """The whole path with nothing called by hand: a nightly posted through the API is compared by the
-    analysis worker, its regression opens an alert, the alert queues an interleaved A/B confirmation
-    session of the job that runs the benchmark, the bench worker runs it, and the alert page shows it."""
+        staff, machine, broker, tmp_path, user, api):
+    """The whole path with nothing called by hand: a nightly posted through the API (by the project's uploader)
+    is compared by the analysis worker, its regression opens an alert, the alert queues an interleaved A/B
+    confirmation session of the job that runs the benchmark, the bench worker runs it, and the alert page shows
+    it."""
     job = sort_job(staff, machine)
+    Membership.objects.create(project=job.project, user=user, role=Role.UPLOADER)
     rng = np.random.default_rng(5)
     # Production settings (DEBUG off), where the alert's receivers were once garbage-collected.
     with bench_worker(broker, machine, tmp_path, production=True):
@@ -183,7 +185,7 @@ def test_a_redis_restart_loses_no_queued_session_and_runs_none_twice(staff, mach
     """The broker restarts empty (no persistence) while one session runs and two wait in its queue, and
     "run now" is pressed while it is down: recovery sends every lost session again, each runs once."""
     job = sort_job(staff, machine, budget_seconds=5, budget_rounds=400, target_width=0.0001, work_max=400)
-    _, token = result_services.create_api_token(user=staff, name="tests")
+    _, token = result_services.create_api_token(user=staff, name="tests", scopes=TokenScope.values)
     api = Client(headers={"Authorization": f"Bearer {token}"})
     later = lambda: timezone.now() + services.RESEND_AFTER + timedelta(seconds=1)  # noqa: E731
     with bench_worker(broker, machine, tmp_path):

@@ -249,7 +249,7 @@ def test_an_inverted_work_range_is_shown_next_to_both_work_fields(staff, project
 def test_a_work_min_of_zero_is_shown_next_to_it(staff, project, machine):
     html = logged_in(staff).post("/jobs/new/", form_data(project, machine, work_min="0")).content.decode()
 
-    assert "Work min must be positive." in field_errors(html, "work_min") and "Constraint" not in html
+    assert "Work min must be positive" in field_errors(html, "work_min") and "Constraint" not in html
     assert not Job.objects.exists()
 
 

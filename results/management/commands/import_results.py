@@ -4,7 +4,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from pydantic import ValidationError
 
-from results import comparisons, presentation, selectors, services, tasks
+from results import access, comparisons, presentation, selectors, services, tasks
 from results.ingest import FORMATS, FormatMismatch, ImportFormatError, asv, import_document, stated_overrides
 from results.models import ComparisonMethod, Run, RunKind
 from results.rows import ComparisonRow
@@ -124,9 +124,9 @@ def _verdict_rows(run: Run) -> list[ComparisonRow]:
     """The run's verdicts, worst first, as its pages show them: a pull request against its base run, any other
     run against the last nights of its series."""
     if run.kind == RunKind.PR:
-        rows = selectors.pr_review(run_id=run.pk).rows
+        rows = selectors.pr_review(run_id=run.pk, viewer=access.SYSTEM).rows
     else:
-        found = selectors.run_comparisons(run_id=run.pk, method=ComparisonMethod.HISTORY)
+        found = selectors.run_comparisons(run_id=run.pk, viewer=access.SYSTEM, method=ComparisonMethod.HISTORY)
         rows = comparisons.stored_rows([(comparison.candidate, comparison) for comparison in found])
     return sorted(rows, key=lambda row: row.sort_key)
 
