@@ -44,6 +44,9 @@ class History:
         Unit of ``values``, ``"unknown"`` or ``"various"`` where not stated.
     file : str
         Name of the JSON file, e.g. ``"otava_tigerbeetle.json"``.
+    samples : tuple of numpy.ndarray or None
+        Where the file has them (``samples``), the samples behind each point, one array per point (each point of
+        ``values`` is then their mean); None otherwise.
     """
 
     source: str
@@ -55,6 +58,7 @@ class History:
     lower_is_better: bool | None
     unit: str
     file: str
+    samples: tuple | None = None
 
 
 def load_histories(directory=None):
@@ -80,6 +84,7 @@ def load_histories(directory=None):
     for path in sorted(directory.glob("*.json")):
         doc = json.loads(path.read_text(encoding="utf-8"))
         labels = doc.get("labels", {})
+        drawn = doc.get("samples", {})
         for name, raw in doc["series"].items():
             values = np.asarray(raw, dtype=float)
             values.setflags(write=False)
@@ -97,6 +102,18 @@ def load_histories(directory=None):
                     lower_is_better=doc.get("lower_is_better"),
                     unit=doc.get("unit", "unknown"),
                     file=path.name,
+                    samples=_samples(drawn[name], len(values), path.name) if name in drawn else None,
                 )
             )
     return histories
+
+
+def _samples(raw: list, points: int, file: str) -> tuple:
+    if len(raw) != points:
+        raise ValueError(f"{file}: {len(raw)} sample lists for {points} points")
+    arrays = []
+    for drawn in raw:
+        array = np.asarray(drawn, dtype=float)
+        array.setflags(write=False)
+        arrays.append(array)
+    return tuple(arrays)

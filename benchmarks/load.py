@@ -3,6 +3,8 @@ development server under the same load, measured in the same run.
 
     .venv/bin/python benchmarks/load.py                   # 40 readers + 10 posters, 60 s per set-up
     .venv/bin/python benchmarks/load.py --seconds 20 --setups production
+    nice -n 10 .venv/bin/python benchmarks/load.py --projects 10000   # overview, runs list, machines page
+                                                                       # before and after 10,000 projects
 
 Production is exactly what the README documents: ``./pilot serve`` (DEBUG off, gunicorn with a
 worker count from the cores, whitenoise, the analysis worker and beat) on PostgreSQL (a throwaway
@@ -18,6 +20,14 @@ average is printed.
 Prints per set-up: requests, server errors (5xx or a broken connection), any 4xx, latency
 percentiles of reads and posts, and whether the rows stored match the posts accepted. Targets
 (hardening issue): 0 errors, reads p95 ≤ 1 s, posts p95 ≤ 1.5 s.
+
+``--projects N`` (issue 28: a fuzzer made 14,700 projects and machines and the overview and runs list timed
+out under 50 clients): on one set-up (production unless ``--setups`` says), the overview ("/"), the runs list
+("/runs/") and the machines page ("/machines/") under readers looping over them and posters posting nightly
+runs, on the seeded database; then N projects and N machines are added, each with one small run as a fuzzer's
+post makes it (see :func:`populate`: a few through ``ingest_run`` and the comparison, the rest cloned from
+those in bulk inserts), and the same load runs again. Prints each page's p50 and p95 before and after, the
+ratio (target: ≤ 1.5 for the overview and the runs list, 0 errors) and the page sizes alone (bytes, <option>s).
 """
 
 import argparse
@@ -37,7 +47,10 @@ import tempfile
 import threading
 import time
 from contextlib import ExitStack, contextmanager
+from datetime import timedelta
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -104,8 +117,10 @@ def manage(environment: dict, *arguments: str) -> str:
 
 
 def create_token(environment: dict) -> str:
+    """A token of the operator's load-test user. Staff: ``./pilot serve`` lets only staff create the project and
+    machine a first post names (PILOTWEB_OPEN_CREATION is off in production)."""
     manage(environment, "shell", "-v", "0", "-c", "from django.contrib.auth import get_user_model; "
-                                       "get_user_model().objects.create_user('load', password=None)")
+                                       "get_user_model().objects.create_user('load', password=None, is_staff=True)")
     return manage(environment, "create_api_token", "load", "load test").strip()
 
 
@@ -305,18 +320,279 @@ def measure(name: str, setup, readers: int, posters: int, seconds: float, keep: 
     }
 
 
+
+# --- many projects and machines (--projects) -----------------------------------------------------------------
+
+SCALE_PAGES = ("/", "/?project=load", "/runs/", "/machines/")
+"""What a fuzzer's thousands of projects and machines slowed down (issue 28): the overview (whole, and of the
+seeded project alone: 0.04 s became 2.7 s), the runs list (its filter of every project and machine) and the
+machines page."""
+KINDS = ("nightly", "pr", "manual", "imported")
+"""The kinds a run may be posted as, which schemathesis draws alike (confirmation is refused)."""
+TEMPLATES_PER_KIND = 2
+
+
+def fuzzed_document(index: int, seed: int, kinds: tuple[str, ...] = KINDS) -> dict:
+    """The run a fuzzer posting from the API's schema makes: a new project and a new machine, one small result,
+    a kind of each (schemathesis draws from the enum), a start time now or anywhere from 1970 to 2100."""
+    rng = random.Random(seed * 1_000_003 + index)
+    document = {
+        "project": {"name": f"fuzzed {index:05d} {rng.getrandbits(24):06x}"},
+        "machine": {"name": f"fuzzed-{index:05d}-{rng.getrandbits(24):06x}"},
+        "revision": {"commit": f"{rng.getrandbits(160):040x}", "branch": "main"},
+        "kind": kinds[index % len(kinds)],
+        "results": [{"benchmark": f"b{rng.randrange(100)}", "metric": "time", "unit": "s",
+                     "samples": [rng.uniform(0.5, 2.0) for _ in range(3)]}],
+    }
+    if index % 2:
+        document["started_at"] = f"{rng.randrange(1970, 2100)}-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}" \
+                                 f"T{rng.randrange(24):02d}:00:00Z"
+    return document
+
+
+def populate(count: int, seed: int, kinds: tuple[str, ...] = KINDS) -> None:
+    """Inside a set-up's environment (``load.py --populate N``): `count` projects and machines, each with one small
+    run, as a fuzzer's posts would have stored them; prints what it made and how long it took.
+
+    A few of them (two of each kind) go through the API's own path in this process: ``ingest_run`` as a staff
+    token's post, then the comparison the analysis worker would make (``analysis_in_process``). The rest are
+    those rows cloned in bulk, row for row (project, the creator's membership, machine, revision, benchmark,
+    metric, run, result and comparisons), with their own names, commits, times and numbers: 10,000 posts
+    and comparisons take 10 to 20 minutes on two cores, the bulk copy seconds.
+    """
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+    from django.utils import timezone
+    from django.utils.text import slugify
+
+    from results import services
+    from results.models import Benchmark, Comparison, Machine, Membership, Metric, Project, Result, Revision, Run
+    from results.result_schema import summarize_result
+    from results.schemas import RunIn
+    from results.tasks import analysis_in_process
+
+    began = time.monotonic()
+    user, _ = get_user_model().objects.get_or_create(username="fuzzer", defaults={"is_staff": True})
+    templates: dict[str, list[dict]] = {}
+    done = 0
+    for index in range(count):
+        kind = kinds[index % len(kinds)]
+        if len(templates.get(kind, [])) >= TEMPLATES_PER_KIND:
+            break
+        with analysis_in_process():
+            run = services.ingest_run(document=RunIn.model_validate(fuzzed_document(index, seed, kinds)),
+                                      user=user).run
+        run = Run.objects.select_related("project", "machine", "revision").get(pk=run.pk)
+        result = Result.objects.select_related("metric__benchmark").get(run=run)
+        templates.setdefault(kind, []).append({
+            "run": run, "result": result, "membership": Membership.objects.get(project=run.project, user=user),
+            "comparisons": list(Comparison.objects.filter(candidate=result))})
+        done += 1
+    through_api = done
+
+    def clone(instance, **changes):
+        values = {field.attname: getattr(instance, field.attname) for field in type(instance)._meta.concrete_fields
+                  if not field.primary_key}
+        values.update(changes)
+        return type(instance)(**values)
+
+    now = timezone.now()
+    batch = 1000
+    for start in range(done, count, batch):
+        indexes = range(start, min(count, start + batch))
+        documents = [fuzzed_document(index, seed, kinds) for index in indexes]
+        chosen = [templates[document["kind"]][index % TEMPLATES_PER_KIND] for index, document in zip(indexes, documents)]
+        with transaction.atomic():
+            projects = Project.objects.bulk_create([
+                clone(template["run"].project, name=document["project"]["name"],
+                      slug=slugify(document["project"]["name"]), created_by_id=user.pk, created_at=now)
+                for document, template in zip(documents, chosen)])
+            Membership.objects.bulk_create([clone(template["membership"], project_id=project.pk)
+                                            for project, template in zip(projects, chosen)])
+            machines = Machine.objects.bulk_create([
+                clone(template["run"].machine, name=document["machine"]["name"],
+                      queue=f"bench.{document['machine']['name']}", created_by_id=user.pk, last_seen_at=now)
+                for document, template in zip(documents, chosen)])
+            revisions = Revision.objects.bulk_create([
+                clone(template["run"].revision, project_id=project.pk, commit=document["revision"]["commit"])
+                for document, template, project in zip(documents, chosen, projects)])
+            benchmarks = Benchmark.objects.bulk_create([
+                clone(template["result"].metric.benchmark, project_id=project.pk,
+                      name=document["results"][0]["benchmark"])
+                for document, template, project in zip(documents, chosen, projects)])
+            metrics = Metric.objects.bulk_create([clone(template["result"].metric, benchmark_id=benchmark.pk)
+                                                  for template, benchmark in zip(chosen, benchmarks)])
+            runs = Run.objects.bulk_create([
+                clone(template["run"], project_id=project.pk, machine_id=machine.pk, revision_id=revision.pk,
+                      started_at=document.get("started_at") or now - timedelta(seconds=index), run_key=None,
+                      payload_digest=f"{random.Random(index).getrandbits(256):064x}", compared_at=now,
+                      created_by_id=user.pk)
+                for index, document, template, project, machine, revision in zip(
+                    indexes, documents, chosen, projects, machines, revisions)])
+            summaries = [summarize_result(RunIn.model_validate(document).results[0]) for document in documents]
+            intervals = services._intervals(summaries, [0.95] * len(summaries))
+            results = Result.objects.bulk_create([
+                clone(template["result"], run_id=run.pk, metric_id=metric.pk, mean=summary.mean,
+                      variance=summary.variance, ci_low=low, ci_high=high,
+                      samples=np.asarray(document["results"][0]["samples"], dtype="<f8").tobytes())
+                for document, template, run, metric, summary, (low, high) in zip(
+                    documents, chosen, runs, metrics, summaries, intervals)])
+            Comparison.objects.bulk_create([
+                clone(comparison, candidate_id=result.pk, created_at=now)
+                for template, result in zip(chosen, results) for comparison in template["comparisons"]])
+        done += len(indexes)
+    print(json.dumps({"projects": count, "through_api": through_api, "cloned": count - through_api,
+                      "seconds": time.monotonic() - began,
+                      "totals": {"projects": Project.objects.count(), "machines": Machine.objects.count(),
+                                 "runs": Run.objects.count()}}))
+
+
+def page_sizes(port: int, times: int = 3) -> dict[str, tuple[int, int, int, float]]:
+    """Each scale page read alone, anonymously, `times` times: (status, bytes, <option>s, median seconds)."""
+    sizes = {}
+    for path in SCALE_PAGES:
+        took = []
+        for _ in range(times):
+            began = time.perf_counter()
+            status, body = request(port, "GET", path, timeout=300)
+            took.append(time.perf_counter() - began)
+        sizes[path] = (status, len(body), body.count(b"<option"), statistics.median(took))
+    return sizes
+
+
+def drain(environment: dict, redis_url: str, timeout: float = 900) -> float:
+    """Wait until the analysis worker has compared every run and emptied its queue; the seconds it took."""
+    import redis as redis_client
+
+    broker = redis_client.Redis.from_url(redis_url)
+    began = time.monotonic()
+    while time.monotonic() - began < timeout:
+        if not uncompared_runs(environment) and not broker.llen("analysis"):
+            time.sleep(2)  # the task being run when the queue emptied
+            if not broker.llen("analysis"):
+                break
+        time.sleep(1)
+    return time.monotonic() - began
+
+
+def scale(name: str, setup, readers: int, posters: int, seconds: float, projects: int, seed_: int,
+          kinds: tuple[str, ...], keep: Path | None) -> dict:
+    """The scale pages under load on the seeded database, then again after `projects` projects and machines
+    (each with one run) were added, in one run of one set-up."""
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix=f"pilotweb-scale-{name}-") as directory, real_redis() as redis, \
+            ExitStack() as stack:
+        if keep is not None:
+            stack.callback(shutil.copytree, directory, keep / f"scale-{name}", dirs_exist_ok=True,
+                           ignore=shutil.ignore_patterns("*.sqlite3*", "static"))
+        environment = stack.enter_context(setup(Path(directory), redis.url, port))
+        token = create_token(environment)
+        seed(port, token)
+        drain(environment, redis.url)
+        phases = {}
+        for phase in ("before", "after"):
+            if phase == "after":
+                began = time.monotonic()
+                made = json.loads(subprocess.run(
+                    [PYTHON, str(Path(__file__).resolve()), "--populate", str(projects), "--seed", str(seed_),
+                     "--kinds", ",".join(kinds)],
+                    cwd=ROOT, env={**environment, "DJANGO_SETTINGS_MODULE": "pilotweb.settings",
+                                   "PYTHONPATH": str(ROOT)}, check=True, capture_output=True, text=True,
+                ).stdout.strip().splitlines()[-1])
+                made["wall"] = time.monotonic() - began
+                made["drained"] = drain(environment, redis.url)
+                phases["made"] = made
+            sizes = page_sizes(port)
+            outcome = load(port, token, list(SCALE_PAGES), readers, posters, seconds)
+            phases[phase] = {"sizes": sizes, **outcome, "stored": stored_runs(port, token)}
+            drain(environment, redis.url)
+    return {"name": name, **phases}
+
+
+def report_scale(args, results: list[dict]) -> None:
+    print(f"\n{args.readers} readers (looping over {', '.join(SCALE_PAGES)}) + {args.posters} posters (nightly runs of "
+          f"{POSTED_BENCHMARKS} benchmarks) for {args.seconds:.0f} s per phase on loopback; {os.cpu_count()} cores "
+          "shared by clients, server and another engineer's work. Target: after/before p95 ≤ 1.5 for the overview "
+          "and the runs list, 0 errors (5xx, or no answer within the client's 60 s: a timed-out request counts "
+          "in the percentiles at 60 s).")
+    for r in results:
+        made = r["made"]
+        print(f"\n{r['name']}: the seeded database ({NIGHTS} nights × {SEEDED_BENCHMARKS} benchmarks), then "
+              f"{made['projects']:,} projects and {made['projects']:,} machines added, each with one run "
+              f"(kinds {args.kinds} in turn; {made['through_api']} through ingest_run + the analysis worker's "
+              "comparison in process, "
+              f"{made['cloned']:,} cloned from those row for row in bulk inserts) in {made['wall']:.0f} s; now "
+              f"{made['totals']['projects']:,} projects, {made['totals']['machines']:,} machines, "
+              f"{made['totals']['runs']:,} runs")
+        print(f"  {'page':<15} {'requests':>15} {'errors':>9} {'p50 before':>10} {'p95 before':>10} {'p50 after':>10} "
+              f"{'p95 after':>10} {'p95 ratio':>9} {'bytes before':>13} {'bytes after':>12} {'<option>s':>11} "
+              f"{'alone before/after':>19}")
+        for path in SCALE_PAGES:
+            stats = {}
+            for phase in ("before", "after"):
+                rows = [row for row in r[phase]["rows"] if row[3] == path]
+                # Every request counts, a timed-out one at the 60 s the client waited (a lower bound).
+                took = [seconds for _, _, seconds, _ in rows]
+                stats[phase] = (len(rows), sum(1 for _, status, _, _ in rows if status == 0 or status >= 500),
+                                percentile(took, 0.5), percentile(took, 0.95))
+            before, after = stats["before"], stats["after"]
+            sizes_before, sizes_after = r["before"]["sizes"][path], r["after"]["sizes"][path]
+            print(f"  {path:<15} {before[0]:>7} / {after[0]:<6} {before[1]:>3} / {after[1]:<3} {before[3 - 1]:>9.3f}s "
+                  f"{before[3]:>9.3f}s {after[2]:>9.3f}s {after[3]:>9.3f}s {after[3] / before[3]:>9.2f} "
+                  f"{sizes_before[1]:>13,} {sizes_after[1]:>12,} {sizes_before[2]:>5}/{sizes_after[2]:<5} "
+                  f"{sizes_before[3]:>8.2f}/{sizes_after[3]:<.2f} s")
+        for phase in ("before", "after"):
+            rows = r[phase]["rows"]
+            posts = [seconds for kind, status, seconds, _ in rows if kind == "post" and status in (200, 201)]
+            errors = sum(1 for _, status, _, _ in rows if status == 0 or status >= 500)
+            client = sum(1 for _, status, _, _ in rows if 400 <= status < 500)
+            print(f"  {phase}: {len(rows)} requests ({len(rows) / args.seconds:.1f}/s), 5xx or broken {errors}, 4xx "
+                  f"{client}, posts accepted {len(posts)} (p95 {percentile(posts, 0.95):.3f} s), machine busy "
+                  f"{r[phase]['busy']:.0%}, load average {r[phase]['load'][0]:.2f}→{r[phase]['load'][1]:.2f}; CPU s: "
+                  + ", ".join(f"{name} {value:.0f}" for name, value in r[phase]["cpu"].items()))
+        print(f"  the analysis worker caught up with the added rows {made['drained']:.0f} s after they were stored")
+    print(f"load average at the end: {' '.join(f'{value:.2f}' for value in os.getloadavg())}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--readers", type=int, default=40)
-    parser.add_argument("--posters", type=int, default=10)
-    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--readers", type=int, help="default 40 (20 with --projects)")
+    parser.add_argument("--posters", type=int, help="default 10 (5 with --projects)")
+    parser.add_argument("--seconds", type=float, help="default 60 (45 per phase with --projects)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each set-up, interleaved")
     parser.add_argument("--setups", default="production,development")
     parser.add_argument("--by-path", action="store_true", help="also print latencies per path")
     parser.add_argument("--keep-logs", type=Path, help="copy each set-up's logs (access log with durations) here")
+    parser.add_argument("--projects", type=int, default=0,
+                        help="scale mode: the overview, runs list and machines page under load before and after this "
+                             "many projects and machines (each with one run) are added, in one run (default set-up: "
+                             "production only)")
+    parser.add_argument("--seed", type=int, default=1, help="scale mode: the fuzzed names' seed")
+    parser.add_argument("--kinds", default=",".join(KINDS),
+                        help="scale mode: the kinds of the added runs, in turn (default: all four a post may have, as "
+                             "a fuzzer draws them; e.g. pr,manual,imported for no nightly one)")
+    parser.add_argument("--populate", type=int, help=argparse.SUPPRESS)  # the scale mode's worker, inside a set-up
     args = parser.parse_args()
+    if args.populate is not None:
+        populate(args.populate, args.seed, tuple(args.kinds.split(",")))
+        return
+    # Scale mode: two phases of load in one run on two cores shared with another engineer's work; 25 clients
+    # keep the five web workers busy without the client processes taking the cores they measure.
+    defaults = (20, 5, 45.0) if args.projects else (40, 10, 60.0)
+    for name, value in zip(("readers", "posters", "seconds"), defaults):
+        if getattr(args, name) is None:
+            setattr(args, name, value)
     setups = {"production": production, "development": development}
     names = args.setups.split(",")
+    if args.projects:
+        if "--setups" not in " ".join(sys.argv):
+            names = ["production"]
+        report_scale(args, [scale(name, setups[name], args.readers, args.posters, args.seconds, args.projects,
+                                  args.seed, tuple(args.kinds.split(",")), args.keep_logs) for name in names])
+        return
     results = [measure(name, setups[name], args.readers, args.posters, args.seconds, args.keep_logs)
                for _ in range(args.repeat) for name in names]
 

@@ -59,7 +59,14 @@ def peers_python(given: str | None) -> str:
     python = PEERS_VENV / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(PEERS_VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PEERS], check=True)
+    installed = subprocess.run([str(python), "-c", "import otava.analysis, signal_processing_algorithms"],
+                               capture_output=True, check=False)
+    if installed.returncode != 0:
+        # The two pin numpy apart (signal-processing-algorithms < 2, apache-otava == 2.2 on Python < 3.14), so
+        # pip refuses them together. Otava's analysis needs only numpy and scipy, and runs on numpy 1.26:
+        # install it without its pins (and without its CLI's dependencies).
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", PEERS[0]], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", PEERS[1]], check=True)
     return str(python)
 
 

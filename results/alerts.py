@@ -1,6 +1,9 @@
 """Alerts (writes): a run's regressions, and a nightly series' changes, open alerts, grouped per run and
 announced once after commit; later nights, confirmation sessions and people settle them."""
 
+import math
+from datetime import timedelta
+
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.validators import URLValidator
@@ -8,21 +11,26 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from . import access
+from . import access, changepoints, nights
 from .models import (
+    SERIES_KINDS,
     Alert,
     AlertEvent,
     AlertGroup,
     AlertState,
     AlertStatus,
     ApiToken,
+    ChangePoint,
     Comparison,
     ComparisonMethod,
+    Incident,
+    IncidentKind,
     Project,
     Run,
     RunKind,
     Verdict,
 )
+from .comparing import suspected_verdict
 from .presentation import ALPHA, CHANGE_SIDES, contradicts, is_significant
 from .services import bulk_insert
 from .signals import alerts_opened
@@ -38,15 +46,16 @@ night in a project of one series (Benjamini–Hochberg over one test is the test
 
 
 def open_alerts(run: Run, *, carried: dict[int, int]) -> None:
-    """Open the run's alerts, one group per run, notified once after commit; carry the suspected ones.
+    """Open the run's alerts, one group per run, notified once after commit; carry and settle the open ones.
 
     A pull request alerts on its (suspected) regressions against its base. A nightly alerts per series on
     a (suspected) change of its shift row, which names the first night; a suspected verdict opens a
     *suspected* alert, an interval beyond the band a confirmed one. Tonight's row against the last K nights
     is shown, and alerts nobody: with K = 10 nights it cries wolf on a series with two modes, where the
-    shift test's 10 to 30 nights do not. A series whose shift test pooled the nights since an alert's first
-    night (``carried``: alert by metric; see :mod:`results.baselines`) opens none: tonight's evidence is
-    added to that alert, and confirms or dismisses it once decisive.
+    shift test's 10 to 30 nights do not. Where the shift row pooled the nights since an alert's first night
+    (``carried``: alert by metric; see :mod:`results.baselines`), tonight's evidence is added to that alert,
+    which it confirms or dismisses once decisive; where instead the row found a new shift inside those nights,
+    the new shift gets its own alert and the earlier one is settled on its own nights (``inputs["closes"]``).
     """
     compared = Comparison.objects.filter(candidate__run=run).order_by(
         "candidate__metric__benchmark__name", "candidate__metric__name", "method")
@@ -62,26 +71,78 @@ def open_alerts(run: Run, *, carried: dict[int, int]) -> None:
         # Only alerting verdicts and carried series matter: reading every shift row's inputs costs 0.3 s a run.
         shifts = compared.filter(Q(verdict__in=NIGHTLY_ALERTS) | Q(candidate__metric_id__in=list(carried)),
                                  method=ComparisonMethod.SHIFT)
+        closed = {}
         for pk, metric_id, verdict, inputs, pvalue, qvalue in shifts.values_list(
                 "pk", "candidate__metric_id", "verdict", "inputs", "pvalue", "qvalue"):
             # An interval beyond the band is a change only when the run's false-discovery control agrees
             # (spec §7): a shift's interval is that of the start it chose among several.
             alerting = verdict in NIGHTLY_ALERTS and is_significant(pvalue, qvalue) and pvalue < SERIES_LEVEL
-            if metric_id in carried:
+            if metric_id in carried and inputs.get("carried"):
                 if verdict != Verdict.INSUFFICIENT_HISTORY:
                     evidence[carried[metric_id]] = (pk, verdict, inputs, alerting)
             elif alerting:
                 opened.append(Alert(comparison_id=pk, first_run_id=inputs["first_run"], evidence_id=pk,
                                     state=_state(verdict, inputs)))
-        _carry(evidence)
+                if "closes" in inputs:
+                    closed[inputs["closes"]["alert"]] = (inputs["closes"], inputs["first_run"])
+        settled = _carry(evidence) + _settle_closed(closed)
+        _record_change_points(Alert.objects.filter(pk__in=settled, state=AlertState.CONFIRMED))
+        _forget_change_points(Alert.objects.filter(pk__in=settled, state=AlertState.DISMISSED))
     if not opened:
         return
     group, _ = AlertGroup.objects.get_or_create(run=run)
     for alert in opened:
         alert.group = group
     bulk_insert(opened)
+    if run.kind != RunKind.PR:
+        gather_incidents(run)
+        _record_change_points(Alert.objects.filter(group=group, state=AlertState.CONFIRMED))
     alert_ids = list(Alert.objects.filter(group=group).values_list("pk", flat=True))
     transaction.on_commit(lambda: _announce(group.pk, alert_ids))
+
+
+MACHINE_WIDE_SERIES = 5
+MACHINE_WIDE_SHARE = 0.10
+"""A night on which at least this many series of a project's machine, and this share of the series its run
+compared, begin a change is one event, a machine-wide shift. Independent false alerts (0.5% per series-night at
+the most) put 5 on one night of 60 series with a chance below 1 in 10,000; the real machine-wide nights of the
+django-asv histories moved 10 to 25 of 60 series (benchmarks/injected_steps.py prints them)."""
+
+
+def gather_incidents(run: Run) -> list[Incident]:
+    """Make the alerts of ``run``'s project and machine that name one night as their first, when many, one
+    machine-wide incident (:data:`MACHINE_WIDE_SERIES`, :data:`MACHINE_WIDE_SHARE`), and add the alerts opened
+    since that name its night, or the night before or after it (a series may place a shift a night off), to the
+    incident already made; returns the incidents made or added to. Dismissed alerts and alerts marked invalid
+    join none."""
+    opened = Alert.objects.filter(group__run=run, incident__isnull=True).values_list("first_run__started_at",
+                                                                                    flat=True)
+    series = run.results.count()
+    changed = []
+    for night in sorted({nights.night_of(first) for first in opened}):
+        same_machine = Alert.objects.filter(
+            first_run__project_id=run.project_id, first_run__machine_id=run.machine_id, incident__isnull=True,
+            first_run__kind__in=SERIES_KINDS).exclude(state=AlertState.DISMISSED).exclude(status=AlertStatus.INVALID)
+        existing = Incident.objects.filter(kind=IncidentKind.MACHINE, project_id=run.project_id,
+                                           machine_id=run.machine_id,
+                                           night__range=(night - timedelta(days=1), night + timedelta(days=1)))
+        incident = min(existing, key=lambda found: abs((found.night - night).days), default=None)
+        if incident is None:
+            start, end = nights.night_bounds(night)
+        else:
+            start = nights.night_bounds(incident.night - timedelta(days=1))[0]
+            end = nights.night_bounds(incident.night + timedelta(days=1))[1]
+        members = same_machine.filter(first_run__started_at__gte=start, first_run__started_at__lt=end)
+        if incident is None:
+            if members.count() < max(MACHINE_WIDE_SERIES, math.ceil(MACHINE_WIDE_SHARE * series)):
+                continue
+            first = members.order_by("first_run__started_at", "first_run_id").values_list("first_run_id",
+                                                                                          flat=True).first()
+            incident = Incident.objects.create(kind=IncidentKind.MACHINE, project_id=run.project_id,
+                                               machine_id=run.machine_id, night=night, first_run_id=first)
+        members.update(incident=incident)
+        changed.append(incident)
+    return changed
 
 
 def _state(verdict: str, inputs: dict) -> str:
@@ -96,7 +157,7 @@ def _consistent(inputs: dict) -> bool:
     return welch is not None and welch < ALPHA
 
 
-def _carry(evidence: dict[int, tuple]) -> None:
+def _carry(evidence: dict[int, tuple]) -> list[int]:
     """Add tonight's pooled evidence to each alert (by alert id), in two queries: a significant interval beyond
     the band on its side confirms it, one inside the band (or beyond it on the other side) dismisses it (a
     confirmed change that the nights since do not bear out was a transient, not a new level)."""
@@ -107,11 +168,73 @@ def _carry(evidence: dict[int, tuple]) -> None:
         side = CHANGE_SIDES.get(alert.comparison.verdict)
         nights = len(inputs.get("pooled_runs", []))
         alert.evidence_id, alert.updated_at = pk, now
+        if inputs.get("first_run") and inputs["first_run"] != alert.first_run_id:
+            # Re-estimated among the nights around it (results.comparisons.REFINE_BEFORE/AFTER).
+            alert.first_run_id = inputs["first_run"]
         if verdict == side and significant and _consistent(inputs):
             alert.state, alert.state_note = AlertState.CONFIRMED, f"confirmed: {nights} nights pooled, {verdict}"
         elif contradicts(verdict, side):
             alert.state, alert.state_note = AlertState.DISMISSED, f"dismissed: {nights} nights pooled, {verdict}"
-    Alert.objects.bulk_update(alerts, ["evidence", "state", "state_note", "updated_at"])
+        elif alert.state == AlertState.SUSPECTED and nights >= MAX_PENDING_NIGHTS:
+            if CHANGE_SIDES.get(verdict) == side and significant and _consistent(inputs):
+                alert.state, alert.state_note = AlertState.CONFIRMED, (
+                    f"confirmed: {nights} nights pooled, {verdict}, the most a change stays suspected")
+            else:
+                alert.state, alert.state_note = AlertState.DISMISSED, (
+                    f"dismissed: {nights} nights pooled and still undecided ({verdict}): no change to act on")
+    Alert.objects.bulk_update(alerts, ["evidence", "state", "state_note", "updated_at", "first_run"])
+    return [alert.pk for alert in alerts]
+
+
+MAX_PENDING_NIGHTS = 30
+"""A suspected change still undecided after this many nights pooled is settled on them: confirmed when its nights
+differ from those before it (significant at the series' level), else dismissed. It no longer holds its series
+meanwhile (a new shift is looked for inside its nights), but an alert nobody can act on should not stay open."""
+
+
+def _record_change_points(alerts) -> None:
+    """A confirmed alert is a change point (spec §8): recorded where a scan has not found one already."""
+    changepoints.record_confirmed(list(alerts.select_related("first_run", "evidence", "comparison__candidate")))
+
+
+def _forget_change_points(alerts) -> None:
+    """A dismissed alert's change point is retracted with it (kept, marked, as a re-scan retracts one)."""
+    ChangePoint.objects.filter(alert__in=alerts, retracted_at__isnull=True).update(retracted_at=timezone.now())
+
+
+def _settle_closed(closed: dict[int, tuple[dict, int]]) -> list[int]:
+    """Settle each change whose nights a new shift ended (by alert id: the closed change's own numbers, and the
+    new shift's first run), on its own nights: a change beyond the band on its side, significant at the series'
+    level and with its own spread (Welch), is confirmed; anything else was no level of its own, and is
+    dismissed. A change already dismissed stays so; one already confirmed is dismissed only by numbers that
+    contradict it. Returns the ids of the alerts it confirmed or dismissed."""
+    alerts = list(Alert.objects.filter(pk__in=list(closed)).select_related("comparison__candidate__metric"))
+    now = timezone.now()
+    changed = []
+    for alert in alerts:
+        numbers, until = closed[alert.pk]
+        side = CHANGE_SIDES.get(alert.comparison.verdict)
+        nights = numbers.get("nights")
+        verdict = numbers.get("verdict")
+        ratio = numbers.get("ratio")
+        if verdict is not None and ratio is not None and verdict == Verdict.INCONCLUSIVE:
+            verdict = suspected_verdict(verdict, ratio=ratio, threshold=alert.comparison.threshold,
+                                        direction=alert.comparison.candidate.metric.direction,
+                                        significant=(numbers.get("pvalue") or 1.0) < SERIES_LEVEL)
+        own = f"{nights} night{'s' if nights != 1 else ''} before the next change" if nights else "no night"
+        if (CHANGE_SIDES.get(verdict) == side and (numbers.get("pvalue") or 1.0) < SERIES_LEVEL
+                and _consistent(numbers)):
+            if alert.state != AlertState.CONFIRMED:
+                alert.state, alert.state_note = AlertState.CONFIRMED, f"confirmed on its own {own}, {verdict}"
+                changed.append(alert)
+        elif alert.state == AlertState.SUSPECTED or contradicts(verdict, side):
+            alert.state = AlertState.DISMISSED
+            alert.state_note = f"dismissed: its {own} show no change of their own ({verdict or 'untested'})"
+            changed.append(alert)
+    for alert in changed:
+        alert.updated_at = now
+    Alert.objects.bulk_update(changed, ["state", "state_note", "updated_at"])
+    return [alert.pk for alert in changed]
 
 
 def _announce(group_id: int, alert_ids: list[int]) -> None:
@@ -164,6 +287,27 @@ def triage_alert(*, alert: Alert, status: str, note: str = "", bug_url: str = ""
     return alert
 
 
+@transaction.atomic
+def triage_incident(*, incident: Incident, status: str, note: str = "", user, token: ApiToken | None = None
+                    ) -> Incident:
+    """Triage an incident once: its status, and the same status for each of its alerts, each change recorded on the
+    alert with the note (who, when, why). ``user`` (through ``token``) must be allowed to triage its project."""
+    if not user.is_authenticated:
+        raise PermissionDenied(TRIAGE_LOGIN)
+    access.require(user, "triage", incident.project, token=token)
+    if status not in AlertStatus.values:
+        raise ValidationError({"status": STATUS_RULE})
+    incident = Incident.objects.select_for_update().get(pk=incident.pk)
+    now = timezone.now()
+    for alert in Alert.objects.select_for_update().filter(incident=incident).order_by("pk"):
+        if _change_status(alert, status=status, note=note or f"with incident #{incident.pk}", user=user):
+            alert.updated_by, alert.updated_at = user, now
+            alert.save(update_fields=["status", "updated_by", "updated_at"])
+    incident.status = status
+    incident.save(update_fields=["status", "updated_at"])
+    return incident
+
+
 def _check_triage(*, alert: Alert, user, token: ApiToken | None, status: str) -> None:
     if not user.is_authenticated:
         raise PermissionDenied(TRIAGE_LOGIN)
@@ -185,9 +329,12 @@ def _is_web_address(value: str) -> bool:
 
 
 def _change_status(alert: Alert, *, status: str, note: str, user) -> bool:
-    """Set the (locked) alert's status and record the event, when it changes or a note is given."""
+    """Set the (locked) alert's status and record the event, when it changes or a note is given; an alert marked
+    invalid takes back the change point it recorded."""
     if alert.status == status and not note:
         return False
+    if status == AlertStatus.INVALID:
+        _forget_change_points(Alert.objects.filter(pk=alert.pk))
     AlertEvent.objects.create(alert=alert, old_status=alert.status, new_status=status, note=note, user=user)
     alert.status = status
     return True

@@ -23,7 +23,7 @@ from pydantic import Field
 from pydantic import ValidationError as PydanticValidationError
 
 from . import comparisons, json_input, selectors, services
-from .alerts import set_alert_status
+from .alerts import set_alert_status, triage_incident
 from .extensions import alert_sessions
 from .json_schema import run_json_schema
 from . import converters  # noqa: F401  (registers the "id" route converter)
@@ -35,7 +35,8 @@ from .ingest import (
     stated_overrides,
     unstorable_text,
 )
-from .models import Alert, AlertStatus, ApiToken, Benchmark, Machine, Metric, Project, Result, Run, RunKind
+from .models import Alert, AlertStatus, ApiToken, Benchmark, Incident, Machine, Metric, Project, Result, Run, RunKind
+from .notifications import incident_line
 from .rows import ComparisonRow
 from .schemas import (
     BenchmarkOut,
@@ -523,6 +524,7 @@ class AlertOut(Schema):
     machine: str
     commit: str | None
     state: str
+    incident_id: int | None = Field(description="The incident it is part of (a machine-wide shift), if any.")
     confirmation_note: str = Field(description="Why no A/B session re-measures it, where none could be started.")
     first_run_id: int | None
     bug_url: str | None
@@ -549,7 +551,7 @@ def alert_outs(alerts: list[Alert]) -> list[dict]:
         "id": alert.pk, "status": alert.status, "run_id": alert.group.run.pk, "project": alert.group.run.project.slug,
         "machine": alert.group.run.machine.name,
         "commit": alert.group.run.revision.commit if alert.group.run.revision else None,
-        "state": alert.state, "confirmation_note": alert.confirmation_note, "first_run_id": alert.first_run_id, "bug_url": alert.bug_url or None,
+        "state": alert.state, "incident_id": alert.incident_id, "confirmation_note": alert.confirmation_note, "first_run_id": alert.first_run_id, "bug_url": alert.bug_url or None,
         "assignee": alert.assignee.get_username() if alert.assignee else None, "comparison": comparison_out(row),
         "confirmation_sessions": sessions.get(alert.pk, []),
         "notifications": [{"channel": delivery.channel, "status": delivery.status, "attempts": delivery.attempts,
@@ -576,3 +578,45 @@ def alert_status(request: HttpRequest, alert_id: int, body: AlertStatusIn):
     set_alert_status(alert=alert, status=body.status.value, note=body.note, user=request.user,
                      token=request_token(request))
     return alert_outs([selectors.alerts(viewer=request.user).get(pk=alert_id)])[0]
+
+
+class IncidentOut(Schema):
+    id: int
+    kind: str
+    project: str
+    machine: str
+    night: str
+    status: str
+    first_run_id: int
+    text: str
+    alert_ids: list[int]
+
+
+def incident_outs(incidents: list[Incident]) -> list[dict]:
+    """Incidents as the API shows them, each worded once (:func:`results.notifications.incident_line`)."""
+    members: dict[int, list[int]] = {}
+    for alert_id, incident_id in Alert.objects.filter(incident__in=incidents).order_by("pk").values_list(
+            "pk", "incident_id"):
+        members.setdefault(incident_id, []).append(alert_id)
+    return [{"id": incident.pk, "kind": incident.kind, "project": incident.project.slug,
+             "machine": incident.machine.name, "night": incident.night.isoformat(), "status": incident.status,
+             "first_run_id": incident.first_run_id, "text": incident_line(incident).text,
+             "alert_ids": members.get(incident.pk, [])} for incident in incidents]
+
+
+@api.get("/incidents", response={200: list[IncidentOut], **READ_REFUSALS}, auth=READ_AUTH, url_name="incident_list",
+         summary="Incidents (machine-wide shifts), newest night first")
+@paginate(Pages)
+def list_incidents(request: HttpRequest, project: Annotated[str, Field(max_length=100)] | None = None):
+    return PageOf(selectors.incidents(viewer=request.user, project=project), incident_outs)
+
+
+@api.post("/incidents/{id:incident_id}/status", response={200: IncidentOut, **refusals(400, 401, 403, 404, 413, 422)},
+          auth=WRITE_AUTH, url_name="incident_status", summary="Triage an incident and its alerts at once")
+def incident_status(request: HttpRequest, incident_id: int, body: AlertStatusIn):
+    incident = selectors.incidents(viewer=request.user).filter(pk=incident_id).first()
+    if incident is None:
+        raise Http404(f"No incident {incident_id}.")
+    triage_incident(incident=incident, status=body.status.value, note=body.note, user=request.user,
+                    token=request_token(request))
+    return incident_outs([selectors.incidents(viewer=request.user).get(pk=incident_id)])[0]

@@ -1,22 +1,29 @@
-"""What each series is compared against (reads only): a nightly series' baseline nights and the nights its
-accumulating detection pools (spec §8); a pull request's base result per series.
+"""What each series is compared against (reads only): a nightly series' baseline nights, the nights its
+detection scans for a new shift and the nights an open alert's evidence pools (spec §8); a pull request's base
+result per series.
 
 A series is one metric on one machine over the completed runs of the project's default branch (pull
-requests and A/B confirmations are never nights). Its alerts and change points decide which nights count
-as its level:
+requests and A/B confirmations are never nights). It is a sequence of segments: every change it is known or
+suspected to have made starts one, at the change's first night. The changes are its alerts that no
+measurement or person dismissed, and its change points (:mod:`results.changepoints`), which settle the alert
+they fall near or are a change of their own:
 
-* a change confirmed by measurement, accepted by a person (fixed, won't fix), or settled by a change point
-  at its first night (a tested decision, :mod:`results.changepoints`) starts a new level: the nights
-  before it no longer count;
-* a *suspected* change that nobody has triaged keeps its nights out of the baseline, so a shift the
-  nightly comparison missed is never absorbed; each night, the nights since it are pooled against the
-  nights before it (:func:`results.stats.shift_since`);
-* a dismissed change (by measurement, or marked invalid) gives its nights back, and no shift starting
-  at or before the last night it was judged on is tried again.
+* a new shift is looked for among the nights of the newest segment only, against the nights of that segment
+  before it: a later shift is never pooled into an earlier change, whatever the state of its alert, and a
+  step inside an alert's nights is found as a change of its own (spec §8, revised 2026-11-26);
+* the newest segment's alert, while it is suspected (or confirmed within ``SHIFT_RECENT`` nights), gathers
+  evidence each night: the nights since its first night pooled against the segment before it
+  (:func:`results.stats.shift_since`);
+* the nightly comparison's baseline is the nights of the newest *level*: since the newest change confirmed by
+  measurement, accepted by a person or settled by a change point, and before any suspected one, so that an
+  unconfirmed change never becomes the baseline it is judged against;
+* a dismissed change (by measurement, or marked invalid) is no boundary, and no shift starting at or before its
+  first night is tried again (the same false alarm is not raised twice; a real shift that began the night after
+  it still can be).
 """
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.db.models import F, Q, QuerySet, Window
@@ -25,16 +32,22 @@ from django.db.models.functions import RowNumber
 from .models import SERIES_KINDS, Alert, AlertState, AlertStatus, ChangePoint, Result, Run, RunKind, RunStatus
 
 SHIFT_HISTORY = 30
-"""K of the accumulating detection: nights before a start it is compared with (see results.stats.recent_shift)."""
+"""K of the detection: nights before a start it is compared with (see results.stats.recent_shift)."""
 SHIFT_RECENT = 10
 """The most recent nights tried as the first night of a shift. More starts find old shifts, fewer find new ones
 sooner (the adjustment for the starts tried is smaller): at a run-to-run sd of 3%, 8 left 8% of 5% steps never
 alerted, 10 leave 5%, 12 3% (benchmarks/nightly_detection.py); at 1.5%, 10 alert 95% by the third night, 12 a
 night later."""
 SHIFT_MIN_HISTORY = 10
-"""The fewest nights of a level a shift is tested against. The test takes night means as normal; with 3 to 9
+"""The fewest nights of a segment a shift is tested against. The test takes night means as normal; with 3 to 9
 nights a series whose nights fall in one of two modes (bimodal noise) often has all of them in one mode, and
 the first night in the other looks like a shift (3 alerts on 4 such series over 40 nights with 3)."""
+
+SHIFT_CLIP = 3.5
+"""The nights of a segment's history are winsorized at this many robust standard deviations (median ± 3.5 × IQR /
+1.349) before a shift is tested against them (results.stats.recent_shift): an odd night (a spike, a runner that
+misbehaved) neither hides a later step by inflating the spread nor moves the level. Normal nights are clipped
+about once in 1,000; a series whose odd nights are one in ten or more (several modes) is not clipped."""
 
 MATCH_NIGHTS = 5
 """A change point this many nights or fewer from a suspected shift's first night is that shift, settled."""
@@ -50,21 +63,29 @@ class Night:
 
 @dataclass(frozen=True)
 class SeriesBaseline:
-    """One series' nights before tonight (oldest first) and how its alerts divide them.
+    """One series' nights before tonight (oldest first) and how its changes divide them.
 
-    ``nights`` start at the level before the current one, so that a recent change can still be pooled
-    against the nights before it; ``level_start`` is the index of the current level's first night.
-    ``carried`` is the alert whose change tonight's shift test pools evidence for, from ``pooled_since``
-    (an index in ``nights``): an untriaged suspected change, or a confirmed one that began within the
-    last ``SHIFT_RECENT`` nights. ``suspected_since`` is where the nights kept out of the baseline begin;
-    ``tried_after`` the index of the last night a dismissed change was judged on (starts after it only).
+    ``nights`` start at the segment before the newest one (``previous_start``), so that the newest change can still
+    be pooled against the nights before it, and their spread lends the newest segment's tests its precision.
+    ``segment_start`` is the index of the newest segment's first night: a new shift is tested on the nights from
+    there on. ``level_start`` is where the newest level begins, ``suspected_since``
+    where the nights of a suspected change begin (the baseline stops before it). ``carried`` is the alert whose
+    change tonight's evidence is for, at ``segment_start``, pooled against the nights from ``carried_from``
+    (the segment before it); ``carried_worse`` says whether that change was for the worse (which way its first
+    night may be re-estimated), ``carried_opened`` the index of the night its alert was opened on (the latest
+    its first night may be re-estimated to: the shift was there that night). ``tried_after`` is the index of the newest first night of a dismissed change
+    (starts after it only).
     """
 
     nights: tuple[Night, ...]
     level_start: int = 0
-    carried: int | None = None
-    pooled_since: int | None = None
+    segment_start: int = 0
+    previous_start: int = 0
     suspected_since: int | None = None
+    carried: int | None = None
+    carried_from: int | None = None
+    carried_worse: bool = True
+    carried_opened: int | None = None
     tried_after: int | None = None
 
     @property
@@ -74,8 +95,8 @@ class SeriesBaseline:
         return [night.run_id for night in reversed(self.nights[self.level_start:stop])]
 
     def recent(self, *, limit: int = SHIFT_RECENT) -> int:
-        """How many of the newest nights (tonight included) may be tried as a shift's first night."""
-        first = self.level_start if self.tried_after is None else max(self.level_start, self.tried_after + 1)
+        """How many of the newest nights (tonight included) may be tried as a new shift's first night."""
+        first = self.segment_start if self.tried_after is None else max(self.segment_start, self.tried_after + 1)
         return max(0, min(limit, len(self.nights) - first + 1))
 
 
@@ -84,10 +105,10 @@ def series_baselines(run: Run, metric_ids: list[int], *, history_size: int,
     """The baseline of each metric's series at ``run`` (a nightly, manual or imported run).
 
     Reads the series' alerts, then the runs that can matter: the last ``max(history_size, SHIFT_HISTORY +
-    SHIFT_RECENT)`` nights, every night since the oldest untriaged suspected change and ``SHIFT_HISTORY``
-    nights before it. Three to four queries, whatever the number of series. ``selected``, the same metric ids
-    as ``metric_ids`` as a list or a query, is what the alerts and change points are read by (a query is a
-    subquery instead of ten thousand parameters).
+    SHIFT_RECENT)`` nights, every night since the oldest first night of a change whose evidence is still pooled,
+    and ``SHIFT_HISTORY`` nights before it. Three to four queries, whatever the number of series. ``selected``,
+    the same metric ids as ``metric_ids`` as a list or a query, is what the alerts and change points are read by
+    (a query is a subquery instead of ten thousand parameters).
     """
     series_runs = Run.objects.filter(
         project_id=run.project_id, machine_id=run.machine_id, status=RunStatus.COMPLETED,
@@ -96,7 +117,7 @@ def series_baselines(run: Run, metric_ids: list[int], *, history_size: int,
     states = series_alerts(run, metric_ids if selected is None else selected)
     window = max(history_size, SHIFT_HISTORY + SHIFT_RECENT)
     nights = {pk: started for pk, started in series_runs.values_list("pk", "started_at")[:window]}
-    oldest = min((state.suspected_first for state in states.values() if state.suspected is not None), default=None)
+    oldest = min((state.pooled_first for state in states.values() if state.pooled_first is not None), default=None)
     if oldest is not None:
         nights.update(series_runs.filter(started_at__gte=oldest).values_list("pk", "started_at"))
         nights.update(series_runs.filter(started_at__lt=oldest).values_list("pk", "started_at")[:window])
@@ -106,56 +127,85 @@ def series_baselines(run: Run, metric_ids: list[int], *, history_size: int,
 
 
 @dataclass(frozen=True)
-class SeriesAlerts:
-    """What a series' alerts and change points say of its nights (times are first nights' and judged nights'
-    starts, and change points' runs')."""
+class Change:
+    """A change of a series that divides its nights: an alert's (``alert``), or a change point's (None).
+    ``level``: confirmed, accepted or settled, so the baseline moves to it; else suspected. ``opened``: the night
+    its alert was opened on (its first night is never placed later)."""
 
-    level_since: datetime | None = None
-    previous_level_since: datetime | None = None
-    change: int | None = None
-    suspected: int | None = None
-    suspected_first: datetime | None = None
-    judged_through: datetime | None = None
+    first: datetime
+    alert: int | None
+    level: bool
+    opened: datetime | None = None
+
+
+@dataclass(frozen=True)
+class SeriesAlerts:
+    """What a series' alerts and change points say of its nights: its changes in time order, the first night of
+    the newest one whose evidence is still pooled, and the newest first night of a dismissed change."""
+
+    changes: tuple[Change, ...] = ()
+    dismissed_through: datetime | None = None
     change_points: tuple[datetime, ...] = ()
+    carried_alert: int | None = None
+    carried_worse: bool = True
+    carried_opened: datetime | None = None
+    pooled_first: datetime | None = None
 
     def baseline(self, nights: list[Night]) -> SeriesBaseline:
         def index(since: datetime) -> int:
             return next((i for i, night in enumerate(nights) if night.started_at >= since), len(nights))
 
-        boundaries = {0, *(index(since) for since in (self.level_since, self.previous_level_since)
-                           if since is not None)}
-        carry = None if self.change is None else (self.change, index(self.level_since))
-        suspected = self.suspected
-        if suspected is not None:
-            first = index(self.suspected_first)
-            # A change point at a suspected shift's first night settles it: the level moved (spec §8). One
-            # elsewhere moves no level by itself: nobody was alerted of it.
-            settling = [point for point in map(index, self.change_points) if abs(point - first) <= MATCH_NIGHTS]
+        changes = list(self.changes)
+        points = [index(point) for point in self.change_points]
+        # A change point at a suspected change's first night settles it: the level moved there (spec §8). Not
+        # one after the night its alert was opened: a change point that moves with each re-scan must not carry
+        # an outlier's alert forward onto a later shift (re-scans refine, never absorb).
+        for position, change in enumerate(changes):
+            if change.level or change.alert is None:
+                continue
+            at = index(change.first)
+            latest = len(nights) if change.opened is None else index(change.opened)
+            settling = [point for point in points if abs(point - at) <= MATCH_NIGHTS and point <= latest]
             if settling:
-                nearest = min(settling, key=lambda point: abs(point - first))
-                carry, suspected = (suspected, nearest), None
-                boundaries.add(nearest)
-        bounds = sorted(boundaries)
-        level, previous = bounds[-1], bounds[-2] if len(bounds) > 1 else 0
-        kept = tuple(nights[previous:])
+                nearest = min(settling, key=lambda point: abs(point - at))
+                changes[position] = replace(change, first=nights[nearest].started_at if nearest < len(nights)
+                                            else change.first, level=True)
+        # A change point far from every alert moves no level by itself: nobody was alerted of it, and a shift that
+        # is still to be alerted must not become the level it is tested against.
+        bounds = sorted({(index(change.first), change.level, change.alert) for change in changes},
+                        key=lambda bound: (bound[0], bound[2] or 0))
+        starts = [at for at, _, _ in bounds]
+        segment = starts[-1] if starts else 0
+        previous = starts[-2] if len(starts) > 1 else 0
+        levels = [at for at, level, _ in bounds if level]
+        level = levels[-1] if levels else 0
+        suspected = next((at for at, is_level, _ in bounds if not is_level and at >= level), None)
+        carried = bounds[-1][2] if bounds and bounds[-1][2] == self.carried_alert else None
+        if carried is not None and bounds[-1][1] and len(nights) - segment + 1 > SHIFT_RECENT:
+            carried = None  # a confirmed change is carried for its first SHIFT_RECENT nights only
+        # The nights kept start at the segment before the newest one (the carried change's history, and the
+        # spread the newest segment's tests borrow), or at the newest level (the baseline) if it is earlier.
+        first = min(previous, level)
+        kept = tuple(nights[first:])
         tried = None
-        if self.judged_through is not None:
-            judged = [i for i, night in enumerate(kept) if night.started_at <= self.judged_through]
-            tried = judged[-1] if judged else None
-        if suspected is not None:
-            since = max(index(self.suspected_first), level) - previous
-            return SeriesBaseline(nights=kept, level_start=level - previous, carried=suspected, pooled_since=since,
-                                  suspected_since=since, tried_after=tried)
-        if carry is not None and carry[1] == level and len(nights) - level + 1 <= SHIFT_RECENT:
-            return SeriesBaseline(nights=kept, level_start=level - previous, carried=carry[0],
-                                  pooled_since=level - previous, tried_after=tried)
-        return SeriesBaseline(nights=kept, level_start=level - previous, tried_after=tried)
+        if self.dismissed_through is not None:
+            dismissed = [i for i, night in enumerate(kept) if night.started_at <= self.dismissed_through]
+            tried = dismissed[-1] if dismissed else None
+        return SeriesBaseline(
+            nights=kept, level_start=level - first, segment_start=segment - first, previous_start=previous - first,
+            suspected_since=None if suspected is None else suspected - first, carried=carried,
+            carried_from=None if carried is None else previous - first, carried_worse=self.carried_worse,
+            carried_opened=None if carried is None else index(self.carried_opened) - first, tried_after=tried)
 
 
 def series_alerts(run: Run, metric_ids: list[int] | QuerySet) -> dict[int, SeriesAlerts]:
     """Per metric (its id among ``metric_ids``, a list or a query of them), what the alerts of its series (on
     ``run``'s machine and project, outside pull requests, opened before ``run``) and its change points before
-    ``run`` say; two queries."""
+    ``run`` say; two queries.
+
+    An alert that is neither dismissed nor marked invalid is a change; the newest one's evidence is carried
+    (pooled tonight) while it is untriaged and suspected, or confirmed within its first ``SHIFT_RECENT`` nights
+    (decided where its nights are known, :meth:`SeriesAlerts.baseline`)."""
     rows = (
         Alert.objects.filter(comparison__candidate__metric_id__in=metric_ids, first_run__machine_id=run.machine_id,
                              first_run__project_id=run.project_id, first_run__started_at__lt=run.started_at)
@@ -163,25 +213,30 @@ def series_alerts(run: Run, metric_ids: list[int] | QuerySet) -> dict[int, Serie
         .filter(~Q(comparison__candidate__run_id=run.pk))
         .order_by("first_run__started_at", "pk")
         .values_list("pk", "comparison__candidate__metric_id", "state", "status", "first_run__started_at",
-                     "comparison__candidate__run__started_at", "evidence__candidate__run__started_at")
+                     "comparison__verdict", "comparison__candidate__run__started_at")
     )
-    found: dict[int, dict] = defaultdict(dict)
-    for pk, metric_id, state, status, first, opened, judged in rows:
+    found: dict[int, dict] = defaultdict(lambda: {"changes": []})
+    for pk, metric_id, state, status, first, verdict, opened in rows:
         current = found[metric_id]
-        if status in ACCEPTED or (status in UNTRIAGED and state == AlertState.CONFIRMED):
-            current.update(previous_level_since=current.get("level_since"), level_since=first, change=pk,
-                           suspected=None, suspected_first=None, judged_through=None)
-        elif status == AlertStatus.INVALID or state == AlertState.DISMISSED:
-            through = max(filter(None, (opened, judged)))
-            current["judged_through"] = max(through, current.get("judged_through") or through)
-        else:
-            current.update(suspected=pk, suspected_first=first)
+        if status == AlertStatus.INVALID or (state == AlertState.DISMISSED and status not in ACCEPTED):
+            current["dismissed_through"] = max(first, current.get("dismissed_through") or first)
+            continue
+        level = status in ACCEPTED or state == AlertState.CONFIRMED
+        current["changes"].append(Change(first=first, alert=pk, level=level, opened=opened))
+        # Evidence is pooled for the newest change while its alert is untriaged: suspected, or confirmed within
+        # its first SHIFT_RECENT nights (decided where its nights are known); the nights of a suspected one are
+        # read however many they are.
+        current.update(carried_alert=pk if status in UNTRIAGED else None, carried_worse="regression" in verdict,
+                       carried_opened=opened, pooled_first=first if status in UNTRIAGED and not level else None)
+    # The change points a scan found: an alert's own (a confirmed alert is a change point) is its change already.
     points = (ChangePoint.objects.filter(metric_id__in=metric_ids, machine_id=run.machine_id, retracted_at__isnull=True,
-                                         run__project_id=run.project_id, run__started_at__lt=run.started_at)
+                                         run__project_id=run.project_id, run__started_at__lt=run.started_at,
+                                         alert__isnull=True)
               .order_by("run__started_at").values_list("metric_id", "run__started_at"))
     for metric_id, started in points:
         found[metric_id]["change_points"] = (*found[metric_id].get("change_points", ()), started)
-    return {metric_id: SeriesAlerts(**values) for metric_id, values in found.items()}
+    return {metric_id: SeriesAlerts(changes=tuple(values.pop("changes")), **values)
+            for metric_id, values in found.items()}
 
 
 @dataclass(frozen=True)

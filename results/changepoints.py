@@ -28,6 +28,7 @@ from django.utils import timezone
 from . import stats
 from .models import (
     SERIES_KINDS,
+    Alert,
     ChangePoint,
     Comparison,
     ComparisonMethod,
@@ -146,13 +147,38 @@ def _store(points: list[ChangePoint], series: dict[int, list[dict]], *, machine_
         old.moves = [*old.moves, {"from_run": old.run_id, "to_run": point.run_id, "at": now.isoformat()}]
         update(old, point)
     retracted = [old for metric_id, left in stored.items() for old in left if old.retracted_at is None
-                 and len(series[metric_id]) - position[metric_id, old.run_id] >= 2 * MIN_SEGMENT]
+                 and old.alert_id is None and len(series[metric_id]) - position[metric_id, old.run_id] >= 2 * MIN_SEGMENT]
     for old in retracted:
         old.retracted_at = now
     if changed or retracted:
         ChangePoint.objects.bulk_update([*changed, *retracted],
                                         ["run", "ratio", "ci_low", "ci_high", "pvalue", "moves", "retracted_at"])
     return [*changed, *ChangePoint.objects.bulk_create(new)]
+
+
+def record_confirmed(alerts: list[Alert]) -> list[ChangePoint]:
+    """A confirmed alert is a change point (spec §8): store one at each alert's first run, sized by its newest
+    evidence, unless its series has one within ``MOVE_NIGHTS`` runs of it already (the same change, found by a
+    scan). Two queries per alert: there are few."""
+    recorded = []
+    for alert in alerts:
+        evidence = alert.evidence or alert.comparison
+        first = alert.first_run
+        if first is None or evidence.ratio is None:
+            continue
+        metric_id, machine_id = alert.comparison.candidate.metric_id, first.machine_id
+        series = Run.objects.filter(project_id=first.project_id, machine_id=machine_id, status=RunStatus.COMPLETED,
+                                    kind__in=SERIES_KINDS, results__metric_id=metric_id)
+        near = [point for point in ChangePoint.objects.filter(metric_id=metric_id, machine_id=machine_id,
+                                                              retracted_at__isnull=True).select_related("run")
+                if series.filter(started_at__gt=min(point.run.started_at, first.started_at),
+                                 started_at__lte=max(point.run.started_at, first.started_at)).count() <= MOVE_NIGHTS]
+        if near:
+            continue
+        recorded.append(ChangePoint(metric_id=metric_id, machine_id=machine_id, run_id=first.pk, ratio=evidence.ratio,
+                                    ci_low=evidence.ci_low, ci_high=evidence.ci_high, pvalue=evidence.pvalue,
+                                    alert=alert))
+    return ChangePoint.objects.bulk_create(recorded, ignore_conflicts=True)
 
 
 def series_to_check(*, run_id: int) -> list[int]:

@@ -19,6 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from datetime import timedelta
 from operator import attrgetter
 from typing import NamedTuple
@@ -30,7 +31,14 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from . import alerts, comparing, presentation, stats
-from .baselines import SHIFT_HISTORY, SHIFT_MIN_HISTORY, SeriesBaseline, pull_request_bases, series_baselines
+from .baselines import (
+    SHIFT_CLIP,
+    SHIFT_HISTORY,
+    SHIFT_MIN_HISTORY,
+    SeriesBaseline,
+    pull_request_bases,
+    series_baselines,
+)
 from .comparing import SMALL_SIDES, Bootstrap, NothingToCompare, compare_series, pairwise_rows
 from .models import Alert, Comparison, ComparisonChunk, ComparisonMethod, Result, Run, RunKind, RunStatus, Verdict
 from .presentation import ALPHA
@@ -113,52 +121,181 @@ def _single_values(candidate: Series, history: Sequence[StoredNight]) -> bool:
     return candidate.summary.n == 1 and all(night.n == 1 for night in history)
 
 
-def shift_rows(candidates: Sequence[Series], nights: Sequence[Sequence[StoredNight]], *, recent: Sequence[int],
-               suspected_since: Sequence[int | None]) -> list[ComparisonRow]:
+def shift_rows(candidates: Sequence[Series], segments: Sequence[Sequence[StoredNight]], *, recent: Sequence[int],
+               carried: Sequence["Carried | None"],
+               previous: Sequence[Sequence[StoredNight]] | None = None) -> list[ComparisonRow]:
     """One row per candidate: has its series shifted at one of its recent nights (spec §8)?
 
-    ``nights`` are each candidate's earlier nights of its level, oldest first. Where a change is already
-    suspected (``suspected_since``, the index of its first night), the nights since it are pooled against
-    those before it (:func:`results.stats.shift_since`); elsewhere each of the ``recent`` newest nights is
-    tried as the first (:func:`results.stats.recent_shift`, adjusted for the starts tried). The night means
-    are the units, so a series of single values (n = 1) is tested like any other.
+    ``segments`` are each candidate's earlier nights of its newest segment, oldest first: each of the ``recent``
+    newest nights (tonight included) is tried as the first night of a new shift, against the nights of the segment
+    before it (:func:`results.stats.recent_shift`, adjusted for the starts tried). Where the segment began with a
+    change whose evidence is still gathered (``carried``), the nights since it are also pooled against the segment
+    before it (:func:`results.stats.shift_since`): the row is that evidence, unless the scan finds a new shift
+    inside the change's nights, which is then the row, and says how the change it closes stands on its own nights
+    (``inputs["closes"]``: a step inside an alert's nights is a change of its own, never pooled into it). The
+    night means are the units, so a series of single values (n = 1) is tested like any other. Where an earlier
+    segment (``previous``, oldest first) has the nights to tell the series' night-to-night spread, its spread is
+    pooled in (:func:`results.stats.prior_spread`), and a shift is tested against as few as
+    ``SHIFT_MIN_HISTORY_AFTER_CHANGE`` nights of the newest segment: a shift soon after another is seen.
     """
+    scans = _scan_rows(candidates, segments, recent, previous or [[] for _ in candidates])
+    pooled = _carried_rows(candidates, [None if found is None else found.nights for found in carried],
+                           [None if found is None else found.since for found in carried],
+                           [1 if found is None else found.sign for found in carried],
+                           [None if found is None else found.latest for found in carried])
+    rows = []
+    closing: list[int] = []
+    for i, (scan, evidence) in enumerate(zip(scans, pooled)):
+        if evidence is None:
+            rows.append(scan)
+        elif _finds_shift(scan, candidates[i]):
+            rows.append(scan)
+            closing.append(i)
+        else:
+            rows.append(evidence)
+    if closing:
+        # The closed change on its own nights: from its first night up to the new shift's.
+        ends = [len(carried[i].nights) - int(rows[i].inputs["nights_since"]) + 1 for i in closing]
+        closed = _carried_rows([candidates[i] for i in closing],
+                               [list(carried[i].nights[:end]) for i, end in zip(closing, ends)],
+                               [carried[i].since for i in closing], [carried[i].sign for i in closing], tonight=False)
+        for i, evidence in zip(closing, closed):
+            settled = {"alert": carried[i].alert}
+            if evidence is not None:
+                settled.update(ratio=evidence.ratio, low=evidence.low, high=evidence.high, pvalue=evidence.pvalue,
+                               verdict=evidence.verdict, welch_pvalue=evidence.inputs.get("welch_pvalue"),
+                               nights=len(evidence.inputs["pooled_runs"]))
+            rows[i] = replace(rows[i], inputs={**rows[i].inputs, "closes": settled})
+    return rows
+
+
+class Carried(NamedTuple):
+    """A series' change whose evidence tonight's nights add to: its alert, the nights of the segment before it and
+    since it (oldest first, tonight not included), the index among them of its first night, which way the
+    night means moved (+1: up), and the index of the night its alert was opened on (``latest``: a re-estimated
+    first night is never later, or an outlier's alert could follow the noise forward and never be settled)."""
+
+    alert: int
+    nights: list[StoredNight]
+    since: int
+    sign: int = 1
+    latest: int | None = None
+
+
+def _finds_shift(row: ComparisonRow, series: Series) -> bool:
+    """Whether a scan row is a shift that would open an alert on its own evidence: significant at the series'
+    level (adjusted for the starts tried) with its estimate beyond the threshold (:mod:`results.alerts`)."""
+    if row.pvalue is None or not row.inputs.get("starts_tried"):
+        return False
+    verdict = comparing.suspected_verdict(row.verdict, ratio=row.ratio, threshold=row.threshold,
+                                          direction=row.direction, significant=row.pvalue < alerts.SERIES_LEVEL)
+    return verdict in alerts.NIGHTLY_ALERTS
+
+
+SHIFT_MIN_HISTORY_AFTER_CHANGE = 3
+"""The fewest nights of a segment a shift is tested against when an earlier segment lends it the series' spread
+(at least ``PRIOR_MIN_NIGHTS`` of them): a level's mean needs a few nights, its spread many."""
+PRIOR_MIN_NIGHTS = 9
+
+
+def _scan_rows(candidates: Sequence[Series], segments: Sequence[Sequence[StoredNight]], recent: Sequence[int],
+               previous: Sequence[Sequence[StoredNight]]) -> list[ComparisonRow]:
     rows: list[ComparisonRow | None] = [None] * len(candidates)
-    groups: dict[tuple, list[int]] = defaultdict(list)
-    for i, (series, earlier) in enumerate(zip(candidates, nights)):
-        if suspected_since[i] is not None:
-            groups[("since", len(earlier) - suspected_since[i] + 1)].append(i)
-        elif recent[i] >= 1 and len(earlier) >= SHIFT_MIN_HISTORY:
-            groups[("recent", recent[i])].append(i)
+    groups: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for i, (series, earlier) in enumerate(zip(candidates, segments)):
+        least = SHIFT_MIN_HISTORY_AFTER_CHANGE if len(previous[i]) >= PRIOR_MIN_NIGHTS else SHIFT_MIN_HISTORY
+        if recent[i] >= 1 and len(earlier) >= least:
+            groups[recent[i], least].append(i)
         else:
             rows[i] = _untested_shift(series, len(earlier), recent[i])
-    for (kind, count), members in groups.items():
-        width = max(len(nights[i]) for i in members) + 1
-        means = np.full((len(members), width), np.nan)
+    for (count, least), members in groups.items():
+        prior = None
+        if least < SHIFT_MIN_HISTORY:
+            width = max(len(previous[i]) for i in members)
+            before = np.full((len(members), width), np.nan)
+            for row, i in enumerate(members):
+                before[row, width - len(previous[i]):] = [night.mean for night in previous[i]]
+            prior = stats.prior_spread(before, clip=SHIFT_CLIP)
+        found, means = _shift_test(candidates, segments, members, lambda means, levels: stats.recent_shift(
+            means, history=SHIFT_HISTORY, recent=count, min_history=least, confidence=levels,
+            clip=SHIFT_CLIP, prior=prior))
         for row, i in enumerate(members):
-            values = [night.mean for night in nights[i]] + [candidates[i].summary.mean]
-            means[row, width - len(values):] = values
-        levels = np.array([candidates[i].confidence_level for i in members])
-        found = (stats.shift_since(means, count, history=SHIFT_HISTORY, confidence=levels) if kind == "since" else
-                 stats.recent_shift(means, history=SHIFT_HISTORY, recent=count, min_history=SHIFT_MIN_HISTORY,
-                                    confidence=levels))
-        columns = {name: np.atleast_1d(getattr(found, name)) for name in (
-            "start", "nights", "history_size", "ratio", "low", "high", "bounded", "statistic", "pvalue",
-            "unadjusted_pvalue", "mean_after", "mean_before", "pooled_variance")}
-        tested = columns["start"] >= 0
-        columns["verdict"] = np.full(len(members), Verdict.INSUFFICIENT_HISTORY, dtype=object)
-        if tested.any():
-            columns["verdict"][tested] = stats.verdict(
-                columns["low"][tested], columns["high"][tested],
-                threshold=np.array([candidates[i].threshold for i in members])[tested],
-                direction=np.array([candidates[i].direction for i in members], dtype=object)[tested])
-        columns["welch_pvalue"] = _own_spread_pvalues(means, columns, tested)
-        listed = {name: column.tolist() for name, column in columns.items()}
-        for row, i in enumerate(members):
-            values = {name: column[row] for name, column in listed.items()}
-            rows[i] = _shift_row(candidates[i], nights[i], values, starts=1 if kind == "since" else count,
-                                 pooled_since=kind == "since")
+            values = {name: column[row] for name, column in found.items()}
+            rows[i] = _shift_row(candidates[i], segments[i], values, starts=count, pooled_since=False)
     return rows
+
+
+def _carried_rows(candidates: Sequence[Series], nights: Sequence[Sequence[StoredNight] | None],
+                  since: Sequence[int | None], signs: Sequence[int], latest: Sequence[int | None] | None = None, *,
+                  tonight: bool = True) -> list[ComparisonRow | None]:
+    """Each carried change's evidence: the nights since its first night (``since``, an index in ``nights``; with
+    tonight's when `tonight`) pooled against those before it; None where nothing is carried.
+
+    Tonight's evidence also re-estimates the night the change began, among the ``REFINE_BEFORE`` nights before
+    its first night and the ``REFINE_AFTER`` after it, up to the night its alert was opened on (``latest``)
+    (:func:`results.stats.recent_shift` with its newest nights skipped, adjusted for the starts tried), in the
+    direction the change moved (``signs``, +1 up): a change first seen on an odd night, or a night early, comes
+    to name the night its shift began, never a shift the other way beside it. A closed change's (`tonight` False) keeps its first night."""
+    rows: list[ComparisonRow | None] = [None] * len(candidates)
+    groups: dict[tuple[int, int, int, int], list[int]] = defaultdict(list)
+    for i, earlier in enumerate(nights):
+        if earlier is None:
+            continue
+        count = len(earlier) - since[i] + (1 if tonight else 0)  # nights since its first night
+        before = max(0, min(REFINE_BEFORE, since[i] - SHIFT_MIN_HISTORY)) if tonight else 0
+        last = None if latest is None else latest[i]
+        after = max(0, min(REFINE_AFTER, count - 1, len(earlier) if last is None else last - since[i])) \
+            if tonight else 0
+        groups[count, before, after, min(SHIFT_MIN_HISTORY, since[i] - before)].append(i)
+    for (count, before, after, least), members in groups.items():
+        if count < 1 or least < 2:
+            continue
+        if before == after == 0:
+            test = partial(stats.shift_since, nights=count, history=SHIFT_HISTORY, clip=SHIFT_CLIP)
+        else:
+            test = partial(stats.recent_shift, history=SHIFT_HISTORY, recent=count + before, skip=count - after - 1,
+                           min_history=least, clip=SHIFT_CLIP, sign=np.array([signs[i] for i in members]))
+        found, _ = _shift_test(candidates, nights, members,
+                               lambda means, levels, test=test: test(means, confidence=levels), tonight=tonight)
+        for row, i in enumerate(members):
+            values = {name: column[row] for name, column in found.items()}
+            earlier = nights[i] if tonight else nights[i][:-1]
+            series = candidates[i] if tonight else _night_series(candidates[i], nights[i][-1])
+            rows[i] = _shift_row(series, earlier, values, starts=1 + before + after, pooled_since=True)
+    return rows
+
+
+REFINE_BEFORE = 3
+REFINE_AFTER = 5
+"""How far a carried change's first night may move, each night, from where it is: its evidence tries the nights
+from REFINE_BEFORE before it to REFINE_AFTER after it as the first (spec §8, revised 2026-11-26: "re-scans
+refine, never absorb")."""
+
+
+def _shift_test(candidates: Sequence[Series], nights: Sequence[Sequence[StoredNight]], members: list[int], test,
+                *, tonight: bool = True) -> tuple[dict, np.ndarray]:
+    """The columns of `test` (:func:`results.stats.recent_shift` or :func:`results.stats.shift_since`) on the
+    night means of `members` (right-aligned, newest last: tonight's unless `tonight` is False, then the last of
+    their nights), with the verdict and the own-spread Welch p-value added."""
+    width = max(len(nights[i]) for i in members) + (1 if tonight else 0)
+    means = np.full((len(members), width), np.nan)
+    for row, i in enumerate(members):
+        values = [night.mean for night in nights[i]] + ([candidates[i].summary.mean] if tonight else [])
+        means[row, width - len(values):] = values
+    levels = np.array([candidates[i].confidence_level for i in members])
+    found = test(means, levels)
+    columns = {name: np.atleast_1d(getattr(found, name)) for name in (
+        "start", "nights", "history_size", "ratio", "low", "high", "bounded", "statistic", "pvalue",
+        "unadjusted_pvalue", "mean_after", "mean_before", "pooled_variance")}
+    tested = columns["start"] >= 0
+    columns["verdict"] = np.full(len(members), Verdict.INSUFFICIENT_HISTORY, dtype=object)
+    if tested.any():
+        columns["verdict"][tested] = stats.verdict(
+            columns["low"][tested], columns["high"][tested],
+            threshold=np.array([candidates[i].threshold for i in members])[tested],
+            direction=np.array([candidates[i].direction for i in members], dtype=object)[tested])
+    columns["welch_pvalue"] = _own_spread_pvalues(means, columns, tested)
+    return {name: column.tolist() for name, column in columns.items()}, means
 
 
 def _own_spread_pvalues(means: np.ndarray, columns: dict, tested: np.ndarray) -> np.ndarray:
@@ -201,8 +338,9 @@ def _shift_row(series: Series, earlier: Sequence[StoredNight], values: dict, *, 
         verdict=str(values["verdict"]), baseline=Side(mean=baseline[0], variance=pooled, n=k),
         candidate=Side(mean=float(values["mean_after"]), variance=pooled, n=m), note=shift_note(m, k),
         inputs={"first_run": after[0], "pooled_runs": after, "history_runs": before, "starts_tried": starts,
-                "carried": pooled_since, "unadjusted_pvalue": float(values["unadjusted_pvalue"]),
-                "baseline": baseline, "welch_pvalue": None if math.isnan(welch) else welch})
+                "nights_since": m, "carried": pooled_since,
+                "unadjusted_pvalue": float(values["unadjusted_pvalue"]), "baseline": baseline,
+                "welch_pvalue": None if math.isnan(welch) else welch})
 
 
 def shift_note(nights: int, history: int) -> str:
@@ -210,7 +348,8 @@ def shift_note(nights: int, history: int) -> str:
 
 
 def _untested_shift(series: Series, found: int, starts: int) -> ComparisonRow:
-    why = (f"{found} earlier night{'s' if found != 1 else ''} in its level, {SHIFT_MIN_HISTORY} needed" if starts >= 1
+    why = (f"{found} earlier night{'s' if found != 1 else ''} since its last change, {SHIFT_MIN_HISTORY} needed"
+           if starts >= 1
            else "no night since the last change judged on")
     return ComparisonRow(
         **comparing.identity(series), method=ComparisonMethod.SHIFT, baseline=Side(mean=None),
@@ -560,14 +699,15 @@ def pending_runs(*, older_than: timedelta = timedelta(minutes=2)) -> list[int]:
 
 class SeriesNights(NamedTuple):
     """What a nightly's rows are computed from, per candidate (in their order): its history (newest first, at most
-    K nights), the nights of its level a shift is tested on (oldest first), the index among them where a
-    carried change's pooling starts, how many of the newest nights a shift may start at, and its newest earlier
-    night as a series (metric id → series), for the naive comparison."""
+    K nights), the nights of its newest segment a new shift is tested on (oldest first), how many of the newest
+    nights a shift may start at, the change whose evidence tonight adds to (or None), and its newest earlier night
+    as a series (metric id → series), for the naive comparison."""
 
     histories: list[list[StoredNight]]
-    levels: list[list[StoredNight]]
-    since: list[int | None]
+    segments: list[list[StoredNight]]
+    earlier_segments: list[list[StoredNight]]
     recent: list[int]
+    carried: list[Carried | None]
     previous: dict[int, Series]
 
 
@@ -576,19 +716,31 @@ def _series_nights(candidates: list[Series], baselines: dict[int, SeriesBaseline
     """Each candidate's earlier nights read (one query; ``selected`` holds the candidates' metric ids, as a list
     or a query) and divided as its baseline says."""
     by_metric = _earlier_nights(baselines, selected)
-    nights = SeriesNights([], [], [], [], {})
+    nights = SeriesNights([], [], [], [], [], {})
     for series in candidates:
         baseline = baselines[series.metric_id]
         stored = by_metric.get(series.metric_id, {})
-        # A carried change is pooled against the nights before it; otherwise the scan stays in the level.
-        first = 0 if baseline.pooled_since is not None else baseline.level_start
-        present = [i for i in range(first, len(baseline.nights)) if baseline.nights[i].run_id in stored]
-        nights.levels.append([stored[baseline.nights[i].run_id] for i in present])
+
+        def present(first: int, baseline=baseline, stored=stored) -> list[StoredNight]:
+            return [stored[night.run_id] for night in baseline.nights[first:] if night.run_id in stored]
+
+        nights.segments.append(present(baseline.segment_start))
+        nights.earlier_segments.append(
+            present(baseline.previous_start)[:-len(nights.segments[-1]) or None] if baseline.segment_start else [])
         nights.histories.append([stored[run_id] for run_id in baseline.history_runs if run_id in stored]
                                 [:history_size])
-        nights.since.append(None if baseline.pooled_since is None
-                            else sum(1 for i in present if i < baseline.pooled_since))
         nights.recent.append(baseline.recent())
+        carried = None
+        if baseline.carried is not None:
+            earlier = present(baseline.carried_from)
+            since = len(earlier) - len(nights.segments[-1])
+            worse_is_up = series.direction == "lower_is_better"
+            # The newest of this series' nights up to the one its alert was opened on.
+            by_then = {night.run_id for night in baseline.nights[:(baseline.carried_opened or 0) + 1]}
+            latest = max((j for j, night in enumerate(earlier) if night.run_id in by_then), default=since)
+            carried = Carried(alert=baseline.carried, nights=earlier, since=since,
+                              sign=1 if baseline.carried_worse == worse_is_up else -1, latest=latest)
+        nights.carried.append(carried)
         newest = next((stored[night.run_id] for night in reversed(baseline.nights) if night.run_id in stored), None)
         if newest is not None:
             nights.previous[series.metric_id] = _night_series(series, newest)
@@ -602,7 +754,8 @@ def _nightly_batches(candidates: list[Series], nights: SeriesNights) -> Iterator
     yield [(row if row.verdict != Verdict.INSUFFICIENT_HISTORY else replace(
         row, inputs={"history_runs": [s.run_id for s in found], "needed": MIN_HISTORY}), series.result_id, None)
         for row, found, series in zip(rows, nights.histories, candidates)]
-    shifts = shift_rows(candidates, nights.levels, recent=nights.recent, suspected_since=nights.since)
+    shifts = shift_rows(candidates, nights.segments, recent=nights.recent, carried=nights.carried,
+                        previous=nights.earlier_segments)
     yield [(row, series.result_id, None) for row, series in zip(shifts, candidates)]
     yield _against_results(candidates, nights.previous, method=ComparisonMethod.PREVIOUS)
 

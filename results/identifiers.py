@@ -20,9 +20,11 @@ BRANCH_MAX_LENGTH = 200
 # {revision} in a path cannot be led out of its directory.
 COMMIT_PATTERN = re.compile(r"(?!.*(?:\.\.|/\.))[A-Za-z0-9_][A-Za-z0-9_./+~^@-]*")
 # git's ref-name rules (git check-ref-format --branch): no whitespace, control character, ~ ^ : ? * [ \ or "@{";
+# nor, shown on every page as they are, line separators and the bidirectional overrides;
 # no "..", "//", component starting with "." or ending in ".lock"; not "@"; no leading or trailing "/" or
 # trailing "."; plus no leading "-".
-BRANCH_FORBIDDEN = re.compile(r"[\s\x00-\x1f\x7f~^:?*\[\\]|@\{|\.\.|//|(?:^|/)\.|\.lock(?:/|$)|^/|/$|\.$|^@$")
+BRANCH_FORBIDDEN = re.compile("[\\s\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069~^:?*\\[\\\\]"
+                              r"|@\{|\.\.|//|(?:^|/)\.|\.lock(?:/|$)|^/|/$|\.$|^@$")
 
 COMMIT_RULE = (f"must be a commit hash, tag or ref of at most {COMMIT_MAX_LENGTH} characters: letters, digits and "
                "_ . / + ~ ^ @ -, not starting with '-' or '.', without '..' or a '/.'")

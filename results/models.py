@@ -519,6 +519,9 @@ class ChangePoint(models.Model):
                              help_text="Each move by a re-scan: the run it was at, the run it moved to, when.")
     retracted_at = models.DateTimeField(null=True, blank=True,
                                         help_text="When a re-scan with more nights no longer found it.")
+    alert = models.ForeignKey("Alert", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                              help_text="The confirmed alert it records (a confirmed alert is a change point); "
+                                        "re-scans move it but never retract it.")
     detected_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -594,17 +597,51 @@ class AlertState(models.TextChoices):
     DISMISSED = "dismissed", "dismissed: later measurements show no such change"
 
 
+class IncidentKind(models.TextChoices):
+    MACHINE = "machine", "machine-wide shift: many series of one machine moved on one night"
+
+
+class Incident(models.Model):
+    """Alerts that are one event, shown, notified and triaged once: a *machine-wide shift*, many series of one
+    project's machine moving on the same night (a runner image, a kernel, a compiler changed under them; or one
+    commit slowing many benchmarks, which the commit range of the night says). Its alerts stay each series' own:
+    each series re-levels at the night, so its next shift is seen (:mod:`results.baselines`)."""
+
+    kind = models.CharField(max_length=20, choices=IncidentKind.choices, default=IncidentKind.MACHINE)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="incidents")
+    machine = models.ForeignKey(Machine, on_delete=models.CASCADE, related_name="incidents")
+    night = models.DateField(help_text="The night its series moved (results.nights).")
+    first_run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+",
+                                  help_text="The first run of the night its series moved on.")
+    status = models.CharField(max_length=20, choices=AlertStatus.choices, default=AlertStatus.NEW)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-night", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "project", "machine", "night"], name="incident_unique_night"),
+            models.CheckConstraint(condition=Q(kind__in=IncidentKind.values), name="incident_kind_valid"),
+            models.CheckConstraint(condition=Q(status__in=AlertStatus.values), name="incident_status_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} of {self.machine} on {self.night}"
+
+
 class Alert(models.Model):
     """A change on one series (a metric on a machine), from its first night on.
 
-    While it is *suspected* and untriaged, the nights from ``first_run`` on stay out of the series'
-    baseline, so a missed shift is never absorbed (spec §8); ``evidence`` is the newest comparison of
-    those nights, pooled, against the nights before them. Once confirmed, accepted (fixed, won't fix)
-    or dismissed (by measurement or as invalid), the nights rejoin the baseline: after a real change as
-    its new level, after a dismissed one as before.
+    Unless dismissed (by measurement or as invalid), its first night starts a segment of its series: a later
+    shift is looked for in the nights since, never pooled into it (:mod:`results.baselines`). While it is
+    *suspected* and untriaged, the nights from ``first_run`` on stay out of the series' baseline, and
+    ``evidence`` is the newest comparison of those nights, pooled, against the nights before them. Once
+    confirmed or accepted (fixed, won't fix) they are the series' new level.
     """
 
     group = models.ForeignKey(AlertGroup, on_delete=models.CASCADE, related_name="alerts")
+    incident = models.ForeignKey(Incident, on_delete=models.SET_NULL, null=True, blank=True, related_name="alerts",
+                                 help_text="The event it is part of (a machine-wide shift), triaged as one.")
     comparison = models.OneToOneField(Comparison, on_delete=models.CASCADE, related_name="alert")
     status = models.CharField(max_length=20, choices=AlertStatus.choices, default=AlertStatus.NEW)
     state = models.CharField(max_length=20, choices=AlertState.choices, default=AlertState.CONFIRMED)

@@ -9,7 +9,8 @@ address (``PILOTWEB_SITE_URL``), there being no request to take it from.
 
 import http.client
 import smtplib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import date
 from datetime import timedelta
 from urllib.parse import urlencode
 
@@ -22,7 +23,17 @@ from django.utils.html import format_html, format_html_join
 
 from . import outbound
 from .comparisons import stored_rows
-from .models import AlertGroup, Channel, Delivery, DeliveryStatus, WebhookFormat
+from .models import (
+    SERIES_KINDS,
+    AlertGroup,
+    Channel,
+    Comparison,
+    Delivery,
+    DeliveryStatus,
+    Incident,
+    Run,
+    WebhookFormat,
+)
 from .presentation import short_commit, single_line
 
 WEBHOOK_TIMEOUT = 10
@@ -48,8 +59,21 @@ class Change:
 
 
 @dataclass(frozen=True)
+class IncidentLine:
+    """A machine-wide shift among a group's alerts, told once: how many series it moved, by how much, from which
+    night, and the commits of that night (its first bad one and the last good one before it)."""
+
+    incident_id: int
+    night: date
+    series: int
+    text: str
+    url: str
+
+
+@dataclass(frozen=True)
 class AlertGroupSummary:
-    """What a run's new alerts say, as every notification tells it (addresses empty without a site address)."""
+    """What a run's new alerts say, as every notification tells it (addresses empty without a site address): its
+    machine-wide shifts once each (``incidents``), and the other alerts one by one (``changes``)."""
 
     project: str
     project_name: str
@@ -59,10 +83,12 @@ class AlertGroupSummary:
     branch: str | None
     run_url: str
     changes: list[Change]
+    incidents: list[IncidentLine] = field(default_factory=list)
+    alerts: int = 0
 
     @property
     def headline(self) -> str:
-        count = len(self.changes)
+        count = self.alerts or len(self.changes)
         return f"{count} new alert{'s' if count != 1 else ''}"
 
     @property
@@ -78,10 +104,15 @@ def alert_group_summary(group: AlertGroup) -> AlertGroupSummary:
     """A group's alerts as rows (the change and verdict formatted as on every page), with their addresses; every
     name on one line (:func:`results.presentation.single_line`), so none adds a line to a text or an e-mail."""
     run = group.run
-    alerts = list(group.alerts.all())
+    every = list(group.alerts.all())
+    alerts = [alert for alert in every if alert.incident_id is None]
     rows = stored_rows([(alert.comparison.candidate, alert.comparison) for alert in alerts])
     alerts_path = f"{reverse('results:alerts')}?{urlencode({'project': run.project.slug})}"
+    incidents = [incident_line(incident, url=_site_url(f"{alerts_path}#incident-{incident.pk}"))
+                 for incident in Incident.objects.filter(pk__in={alert.incident_id for alert in every})
+                 .select_related("machine", "first_run__revision").order_by("night", "pk")]
     return AlertGroupSummary(
+        incidents=incidents, alerts=len(every),
         project=run.project.slug, project_name=single_line(run.project.name), machine=single_line(run.machine.name),
         run_id=run.pk, commit=run.revision.commit if run.revision else None,
         branch=run.revision.branch if run.revision else None,
@@ -95,11 +126,38 @@ def alert_group_summary(group: AlertGroup) -> AlertGroupSummary:
     )
 
 
+def incident_line(incident: Incident, *, url: str = "") -> IncidentLine:
+    """An incident told in one line (two queries): "machine-wide shift of bench-1 from the night of 2026-11-20:
+    23 series moved -3.0% to +12.0% (first bad commit 3f2a9c1c0e1d after 1b2c3d4e5f60); likely the environment"."""
+    ratios = [ratio for ratio in Comparison.objects.filter(alert__incident=incident).values_list("ratio", flat=True)
+              if ratio is not None]
+    first = incident.first_run
+    before = (Run.objects.filter(project_id=incident.project_id, machine_id=incident.machine_id, kind__in=SERIES_KINDS,
+                                 status=Run.Status.COMPLETED, started_at__lt=first.started_at,
+                                 revision__isnull=False)
+              .order_by("-started_at", "-id").values_list("revision__commit", flat=True).first())
+    moved = (f"moved {_percent(min(ratios))} to {_percent(max(ratios))}" if len(ratios) > 1
+             else f"moved {_percent(ratios[0])}" if ratios else "moved")
+    commits = ""
+    if first.revision is not None:
+        commits = f" (first bad commit {short_commit(first.revision.commit)}" + (
+            f" after {short_commit(before)})" if before else ")")
+    count = len(ratios)
+    text = (f"machine-wide shift of {single_line(incident.machine.name)} from the night of {incident.night:%Y-%m-%d}: "
+            f"{count} series {moved}{commits}; likely the environment, or one commit slowing many benchmarks")
+    return IncidentLine(incident_id=incident.pk, night=incident.night, series=count, text=text, url=url)
+
+
+def _percent(ratio: float) -> str:
+    return f"{(ratio - 1.0) * 100:+.1f}%"
+
+
 def summary_text(summary: AlertGroupSummary) -> str:
     """Plain text, the addresses written out: the email's body and the webhook's ``text``."""
     revision = f" (commit {short_commit(summary.commit)}{summary.on_branch})" if summary.commit else ""
     lines = [f"Pilot Web: {summary.project_name}, {summary.headline} in run #{summary.run_id} on "
              f"{summary.machine}{revision}"]
+    lines += [f"- {line.text}" + (f" {line.url}" if line.url else "") for line in summary.incidents]
     lines += [f"- {change.label} {change.change} ({change.verdict})" + (f" {change.url}" if change.url else "")
               for change in summary.changes]
     if summary.run_url:
@@ -113,7 +171,9 @@ def summary_html(summary: AlertGroupSummary) -> str:
            else format_html("run #{}", summary.run_id))
     revision = (format_html(" (commit <code>{}</code>{})", short_commit(summary.commit), summary.on_branch)
                 if summary.commit else "")
-    items = format_html_join("", "<li>{} {} ({})</li>", (
+    items = format_html_join("", "<li>{}</li>", (
+        (format_html('<a href="{}">{}</a>', line.url, line.text) if line.url else line.text,)
+        for line in summary.incidents)) + format_html_join("", "<li>{} {} ({})</li>", (
         (format_html('<a href="{}">{}</a>', change.url, change.label) if change.url else change.label,
          change.change, change.verdict) for change in summary.changes))
     return format_html("<p><strong>Pilot Web: {}</strong>, {} in {} on {}{}</p><ul>{}</ul>", summary.project_name,
@@ -129,6 +189,7 @@ def summary_slack(summary: AlertGroupSummary) -> str:
                 if summary.commit else "")
     lines = [f"*Pilot Web: {_slack_escape(summary.project_name)}*, {summary.headline} in "
              f"{link(summary.run_url, f'run #{summary.run_id}')} on {_slack_escape(summary.machine)}{revision}"]
+    lines += [f"• {link(line.url, line.text)}" for line in summary.incidents]
     lines += [f"• {link(change.url, change.label)} {change.change} ({change.verdict})" for change in summary.changes]
     return "\n".join(lines)
 
@@ -150,6 +211,8 @@ def webhook_payload(summary: AlertGroupSummary, *, format_name: str = WebhookFor
                 "event": "regressions", "project": summary.project, "run": summary.run_id,
                 "machine": summary.machine, "commit": summary.commit, "branch": summary.branch,
                 "url": summary.run_url or None,
+                "incidents": [{"id": line.incident_id, "night": line.night.isoformat(), "series": line.series,
+                               "text": line.text, "url": line.url or None} for line in summary.incidents],
                 "alerts": [{"id": change.alert_id, "benchmark": change.benchmark, "metric": change.metric,
                             "ratio": change.ratio, "low": change.low, "high": change.high, "pvalue": change.pvalue,
                             "qvalue": change.qvalue, "change": change.change, "verdict": change.verdict,

@@ -32,6 +32,7 @@ from django.db.models.functions import Abs, Coalesce, RowNumber
 from .baselines import pull_request_bases
 from .comparisons import stored_rows
 from .extensions import alert_additions
+from .notifications import incident_line
 from .models import (
     SERIES_KINDS,
     Alert,
@@ -41,6 +42,7 @@ from .models import (
     Comparison,
     ComparisonMethod,
     FailedResult,
+    Incident,
     Machine,
     Metric,
     Project,
@@ -225,6 +227,14 @@ def alerts(*, viewer, status: str | None = None, project: str | None = None,
     return queryset.order_by("-group__created_at", "id")
 
 
+def incidents(*, viewer, project: str | None = None) -> QuerySet[Incident]:
+    """The incidents of the projects `viewer` may read, newest night first, filtered by project slug."""
+    queryset = access.visible(Incident.objects.select_related("project", "machine", "first_run__revision"), viewer)
+    if project:
+        queryset = queryset.filter(project__slug=project)
+    return queryset.order_by("-night", "-id")
+
+
 @dataclass(frozen=True)
 class CommitRange:
     """What changed between an alert's last good run and its first bad one: for a nightly change the newest
@@ -270,9 +280,20 @@ class AlertShift:
 
 
 @dataclass(frozen=True)
+class IncidentEntry:
+    """An incident as the alerts page shows it: in one line (:func:`results.notifications.incident_line`), with
+    whether the viewer may triage it (once, for all its alerts)."""
+
+    incident: Incident
+    line: str
+    alerts: int
+    triageable: bool
+
+
+@dataclass(frozen=True)
 class AlertSection:
     """The alerts raised in one project's night (or by one pull request's commit), on every machine, with
-    the runs that raised them; ``key`` is the section's anchor."""
+    the runs that raised them and the incidents among them; ``key`` is the section's anchor."""
 
     key: str
     project: Project
@@ -280,6 +301,7 @@ class AlertSection:
     shifts: list[AlertShift]
     night: date | None = None
     pull_request: Revision | None = None
+    incidents: list[IncidentEntry] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -326,7 +348,13 @@ def alert_page(*, viewer, status: str | None = None, project: str | None = None,
             Q(is_staff=True) | Q(memberships__role=Role.MAINTAINER,
                                  memberships__project_id__in={alert.group.run.project_id for alert in listed}),
             is_active=True).distinct().order_by(get_user_model().USERNAME_FIELD)
-    return AlertPage(page=page, sections=_alert_sections(entries), assignees=list(users), triageable=triageable)
+    incidents = {incident.pk: IncidentEntry(incident=incident, line=incident_line(incident).text,
+                                            alerts=incident.alerts.count(),
+                                            triageable=triaged_by is None or incident.project_id in triaged_by)
+                 for incident in Incident.objects.filter(pk__in={alert.incident_id for alert in listed})
+                 .select_related("machine", "first_run__revision")}
+    return AlertPage(page=page, sections=_alert_sections(entries, incidents), assignees=list(users),
+                     triageable=triageable)
 
 
 def _with_last_good_runs(listed: list[Alert]) -> None:
@@ -359,8 +387,9 @@ def _commit_range(alert: Alert) -> CommitRange | None:
         first_bad_run=first.pk, first_bad_commit=first.revision.commit if first.revision else "")
 
 
-def _alert_sections(entries: list[AlertEntry]) -> list[AlertSection]:
-    """The entries in sections (in the order they come), each section's alerts in shifts; one query."""
+def _alert_sections(entries: list[AlertEntry], incidents: dict[int, IncidentEntry]) -> list[AlertSection]:
+    """The entries in sections (in the order they come), each section's alerts in shifts, each incident in the
+    section of its alerts; one query."""
     shift_of, members = _shifts([entry.alert for entry in entries])
     on_page = {entry.alert.pk for entry in entries}
     sections: dict[str, dict] = {}
@@ -375,6 +404,8 @@ def _alert_sections(entries: list[AlertEntry]) -> list[AlertSection]:
             section = sections.setdefault(key, {"project": run.project, "night": night})
         section.setdefault("runs", {})[run.pk] = run
         section.setdefault("shifts", defaultdict(list))[shift_of[entry.alert.pk]].append(entry)
+        if entry.alert.incident_id is not None:
+            section.setdefault("incidents", {})[entry.alert.incident_id] = incidents[entry.alert.incident_id]
     shown = []
     for key, section in sections.items():
         shifts = []
@@ -388,7 +419,8 @@ def _alert_sections(entries: list[AlertEntry]) -> list[AlertSection]:
                            for member in members[shift] if member["pk"] not in listed]))
         shifts.sort(key=lambda shift: (shift.entries[0].row.benchmark, shift.entries[0].row.metric))
         runs = sorted(section.pop("runs").values(), key=lambda run: (run.machine.name, run.started_at))
-        shown.append(AlertSection(key=key, runs=runs, shifts=shifts, **section))
+        found = sorted(section.pop("incidents", {}).values(), key=lambda entry: entry.incident.pk)
+        shown.append(AlertSection(key=key, runs=runs, shifts=shifts, incidents=found, **section))
     return shown
 
 
@@ -502,6 +534,7 @@ class OverviewGroup:
     insufficient: list[ComparisonRow]
     total: int
     failures: list[FailedResult] = field(default_factory=list)
+    incidents: list[tuple[Incident, str]] = field(default_factory=list)
 
     @property
     def truncated(self) -> bool:
@@ -526,12 +559,14 @@ class NightlyOverview:
     ``earlier`` and ``later`` are the nearest nights before and after the shown ones that have a nightly
     run (under the same project and machine filters), for the page's previous/next links. ``without_night``
     names the first of the projects shown none (``without_night_count`` of them in all): a page lists at most
-    :data:`WITHOUT_NIGHT_NAMED` of them, however many projects there are."""
+    :data:`WITHOUT_NIGHT_NAMED` of them, however many projects there are. The projects with a night come
+    :data:`PROJECTS_PER_PAGE` a page (``page``), by name."""
 
     projects: list[ProjectOverview]
     night: date | None = None
     without_night: list[Project] = field(default_factory=list)
     without_night_count: int = 0
+    page: Page | None = None
     earlier: date | None = None
     later: date | None = None
 
@@ -554,6 +589,22 @@ def _replaced_results(night_runs: list[Run]) -> list[int]:
         else:
             replaced.append(pk)
     return replaced
+
+
+def _night_incidents(runs_by_group: dict[tuple[int, int], list[Run]]) -> dict[tuple[int, int], list]:
+    """The machine-wide incidents of each shown (project, machine) night, worded once; one query, and two per
+    incident (there are few)."""
+    wanted = {(project, machine, nights.night_of(runs[0].started_at)) for (project, machine), runs
+              in runs_by_group.items()}
+    if not wanted:
+        return {}
+    found = Incident.objects.filter(project_id__in={key[0] for key in wanted}, machine_id__in={key[1] for key in wanted},
+                                    night__in={key[2] for key in wanted}).select_related("machine", "first_run__revision")
+    shown: dict[tuple[int, int], list] = defaultdict(list)
+    for incident in found:
+        if (incident.project_id, incident.machine_id, incident.night) in wanted:
+            shown[incident.project_id, incident.machine_id].append((incident, incident_line(incident).text))
+    return shown
 
 
 def _night_failures(night_runs: list[Run]) -> dict[tuple[int, int], list[FailedResult]]:
@@ -579,11 +630,12 @@ def _night_failures(night_runs: list[Run]) -> dict[tuple[int, int], list[FailedR
 
 
 WITHOUT_NIGHT_NAMED = 20
+PROJECTS_PER_PAGE = 10
 
 
 def nightly_overview(*, viewer, project: str | None = None, machine: str | None = None,
                      benchmark: str | None = None, verdict: str | None = None, night: date | None = None,
-                     limit: int | None = ROW_LIMIT) -> NightlyOverview:
+                     limit: int | None = ROW_LIMIT, page: str | int | None = None) -> NightlyOverview:
     """Each series' newest completed nightly result of a night against its history, per project and machine.
 
     The night is `night` where given (projects and machines without a nightly run that night are left
@@ -591,15 +643,20 @@ def nightly_overview(*, viewer, project: str | None = None, machine: str | None 
     run that night is shown, not only the last one. Filters: project slug, machine name, benchmark name
     (substring, case-insensitive) and the history comparison's verdict. Each group shows its ``limit``
     most notable series (by verdict, then size of change; None: all); its counts are those of all its
-    series, its total that of the filtered series. Only the projects `viewer` may read are shown. A fixed
-    number of queries, whatever the number of projects, machines, runs and rows.
+    series, its total that of the filtered series. Only the projects `viewer` may read are shown, a page of
+    them at a time (`page`). A fixed number of queries, whatever the number of projects, machines, runs and
+    rows.
     """
     nightly = access.visible(Run.objects.filter(kind=Run.Kind.NIGHTLY, status=Run.Status.COMPLETED), viewer)
     if project:
         nightly = nightly.filter(project__slug=project)
     if machine:
         nightly = nightly.filter(machine__name=machine)
-    newest = nightly
+    with_night = nightly if night is None else nightly.filter(started_at__gte=nights.night_bounds(night)[0],
+                                                               started_at__lt=nights.night_bounds(night)[1])
+    paged = Paginator(Project.objects.filter(pk__in=with_night.values("project_id")).order_by("name", "id"),
+                      PROJECTS_PER_PAGE).get_page(page)
+    newest = nightly.filter(project_id__in=[shown.pk for shown in paged.object_list])
     if night is not None:
         newest = newest.filter(started_at__lt=nights.night_bounds(night)[1])
     windows: dict[tuple[int, int], tuple[datetime, datetime]] = {}
@@ -610,7 +667,7 @@ def nightly_overview(*, viewer, project: str | None = None, machine: str | None 
     within = Q(pk__in=[])
     for (project_id, machine_id), (start, end) in windows.items():
         within |= Q(project_id=project_id, machine_id=machine_id, started_at__gte=start, started_at__lt=end)
-    night_runs = list(nightly.filter(within).select_related("project", "machine", "revision")
+    night_runs = list(newest.filter(within).select_related("project", "machine", "revision")
                       .order_by("started_at", "id"))
     run_ids = [run.pk for run in night_runs]
 
@@ -670,6 +727,7 @@ def nightly_overview(*, viewer, project: str | None = None, machine: str | None 
     for run in night_runs:
         runs_by_group[run.project_id, run.machine_id].append(run)
     failures = _night_failures(night_runs)
+    shifted = _night_incidents(runs_by_group)
     groups_by_project: dict[int, list[OverviewGroup]] = defaultdict(list)
     for key, group_runs in sorted(runs_by_group.items(), key=lambda item: item[1][0].machine.name):
         group_rows = rows_by_group.get(key, [])
@@ -677,7 +735,7 @@ def nightly_overview(*, viewer, project: str | None = None, machine: str | None 
             machine=group_runs[0].machine, night=nights.night_of(group_runs[0].started_at), runs=group_runs,
             rows=group_rows, counts=presentation.in_verdict_order(counts.get(key, {})),
             insufficient=[row for row in group_rows if row.verdict == Verdict.INSUFFICIENT_HISTORY],
-            total=totals.get(key, 0), failures=failures.get(key, [])))
+            total=totals.get(key, 0), failures=failures.get(key, []), incidents=shifted.get(key, [])))
     earlier = later = None
     if windows or night is not None:
         # Without a night asked for, the groups' nights may differ (a machine that stopped posting): the
@@ -689,13 +747,13 @@ def nightly_overview(*, viewer, project: str | None = None, machine: str | None 
         after = nightly.filter(started_at__gte=last).aggregate(at=Min("started_at"))["at"]
         earlier = None if before is None else nights.night_of(before)
         later = None if after is None else nights.night_of(after)
-    shown = access.visible(Project.objects.filter(pk__in=groups_by_project), viewer, "pk").order_by("name", "id")
-    without = access.visible(Project.objects.exclude(pk__in=groups_by_project), viewer, "pk")
+    without = access.visible(Project.objects.exclude(pk__in=with_night.values("project_id")), viewer, "pk")
     if project:
         without = without.filter(slug=project)
     return NightlyOverview(
-        projects=[ProjectOverview(project=p, groups=groups_by_project[p.pk]) for p in shown],
-        night=night, earlier=earlier, later=later,
+        projects=[ProjectOverview(project=p, groups=groups_by_project[p.pk]) for p in paged.object_list
+                  if p.pk in groups_by_project],
+        night=night, earlier=earlier, later=later, page=paged,
         without_night=list(without.order_by("name", "id")[:WITHOUT_NIGHT_NAMED]), without_night_count=without.count())
 
 

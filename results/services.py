@@ -431,8 +431,10 @@ def _machine(document: RunIn, *, creator: AbstractBaseUser | None) -> Machine:
     if machine is None:
         raise IngestConflict("machine.queue", f"queue {queue!r} belongs to another machine; name this machine's "
                                               "queue in machine.queue")
+    # What a post says of a machine fills in what is not known of it yet, when the poster is the system, staff or
+    # the machine's creator: an uploader of one project does not describe a machine others share.
     missing = {key: value for key, value in described.items() if not getattr(machine, key)}
-    if missing:
+    if missing and (creator is None or access.is_staff(creator) or machine.created_by_id == creator.pk):
         Machine.objects.filter(pk=machine.pk).update(**missing)
     return machine
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from results import access
 from results.api import READ_AUTH, READ_REFUSALS, WRITE_AUTH, PageOf, Pages, refusals, request_token
 from results.models import TokenScope
+from results.result_schema import SingleLine
 from results.schemas import Branch, OptionalCommit
 
 from . import selectors, services
@@ -63,7 +64,7 @@ class JobOut(Schema):
 
 
 class RevisionRequest(Schema):
-    label: Annotated[str, Field(min_length=1, max_length=50)]
+    label: Annotated[SingleLine, Field(min_length=1, max_length=50)]
     commit: OptionalCommit = ""
     branch: Branch = ""
 

@@ -301,6 +301,18 @@ FIELD_BOUNDS = {
 database and in the session loop (a budget of 10^400 seconds overflowed a timer)."""
 
 
+class IdChoiceField(forms.ModelChoiceField):
+    """A row chosen by its id: a number no id can be (infinite, a thousand digits) is an invalid choice, where
+    Django's own field lets the lookup's OverflowError through."""
+
+    def to_python(self, value):
+        try:
+            return super().to_python(value)
+        except OverflowError:
+            raise ValidationError(self.error_messages["invalid_choice"], code="invalid_choice",
+                                  params={"value": value}) from None
+
+
 class JobForm(forms.ModelForm):
     builtin = forms.ChoiceField(
         required=False, label="Built-in workload",
@@ -342,6 +354,7 @@ class JobForm(forms.ModelForm):
             "comparison_rule", "comparison_alpha", "comparison_threshold", "require_width_in_comparison",
             "repository", "trusted_branch", "allow_pull_requests",
         )
+        field_classes = {"project": IdChoiceField, "machine": IdChoiceField}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -18,7 +18,7 @@ _EXPORTS = {
                       "variance_components"),
     "_long_run": ("MeanVariance", "StoredMean", "mean_variance", "overlapping_batch_means"),
     "_rank_shifts": ("RankShifts", "rank_shifts"),
-    "_recent_shift": ("RecentShift", "recent_shift", "shift_since"),
+    "_recent_shift": ("RecentShift", "prior_spread", "recent_shift", "shift_since"),
     "_ratio": ("RatioResult", "ratio_bootstrap", "ratio_fieller", "ratio_fieller_from_stats"),
     "_sequential": ("DIFFERENT", "EQUIVALENT", "UNDECIDED", "SequentialComparison", "sequential_comparison",
                     "sequential_half_width"),

@@ -340,7 +340,13 @@ def _studentized_interval(new, old, confidence, n_resamples, rng):
             # A replicate of equal values has no spread: its t is ±inf, or 0 where it equals the estimate.
             t[start:start + size] = np.where(replicate_error > 0, difference / replicate_error,
                                              np.where(difference == 0, 0.0, np.sign(difference) * np.inf))
-    low_t, high_t = np.quantile(t, [(1.0 - confidence) / 2.0, (1.0 + confidence) / 2.0])
+    levels = [(1.0 - confidence) / 2.0, (1.0 + confidence) / 2.0]
+    with np.errstate(invalid="ignore"):
+        low_t, high_t = np.quantile(t, levels)
+    if np.isnan(low_t) or np.isnan(high_t):
+        # Interpolated between an infinite t and another (replicates of equal values, e.g. zeros): the quantiles
+        # themselves, without interpolation.
+        low_t, high_t = np.quantile(t, levels, method="inverted_cdf")
     return estimate - high_t * error, estimate - low_t * error, bool(np.isfinite(low_t) and np.isfinite(high_t))
 
 

@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from .. import exports, selectors
 from ..access import readable
-from ..alerts import triage_alert
+from ..alerts import triage_alert, triage_incident
 from ..models import AlertStatus
 
 ASSIGNED_TO_ME_LOGIN = "Log in to see the alerts assigned to you."
@@ -24,6 +24,12 @@ class AlertFilterForm(forms.Form):
     status = forms.ChoiceField(required=False, choices=[("", "any status"), *AlertStatus.choices])
     project = forms.SlugField(required=False, max_length=100)
     mine = forms.BooleanField(required=False, label="assigned to me")
+
+
+class IncidentTriageForm(forms.Form):
+    incident = forms.IntegerField(widget=forms.HiddenInput, min_value=1, max_value=2**63 - 1)
+    status = forms.ChoiceField(choices=AlertStatus.choices)
+    note = forms.CharField(required=False, max_length=2000)
 
 
 class AlertTriageForm(forms.Form):
@@ -70,6 +76,8 @@ def _triage(request: HttpRequest) -> HttpResponse:
     list. A bug link or assignee left out of the form is kept as it is."""
     if not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path())
+    if "incident" in request.POST:
+        return _triage_incident(request)
     form = AlertTriageForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Not changed: " + "; ".join(
@@ -88,6 +96,20 @@ def _triage(request: HttpRequest) -> HttpResponse:
         messages.success(request, f"Alert #{alert.pk} is now {alert.get_status_display()}"
                          + (f", assigned to {alert.assignee.get_username()}" if alert.assignee else "") + ".")
     return redirect(f"{request.get_full_path()}#alert-{alert.pk}")
+
+
+def _triage_incident(request: HttpRequest) -> HttpResponse:
+    """POST: change an incident's status and with it its alerts', then back to the same filtered list."""
+    form = IncidentTriageForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Not changed: " + "; ".join(
+            f"{_label(form, field)}: {' '.join(errors)}" for field, errors in form.errors.items()))
+        return redirect(request.get_full_path())
+    incident = get_object_or_404(selectors.incidents(viewer=request.user), pk=form.cleaned_data["incident"])
+    incident = triage_incident(incident=incident, status=form.cleaned_data["status"], note=form.cleaned_data["note"],
+                               user=request.user)
+    messages.success(request, f"Incident #{incident.pk} and its alerts are now {incident.get_status_display()}.")
+    return redirect(f"{request.get_full_path()}#incident-{incident.pk}")
 
 
 def _label(form: forms.Form, field: str) -> str:

@@ -55,7 +55,8 @@ def home(request: HttpRequest, *, export: str | None) -> HttpResponse:
     overview = selectors.nightly_overview(
         viewer=request.user, project=filters.get("project") or None, machine=filters.get("machine") or None,
         benchmark=filters.get("benchmark") or None, verdict=filters.get("verdict") or None,
-        night=filters.get("night"), limit=None if filters.get("all") or export else selectors.ROW_LIMIT)
+        night=filters.get("night"), limit=None if filters.get("all") or export else selectors.ROW_LIMIT,
+        page=request.GET.get("page"))
     if export:
         records = [record for entry in overview.projects for group in entry.groups
                    for record in exports.comparison_records(group.rows, extra={
@@ -63,7 +64,8 @@ def home(request: HttpRequest, *, export: str | None) -> HttpResponse:
         return exports.response(records, name="nightly", format_name=export, columns=exports.COMPARISON_COLUMNS)
     return render(request, "results/home.html", {
         "form": form, "overview": overview, "filtered": any(filters.values()),
-        "night_query": _without(request.GET, "night"), "time_zone": settings.TIME_ZONE,
+        "night_query": _without(request.GET, "night"), "page_query": _without(request.GET, "page"),
+        "time_zone": settings.TIME_ZONE,
         "night_starts": f"{settings.PILOTWEB_NIGHT_STARTS_AT:02d}:00",
         "verdicts": [(value, VERDICT_ICONS[value]) for value in VERDICT_ORDER if value != NOT_COMPARED],
         "alpha": ALPHA, "sparkline_points": selectors.SPARKLINE_POINTS,

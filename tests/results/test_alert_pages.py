@@ -180,7 +180,9 @@ def test_the_alerts_page_issues_a_fixed_number_of_queries(maintainer, staff):
         assert html.count('class="alert-row"') == len(benchmarks)
         return len(queries)
 
-    assert triaged_page(["a", "b"]) == triaged_page(["a", "b", "c", "d", "e", "f"])
+    assert triaged_page(["a", "b"]) == triaged_page(["a", "b", "c"])
+    # Many series at once make a machine-wide incident: a few queries more for it, whatever its size.
+    assert triaged_page(list("abcdef")) == triaged_page(list("abcdefghijkl"))
 
 
 def test_benchmark_names_and_notes_are_escaped(maintainer):

@@ -142,7 +142,7 @@ def test_a_machine_may_not_claim_the_systems_queues(served_api, queue):
 
 
 @pytest.mark.parametrize("branch", ["a..b", "main@{1}", "x.lock", "feature/.hidden", "/main", "main/", "main.", "@",
-                                    "a//b"])
+                                    "a//b", "fix\u202etxt.exe", "a\u2067b", "a\u2028b", "a\x85b"])
 def test_branches_git_refuses_are_refused(served_api, branch):
     status, fields, _ = post(served_api, run_document(branch=branch))
 
@@ -183,7 +183,8 @@ def test_numbers_importers_cannot_hold_are_refused_naming_where(format_name, doc
 
 @pytest.mark.parametrize("value", ["Infinity", "NaN", str(HUGE), "1e400", str(-HUGE)])
 @pytest.mark.parametrize("field", ["work_min", "work_max", "round_timeout", "budget_seconds", "budget_rounds",
-                                   "overhead_rounds", "confidence_level", "min_round_duration", "parameters"])
+                                   "overhead_rounds", "confidence_level", "min_round_duration", "parameters",
+                                   "project", "machine"])
 def test_the_job_api_refuses_numbers_out_of_range_naming_the_field(staff, value, field):
     from results import services
     from results.models import TokenScope
@@ -221,3 +222,73 @@ def test_names_stored_before_the_rule_cannot_inject_markdown_into_a_pull_request
     assert name_cell.startswith("| `sort # Heading") and name_cell.endswith("`")
     assert name_cell.count("`") == 2
     assert "``bench` # Owned``" in markdown
+
+
+@pytest.mark.parametrize("value", ["Infinity", str(HUGE)])
+def test_a_job_edit_naming_no_possible_project_or_machine_is_a_422(staff, value):
+    from results import services
+    from results.models import TokenScope
+    from runner import services as runner_services
+    from tests.factories import MachineFactory, ProjectFactory
+
+    job = runner_services.create_job(user=staff, project=ProjectFactory(), name="j", benchmark="sort",
+                                     machine=MachineFactory(), workload_kind="builtin", builtin="sort")
+    _, token = services.create_api_token(user=staff, name="jobs", scopes=[TokenScope.JOBS])
+    client = Client(raise_request_exception=False, headers={"Authorization": f"Bearer {token}"})
+
+    response = client.patch(f"/api/v1/jobs/{job.pk}", data='{"machine": -' + value + "}",
+                            content_type="application/json")
+
+    assert response.status_code == 422 and "machine" in [error["field"] for error in response.json()["errors"]]
+
+
+def test_a_pull_request_with_a_zero_time_is_compared():
+    """hyperfine writes 0.0 for a command too short to time: the bootstrap's replicates of equal values have no
+    spread, and their infinite t values once made its interval NaN and the comparison fail."""
+    from results import comparisons
+    from results.ingest import import_document
+    from results.schemas import RunIn
+    from results import services
+
+    def imported(times, **overrides):
+        document = import_document(format_name="hyperfine", content=json.dumps(
+            {"results": [{"command": "true", "times": times, "exit_codes": [0] * len(times)}]}).encode(),
+            overrides={"project": {"name": "Demo"}, "machine": {"name": "ci-1"}, **overrides})
+        return services.ingest_run(document=RunIn.model_validate(document), user=None).run
+
+    imported([0.0012, 0.0011, 0.0013], revision={"commit": "a" * 7, "branch": "main"}, kind="nightly")
+    head = imported([0.0, 0.0011, 0.0012], revision={"commit": "b" * 7, "branch": "feature", "pull_request": 7,
+                                                     "base_commit": "a" * 7}, kind="pr")
+
+    assert comparisons.compare_run(run_id=head.pk) > 0
+    head.refresh_from_db()
+    assert head.compared_at is not None
+
+
+def test_an_uploader_does_not_describe_a_machine_it_did_not_make(uploader_api):
+    Machine.objects.create(name="shared", queue="bench.shared", hostname="")
+    document = run_document(machine="shared")
+    document["machine"].update(hostname="attacker-host", os="[pwned](https://evil.example/)")
+
+    status, _, _ = post(uploader_api, document)
+
+    assert status == 201
+    assert Machine.objects.filter(name="shared", hostname="", os="").exists()
+
+
+def test_a_run_now_label_is_one_line(staff):
+    from results import services
+    from results.models import TokenScope
+    from runner import services as runner_services
+    from runner.models import Session
+    from tests.factories import MachineFactory, ProjectFactory
+
+    job = runner_services.create_job(user=staff, project=ProjectFactory(), name="j", benchmark="sort",
+                                     machine=MachineFactory(), workload_kind="builtin", builtin="sort")
+    _, token = services.create_api_token(user=staff, name="jobs", scopes=[TokenScope.JOBS])
+
+    response = Client(headers={"Authorization": f"Bearer {token}"}).post(
+        f"/api/v1/jobs/{job.pk}/run", data={"revisions": [{"label": "a\nb"}, {"label": "c"}]},
+        content_type="application/json")
+
+    assert response.status_code == 422 and not Session.objects.exists()

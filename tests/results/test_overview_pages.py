@@ -590,3 +590,25 @@ def test_the_pr_summary_api_reads_like_the_rest_of_the_api(settings, user):
     member = Client()
     member.force_login(user)
     assert member.get(f"/api/v1/runs/{head.pk}/pr-summary").status_code == 200
+
+
+def test_the_overview_shows_a_page_of_projects_whatever_their_number():
+    """A fuzzer once made 14,700 projects: the overview then rendered every one (7.9 MB, 5 s). It shows
+    selectors.PROJECTS_PER_PAGE projects with a night a page, by name, in a number of queries that does not grow."""
+    def projects_with_a_night(count: int) -> None:
+        for index in range(count):
+            posted_run(0, {"sort": 1.0}, project=f"P{index:03d}", machine="bench-1", sd=0.002)
+
+    projects_with_a_night(3)
+    with CaptureQueriesContext(connection) as few:
+        Client().get("/")
+    projects_with_a_night(25)
+    with CaptureQueriesContext(connection) as many:
+        first = Client().get("/").content.decode()
+    third = Client().get("/?page=3").content.decode()
+
+    assert len(many) == len(few)
+    shown = re.findall(r'<h2 id="project-\d+">(P\d+)</h2>', first)
+    assert shown == [f"P{index:03d}" for index in range(selectors.PROJECTS_PER_PAGE)]
+    assert "projects 1–10 of 25" in first and 'rel="next"' in first
+    assert re.findall(r'<h2 id="project-\d+">(P\d+)</h2>', third) == [f"P{index:03d}" for index in range(20, 25)]

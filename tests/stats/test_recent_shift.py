@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from results.stats import prior_spread as shift_prior
 from results.stats import recent_shift, shift_since
 from tests.expected import fieller
 
@@ -161,3 +162,74 @@ def test_shift_since_needs_two_nights_of_history_and_names_bad_input():
         shift_since([1.0, 1.1, 1.2, 1.3], 0)
     with pytest.raises(ValueError, match="`means`"):
         shift_since([1.0, np.nan, 1.2], 1)
+
+
+def test_a_prior_spread_is_pooled_as_a_one_way_anova_would_pool_it():
+    """With the spread of an earlier level lent, the statistic at each start is the t test of the two segments with
+    the pooled within-group variance of all three groups (the earlier level its own group): scipy's one-way ANOVA
+    gives the same mean square within, and the t quantile its degrees of freedom."""
+    rng = np.random.default_rng(21)
+    earlier = rng.normal(5.0, 0.2, 16)  # 15 df: lent as 8 (PRIOR_DF_STEPS), scaled
+    means = np.r_[rng.normal(6.0, 0.2, 4), rng.normal(6.6, 0.2, 2)]
+    squares, df = shift_prior(earlier)
+
+    result = shift_since(means, 2, history=10, prior=(squares, int(df)))
+
+    after, before = means[-2:], means[:-2]
+    within = ((after - after.mean()) ** 2).sum() + ((before - before.mean()) ** 2).sum()
+    pooled = (within + squares * 8 / 15) / (after.size + before.size - 2 + 8)
+    t = (after.mean() - before.mean()) / np.sqrt(pooled * (1 / 2 + 1 / 4))
+    assert result.pooled_variance == pytest.approx(pooled, rel=1e-12)
+    assert result.statistic == pytest.approx(t, rel=1e-12)
+    assert result.pvalue == pytest.approx(2 * stats.t.sf(abs(t), 2 + 4 - 2 + 8), rel=1e-9)
+    # The sum of squares is the earlier level's own: the within-group sum of squares of scipy's ANOVA of it alone.
+    assert squares == pytest.approx(((earlier - earlier.mean()) ** 2).sum(), rel=1e-12) and df == 15
+
+
+def test_with_a_prior_spread_and_three_nights_of_history_the_adjusted_p_value_stays_calibrated():
+    rng = np.random.default_rng(22)
+    earlier = rng.normal(0.0, 1.0, (20_000, 12))
+    means = rng.normal(3.0, 1.0, (20_000, 8))  # a new level: the same spread, another mean
+    prior = shift_prior(earlier)
+
+    result = recent_shift(means, history=30, recent=5, min_history=3, prior=prior)
+
+    for alpha in (0.05, 0.01):
+        rejected = float(np.mean(result.pvalue < alpha))
+        assert abs(rejected - alpha) < 3.5 * np.sqrt(alpha * (1 - alpha) / 20_000) + 0.1 * alpha, (alpha, rejected)
+
+
+def test_a_shift_soon_after_another_is_found_with_the_earlier_levels_spread_and_not_without_it():
+    rng = np.random.default_rng(23)
+    earlier = rng.normal(1.0, 0.02, (2_000, 20))
+    means = np.c_[rng.normal(1.2, 0.02, (2_000, 4)), rng.normal(1.26, 0.02, (2_000, 2))]  # +5% after 4 nights
+
+    lent = recent_shift(means, history=30, recent=3, min_history=3, prior=shift_prior(earlier))
+    alone = recent_shift(means, history=30, recent=3, min_history=3)
+
+    assert np.mean(lent.pvalue < 0.01) > 0.6 > np.mean(alone.pvalue < 0.01) + 0.2
+
+
+def test_a_sign_chooses_the_start_with_the_largest_statistic_of_that_direction():
+    rng = np.random.default_rng(24)
+    means = np.r_[np.zeros(12), np.full(3, 1.0), np.full(2, -0.5)] + rng.normal(0, 0.05, 17)
+    statistics = {m: stats.ttest_ind(means[17 - m:], means[max(0, 17 - m - 12):17 - m]).statistic for m in range(1, 6)}
+
+    for sign in (1, -1):
+        chosen = recent_shift(means, history=12, recent=5, min_history=10, sign=sign)
+        best = max(statistics, key=lambda m: sign * statistics[m])
+        assert (chosen.nights, chosen.statistic) == (best, pytest.approx(statistics[best], rel=1e-9))
+    either = recent_shift(means, history=12, recent=5, min_history=10)
+    assert either.nights == max(statistics, key=lambda m: abs(statistics[m]))
+
+
+def test_skipped_nights_are_never_chosen_even_when_every_start_tried_moved_the_other_way():
+    # Every start tried (the oldest two of five) is below the history: with sign +1 their statistics are all
+    # negative, and the skipped newest nights must still not be chosen (their statistics are not computed).
+    rng = np.random.default_rng(31)
+    means = np.r_[np.zeros(12), np.full(5, -1.0)] + rng.normal(0, 0.05, 17)
+    statistics = {m: stats.ttest_ind(means[17 - m:], means[max(0, 17 - m - 12):17 - m]).statistic for m in (4, 5)}
+
+    chosen = recent_shift(means, history=12, recent=5, min_history=10, sign=1, skip=3)
+    best = max(statistics, key=statistics.get)
+    assert (chosen.nights, chosen.statistic) == (best, pytest.approx(statistics[best], rel=1e-9))

@@ -1,0 +1,141 @@
+"""Detection on histories as the world makes them (issue 29, spec §8 revised 2026-11-26): a series is a sequence of
+segments, so every shift is found on its own (an earlier alert, however it stands, never absorbs a later shift),
+an alert names the night its shift began (a one-night outlier does not become a later step's first night), a
+machine-wide shift is one incident, and series of one value per run or with two or four modes of noise behave.
+Seeded histories with a known truth, through ingestion and the comparison as the analysis worker runs it."""
+
+from datetime import timedelta
+
+import numpy as np
+import pytest
+
+from results import comparisons, nights, notifications
+from results.models import Alert, AlertGroup, AlertState, ChangePoint, Incident, Run
+from tests.factories import NIGHT_ZERO, post_results
+
+pytestmark = pytest.mark.django_db
+
+
+def night_run(night: int, levels: dict[str, float], *, machine: str = "bench-1", readings: int = 20,
+              within: float = 0.005, seed: int = 0) -> Run:
+    """One nightly run: each benchmark's `readings` around its level (relative sd `within`), or the level alone
+    (one value) when `readings` is 1; compared as the analysis worker compares it."""
+    rng = np.random.default_rng(1000 * seed + night)
+    results = []
+    for name, level in levels.items():
+        if readings == 1:
+            results.append({"benchmark": name, "samples": [float(level)]})
+        else:
+            values = level * (1.0 + rng.normal(0.0, within, readings))
+            results.append({"benchmark": name, "summary": {"mean": float(values.mean()), "subsession_size": 1,
+                                                           "variance": float(values.var(ddof=1)), "n": readings}})
+    run = post_results(results, night=night, machine=machine)
+    comparisons.compare_run(run_id=run.pk)
+    return run
+
+
+def history(levels_by_night: dict[str, np.ndarray], **options) -> list[Run]:
+    nights = len(next(iter(levels_by_night.values())))
+    return [night_run(night, {name: float(levels[night]) for name, levels in levels_by_night.items()}, **options)
+            for night in range(nights)]
+
+
+def noisy(nights: int, *, sd: float, seed: int, steps: dict[int, float] = ()) -> np.ndarray:
+    """Night levels around 1.0 with run-to-run sd `sd`, multiplied by each step's factor from its night on."""
+    levels = 1.0 + np.random.default_rng(seed).normal(0.0, sd, nights)
+    for night, factor in dict(steps).items():
+        levels[night:] *= factor
+    return levels
+
+
+def alerts_of(name: str) -> list[tuple[int, int, str]]:
+    """(night opened, first night named, state) of a benchmark's alerts, in the order they were opened."""
+    return [((opened - NIGHT_ZERO).days, (first - NIGHT_ZERO).days, state) for opened, first, state in
+            Alert.objects.filter(comparison__candidate__metric__benchmark__name=name).order_by("pk").values_list(
+                "comparison__candidate__run__started_at", "first_run__started_at", "state")]
+
+
+def test_two_steps_on_one_series_are_alerted_each_on_its_night_with_the_first_alert_untriaged():
+    levels = noisy(70, sd=0.01, seed=1, steps={25: 1.10, 50: 1.20})
+
+    history({"sort": levels})
+
+    found = [alert for alert in alerts_of("sort") if alert[2] != AlertState.DISMISSED]
+    # Each step has an alert of its own, naming its night, opened within two nights of it: the second was not
+    # pooled into the first (left untriaged), nor did it confirm the first.
+    assert [first for _, first, _ in found] == [25, 50], alerts_of("sort")
+    assert max(opened - first for opened, first, _ in found) <= 2, found
+
+
+def test_a_one_night_outlier_does_not_become_the_first_night_of_a_later_step():
+    levels = noisy(60, sd=0.005, seed=2, steps={40: 1.06})
+    levels[25] *= 1.25  # one odd night
+
+    history({"sort": levels})
+
+    found = alerts_of("sort")
+    named = [first for _, first, _ in found]
+    assert 40 in named, found
+    outlier = [state for _, first, state in found if first == 25]
+    assert outlier in ([], [AlertState.DISMISSED]), found
+
+
+def test_a_machine_wide_shift_is_one_incident_of_its_series_and_no_more():
+    shifted = {f"moved {i:02d}": noisy(40, sd=0.005, seed=10 + i, steps={30: 1.08}) for i in range(20)}
+    steady = {f"steady {i:02d}": noisy(40, sd=0.005, seed=50 + i) for i in range(20)}
+
+    history({**shifted, **steady})
+
+    (incident,) = Incident.objects.all()
+    members = set(incident.alerts.values_list("comparison__candidate__metric__benchmark__name", flat=True))
+    assert members == set(shifted)
+    assert incident.night == nights.night_of(NIGHT_ZERO + timedelta(days=30))
+    assert Alert.objects.count() <= len(shifted)
+    # Told once: the night's notification has one line for the incident, none per series.
+    group = AlertGroup.objects.filter(alerts__incident=incident).order_by("run__started_at").first()
+    text = notifications.summary_text(notifications.alert_group_summary(group))
+    assert text.count("machine-wide shift of bench-1 from the night of") == 1
+    assert f"{incident.alerts.count()} series moved +" in text and "moved 00" not in text
+
+
+def test_a_machine_wide_shift_and_a_regression_of_three_series_the_same_night_report_both():
+    shifted = {f"moved {i:02d}": noisy(40, sd=0.005, seed=10 + i, steps={30: 1.08}) for i in range(12)}
+    regressed = {f"slower {i}": noisy(40, sd=0.005, seed=80 + i, steps={30: 1.30}) for i in range(3)}
+    steady = {f"steady {i:02d}": noisy(40, sd=0.005, seed=50 + i) for i in range(15)}
+
+    history({**shifted, **regressed, **steady})
+
+    (incident,) = Incident.objects.all()
+    members = set(incident.alerts.values_list("comparison__candidate__metric__benchmark__name", flat=True))
+    assert members == set(shifted) | set(regressed)
+    # Each series keeps its own alert and verdict: the three 30% regressions are regressions of those series.
+    for name in regressed:
+        alert = Alert.objects.get(comparison__candidate__metric__benchmark__name=name)
+        assert alert.comparison.verdict in ("regression", "suspected regression")
+        assert alert.comparison.ratio > 1.25
+    line = notifications.incident_line(incident).text
+    assert "first bad commit" in line and "after" in line
+
+
+def test_a_series_of_one_value_per_run_is_detected_from_its_run_to_run_spread():
+    levels = noisy(45, sd=0.01, seed=3, steps={30: 1.08})
+
+    history({"single": levels}, readings=1)
+
+    found = alerts_of("single")
+    assert found and found[0][1] == 30 and found[0][0] - 30 <= 2, found
+
+
+@pytest.mark.parametrize("modes", [2, 4])
+def test_a_flat_series_of_several_modes_gets_no_alert_and_no_change_point(modes):
+    rng = np.random.default_rng(modes)
+    centres = 1.0 + 0.12 * np.arange(modes)  # runner types 12% apart, landing at random each night
+    levels = centres[rng.integers(0, modes, 80)] * (1.0 + rng.normal(0.0, 0.003, 80))
+
+    runs = history({"modes": levels})
+
+    from results import changepoints
+
+    changepoints.detect_change_points(metric_ids=list(runs[-1].results.values_list("metric_id", flat=True)),
+                                      machine_id=runs[-1].machine_id)
+    assert alerts_of("modes") == [] and not ChangePoint.objects.exists()
