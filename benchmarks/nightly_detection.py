@@ -9,8 +9,8 @@ change-point code, against an oracle and the realistic bound (spec §8, revised 
 Each night posts one run of `series` results (one per series; each result the summary of 30 readings
 with a within-run sd of 3%) through ``results.services.ingest_run``, then calls the tasks' services
 in-process as the worker would: ``results.comparisons.compare_run`` (comparisons, q-values, alerts)
-and ``results.changepoints.detect_change_points_for_run``. Every series has its own run-to-run noise
-(sd per level); half of them step up by 5% from night 25 (a regression), the other half stay the same
+and ``results.alerts.scan_run_series`` (the change points of the series it flagged, alerted). Every series
+has its own run-to-run noise (sd per level); half of them step up by 5% from night 25 (a regression), the other half stay the same
 (A/A). Printed per level:
 
 - alerts per series-night without a shift (nights K…end of the A/A series, K…24 of the step series);
@@ -137,7 +137,7 @@ def measure(series: int, nights: int, level: float, seed: int, scenario: str = "
     django.setup()
     from django.core.management import call_command
 
-    from results import changepoints, comparisons, services
+    from results import alerts, comparisons, services
     from results.models import Alert, ChangePoint, Incident, Metric
     from results.schemas import RunIn
 
@@ -159,7 +159,7 @@ def measure(series: int, nights: int, level: float, seed: int, scenario: str = "
         began = time.perf_counter()
         run = services.ingest_run(document=document, user=None).run
         comparisons.compare_run(run_id=run.pk)
-        changepoints.detect_change_points_for_run(run_id=run.pk)
+        alerts.scan_run_series(run_id=run.pk)
         seconds += time.perf_counter() - began
 
     index = {metric_id: int(name.split()[-1]) for metric_id, name in

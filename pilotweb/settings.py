@@ -264,7 +264,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"queue": "analysis"},
     },
-    # Change points of every series, once a day (results.changepoints.scan_change_points).
+    # Change points of every series, once a day, and alerts for those to act on (results.alerts.scan_change_points).
     "scan-change-points": {
         "task": "results.tasks.scan_change_points",
         "schedule": 86400.0,

@@ -11,7 +11,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from . import access, changepoints, nights
+from . import access, changepoints, nights, stats
+from .baselines import MATCH_NIGHTS, UNTRIAGED
 from .models import (
     SERIES_KINDS,
     Alert,
@@ -26,8 +27,10 @@ from .models import (
     Incident,
     IncidentKind,
     Project,
+    Result,
     Run,
     RunKind,
+    RunStatus,
     Verdict,
 )
 from .comparing import suspected_verdict
@@ -235,6 +238,92 @@ def _settle_closed(closed: dict[int, tuple[dict, int]]) -> list[int]:
         alert.updated_at = now
     Alert.objects.bulk_update(changed, ["state", "state_note", "updated_at"])
     return [alert.pk for alert in changed]
+
+
+CHANGE_POINT_NIGHTS = 30
+"""A change point of the daily scan opens an alert only while its first night is among its series' newest this
+many nights: older ones are history to read, not news to act on (the first scan of an imported history would
+otherwise raise every change it ever had)."""
+
+
+def scan_change_points(*, chunk_size: int = changepoints.CHUNK_SIZE) -> int:
+    """The daily scan: every default-branch series' change points found, sized and stored
+    (:func:`results.changepoints.detect_change_points`), `chunk_size` metrics of one machine at a time, each chunk
+    with its alerts in one transaction (a failure keeps the chunks done); returns the change points stored."""
+    stored = 0
+    for machine_id, metric_ids in changepoints.series_chunks(chunk_size=chunk_size):
+        with transaction.atomic():
+            points = changepoints.detect_change_points(metric_ids=metric_ids, machine_id=machine_id)
+            alert_change_points(points)
+        stored += len(points)
+    return stored
+
+
+@transaction.atomic
+def scan_run_series(*, run_id: int) -> list[Alert]:
+    """After a run was compared: the series it flagged re-scanned on its machine
+    (:func:`results.changepoints.detect_change_points_for_run`), and the change points to act on alerted."""
+    return alert_change_points(changepoints.detect_change_points_for_run(run_id=run_id))
+
+
+def alert_change_points(points: list[ChangePoint]) -> list[Alert]:
+    """Open an alert for each change point the user should act on (spec §8: stored change points and alerts
+    agree): one not yet an alert's, among its series' newest :data:`CHANGE_POINT_NIGHTS` nights, whose interval
+    lies beyond the band (a regression or an improvement, spec §7), significant at the series' level, and with
+    no alert of its series within ``MATCH_NIGHTS`` nights of it (that alert is the same change). The alert is
+    confirmed (a change point is a decision), names the change point's run as its first night, belongs to the
+    alert group of its series' newest run, and is the change point's alert. A suspected, untriaged alert of the
+    series before it is dismissed: the scan of the whole history places the change elsewhere. Returns the alerts
+    opened."""
+    points = [point for point in points if point.alert_id is None and point.retracted_at is None
+              and point.ci_low is not None and point.ci_high is not None and point.pvalue is not None
+              and point.pvalue < SERIES_LEVEL]
+    if not points:
+        return []
+    now = timezone.now()
+    opened: dict[int, list[Alert]] = {}
+    for point in ChangePoint.objects.filter(pk__in=[point.pk for point in points]).select_related(
+            "metric__benchmark__project", "run"):
+        metric, project = point.metric, point.metric.benchmark.project
+        verdict = str(stats.verdict(point.ci_low, point.ci_high, threshold=metric.threshold,
+                                    direction=metric.direction))
+        if verdict not in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
+            continue
+        series = list(Run.objects.filter(
+            project=project, machine_id=point.machine_id, status=RunStatus.COMPLETED, kind__in=SERIES_KINDS,
+            revision__branch=project.default_branch, results__metric_id=metric.pk,
+        ).order_by("started_at", "pk").values_list("pk", flat=True))
+        if point.run_id not in series or len(series) - series.index(point.run_id) > CHANGE_POINT_NIGHTS:
+            continue
+        at = series.index(point.run_id)
+        alerts = Alert.objects.filter(comparison__candidate__metric_id=metric.pk, first_run__project_id=project.pk,
+                                      first_run__machine_id=point.machine_id, first_run__kind__in=SERIES_KINDS)
+        if any(first in series and abs(series.index(first) - at) <= MATCH_NIGHTS
+               for first in alerts.values_list("first_run_id", flat=True)):
+            continue
+        newest = series[-1]
+        comparison = Comparison.objects.create(
+            candidate=Result.objects.get(run_id=newest, metric_id=metric.pk), method=ComparisonMethod.CHANGE_POINT,
+            ratio=point.ratio, ci_low=point.ci_low, ci_high=point.ci_high, bounded=True, pvalue=point.pvalue,
+            verdict=verdict, threshold=metric.threshold, confidence_level=metric.confidence_level,
+            inputs={"change_point": point.pk, "first_run": point.run_id, "nights_since": len(series) - at})
+        superseded = alerts.filter(state=AlertState.SUSPECTED, status__in=UNTRIAGED,
+                                   first_run__started_at__lt=point.run.started_at)
+        superseded.update(state=AlertState.DISMISSED, updated_at=now, state_note=(
+            f"dismissed: the daily scan places the series' change at run #{point.run_id}, an alert of its own"))
+        group, _ = AlertGroup.objects.get_or_create(run_id=newest)
+        alert = Alert.objects.create(
+            comparison=comparison, group=group, first_run_id=point.run_id, evidence=comparison,
+            state=AlertState.CONFIRMED, state_note=f"a change point of the daily scan: {verdict}, "
+                                                   f"p = {point.pvalue:.2g} (permutation test)")
+        ChangePoint.objects.filter(pk=point.pk).update(alert=alert)
+        opened.setdefault(group.pk, []).append(alert)
+    for group_id, group_alerts in opened.items():
+        group = AlertGroup.objects.select_related("run").get(pk=group_id)
+        gather_incidents(group.run)
+        ids = [alert.pk for alert in group_alerts]
+        transaction.on_commit(lambda group_id=group_id, ids=ids: _announce(group_id, ids))
+    return [alert for found in opened.values() for alert in found]
 
 
 def _announce(group_id: int, alert_ids: list[int]) -> None:

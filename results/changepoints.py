@@ -13,8 +13,8 @@ moves it (and records the move); one that a scan with enough nights after it no 
 (kept, marked), and the window moving past a change point leaves it as it is.
 
 Cost: a 500-night series takes about 25 ms. The per-run trigger examines only the series whose shift test
-flagged a change (:func:`series_to_check`); a daily scan (:func:`scan_change_points`) walks every series
-in chunks.
+flagged a change (:func:`series_to_check`); a daily scan (:func:`results.alerts.scan_change_points`, which
+also alerts the change points to act on) walks every series in chunks (:func:`series_chunks`).
 """
 
 from collections import defaultdict
@@ -198,17 +198,6 @@ def detect_change_points_for_run(*, run_id: int) -> list[ChangePoint]:
         return []
     machine_id = Run.objects.values_list("machine_id", flat=True).get(pk=run_id)
     return detect_change_points(metric_ids=metric_ids, machine_id=machine_id)
-
-
-def scan_change_points(*, chunk_size: int = CHUNK_SIZE) -> int:
-    """Examine every default-branch series, `chunk_size` metrics of one machine at a time; return the number
-    of change points stored.
-
-    Each chunk is its own transaction: a failure keeps the chunks already done, and the next scan redoes
-    the rest.
-    """
-    return sum(len(detect_change_points(metric_ids=metric_ids, machine_id=machine_id))
-               for machine_id, metric_ids in series_chunks(chunk_size=chunk_size))
 
 
 def series_chunks(*, chunk_size: int = CHUNK_SIZE) -> list[tuple[int, list[int]]]:

@@ -273,6 +273,8 @@ class Run(models.Model):
         ]
         indexes = [
             models.Index(fields=["project", "machine", "kind", "-started_at"], name="run_history_idx"),
+            # The runs list's order: its first page is read from the index, however many runs there are.
+            models.Index(fields=["-started_at", "-id"], name="run_newest_idx"),
         ]
 
     def __str__(self) -> str:
@@ -432,6 +434,7 @@ class ComparisonMethod(models.TextChoices):
     PAIRWISE = "pairwise", "Welch and Fieller on subsession statistics"
     BOOTSTRAP = "bootstrap", "hierarchical bootstrap on raw samples"
     SHIFT = "shift", "the nights since a recent shift against the nights before it (evidence pooled)"
+    CHANGE_POINT = "change_point", "a change point of the daily scan: the nights since it against those before it"
 
 
 class Comparison(models.Model):

@@ -288,7 +288,7 @@ def _quoted(commit: str) -> str:
 
 _BASELINES = {"history": "the last nights of the series", "shift": "the nights before the shift",
               "pairwise": "the base run", "previous": "the previous night", "bootstrap": "the base run",
-              "files": "the baseline file"}
+              "files": "the baseline file", "change_point": "the segment before the change point"}
 
 
 def format_threshold(threshold: float) -> str:
@@ -349,6 +349,10 @@ def evidence(row) -> list[tuple[str, str]]:
             held = (f"{len(pooled)} night{'s' if len(pooled) != 1 else ''} since run #{pooled[0]} pooled against "
                     f"{held} before, {inputs.get('starts_tried', 0)} first nights tried")
         lines.append(("Baseline", f"{baseline}: {held}; mean {format_quantity(row.baseline.mean, None, scale)}"))
+    elif row.method == "change_point" and inputs.get("first_run"):
+        since = inputs.get("nights_since", 0)
+        lines.append(("Baseline", f"{baseline}: the daily scan's segments either side of run #{inputs['first_run']}"
+                                  f" ({since} night{'s' if since != 1 else ''} since it), their night means"))
     elif row.baseline.mean is not None:
         count = "" if row.baseline.n is None else f" from {row.baseline.n} units"
         lines.append(("Baseline", f"{baseline}: {row.baseline_text}{count}"))

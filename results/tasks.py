@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import transaction
 from kombu.exceptions import OperationalError
 
-from . import changepoints, comparisons, notifications
+from . import alerts, comparisons, notifications
 
 logger = logging.getLogger(__name__)
 
@@ -88,9 +88,9 @@ def notify_pending_alert_groups() -> None:
 
 @shared_task(ignore_result=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
 def detect_change_points_for_run(run_id: int) -> None:
-    changepoints.detect_change_points_for_run(run_id=run_id)
+    alerts.scan_run_series(run_id=run_id)
 
 
 @shared_task(ignore_result=True)
 def scan_change_points() -> None:
-    changepoints.scan_change_points()
+    alerts.scan_change_points()

@@ -11,11 +11,24 @@ import numpy as np
 import pytest
 from django.conf import settings
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone as django_timezone
 
-from results import changepoints, comparisons, services, tasks
-from results.models import ChangePoint, Machine, Metric, Run
+from results import alerts, changepoints, comparisons, services, tasks
+from results.models import (
+    Alert,
+    AlertGroup,
+    AlertState,
+    ChangePoint,
+    Comparison,
+    ComparisonMethod,
+    Machine,
+    Metric,
+    Result,
+    Run,
+    Verdict,
+)
 from results.schemas import RunIn
 
 pytestmark = pytest.mark.django_db
@@ -236,7 +249,7 @@ def test_the_daily_scan_examines_every_series_in_chunks_of_metrics_per_machine()
                                     for name in ("hash", "sort"))
     assert set(ChangePoint.objects.values_list("machine__name", "metric__benchmark__name")) == {
         ("bench-a", "sort"), ("bench-b", "hash")}
-    assert changepoints.scan_change_points(chunk_size=1) == ChangePoint.objects.count()
+    assert alerts.scan_change_points(chunk_size=1) == ChangePoint.objects.count()
 
 
 def test_the_scan_is_scheduled_daily_on_the_analysis_queue():
@@ -248,3 +261,34 @@ def test_the_scan_is_scheduled_daily_on_the_analysis_queue():
 def test_a_window_too_short_for_two_segments_is_refused():
     with pytest.raises(ValueError, match="limit must be at least 10"):
         changepoints.detect_change_points(metric_ids=[], machine_id=1, limit=9)
+
+
+def test_a_change_point_to_act_on_gets_one_alert_an_old_one_none_and_an_earlier_suspected_alert_is_settled():
+    # Nobody compared these nights (no nightly alert): the daily scan's change points are all there is.
+    runs = post_history({"sort": step(60, 45, 1.08), "old": step(60, 12, 1.08)}, seed=21)
+    earlier = Comparison.objects.create(
+        candidate=Result.objects.get(run=runs[36], metric_id=metric("sort")), method=ComparisonMethod.SHIFT,
+        ratio=1.03, verdict=Verdict.SUSPECTED_REGRESSION, threshold=0.02, confidence_level=0.95)
+    suspected = Alert.objects.create(comparison=earlier, group=AlertGroup.objects.create(run=runs[36]),
+                                     first_run=runs[35], state=AlertState.SUSPECTED)
+
+    alerts.scan_change_points()
+    alerts.scan_change_points()  # a second scan finds the same change: no second alert
+
+    opened = Alert.objects.exclude(pk=suspected.pk).select_related("comparison", "first_run")
+    assert [alert.comparison.candidate.metric_id for alert in opened] == [metric("sort")]
+    alert = opened.get()
+    point = ChangePoint.objects.get(metric_id=metric("sort"))
+    assert abs(runs.index(point.run) - 45) <= 1 and point.alert_id == alert.pk
+    assert (alert.first_run_id, alert.state, alert.comparison.method, alert.comparison.verdict) == (
+        point.run_id, AlertState.CONFIRMED, ComparisonMethod.CHANGE_POINT, Verdict.REGRESSION)
+    assert alert.group.run_id == runs[-1].pk and alert.comparison.candidate.run_id == runs[-1].pk
+    # The change 48 nights back is stored, and is history: no alert.
+    assert abs(runs.index(ChangePoint.objects.get(metric_id=metric("old")).run) - 12) <= 1
+    suspected.refresh_from_db()
+    assert suspected.state == AlertState.DISMISSED and f"run #{point.run_id}" in suspected.state_note
+    # Shown on the alerts page as any alert is, saying how it was found.
+    html = Client().get("/alerts/").content.decode()
+    row = html[html.index(f'id="alert-{alert.pk}"'):]
+    assert "▲ regression" in row[:row.index("</tr>")]
+    assert "found by a change point of the daily scan" in html
