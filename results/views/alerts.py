@@ -80,9 +80,7 @@ def _triage(request: HttpRequest) -> HttpResponse:
         return _triage_incident(request)
     form = AlertTriageForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Not changed: " + "; ".join(
-            f"{_label(form, field)}: {' '.join(errors)}" for field, errors in form.errors.items()))
-        return redirect(request.get_full_path())
+        return _refused(request, form)
     alert = get_object_or_404(selectors.alerts(viewer=request.user), pk=form.cleaned_data["alert"])
     chosen = form.cleaned_data
     try:
@@ -98,13 +96,18 @@ def _triage(request: HttpRequest) -> HttpResponse:
     return redirect(f"{request.get_full_path()}#alert-{alert.pk}")
 
 
+def _refused(request: HttpRequest, form) -> HttpResponse:
+    """An invalid triage form: nothing changed, each field's errors said, back to the same filtered list."""
+    messages.error(request, "Not changed: " + "; ".join(
+        f"{_label(form, field)}: {' '.join(errors)}" for field, errors in form.errors.items()))
+    return redirect(request.get_full_path())
+
+
 def _triage_incident(request: HttpRequest) -> HttpResponse:
     """POST: change an incident's status and with it its alerts', then back to the same filtered list."""
     form = IncidentTriageForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Not changed: " + "; ".join(
-            f"{_label(form, field)}: {' '.join(errors)}" for field, errors in form.errors.items()))
-        return redirect(request.get_full_path())
+        return _refused(request, form)
     incident = get_object_or_404(selectors.incidents(viewer=request.user), pk=form.cleaned_data["incident"])
     incident = triage_incident(incident=incident, status=form.cleaned_data["status"], note=form.cleaned_data["note"],
                                user=request.user)
