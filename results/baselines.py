@@ -50,7 +50,8 @@ misbehaved) neither hides a later step by inflating the spread nor moves the lev
 about once in 1,000; a series whose odd nights are one in ten or more (several modes) is not clipped."""
 
 MATCH_NIGHTS = 5
-"""A change point this many nights or fewer from a suspected shift's first night is that shift, settled."""
+"""A change point this many nights or fewer from a suspected shift's first night (and not after the night its
+alert was opened) is that shift, settled."""
 UNTRIAGED = (AlertStatus.NEW, AlertStatus.ACKNOWLEDGED)
 ACCEPTED = (AlertStatus.FIXED, AlertStatus.WONT_FIX)
 
@@ -157,19 +158,16 @@ class SeriesAlerts:
 
         changes = list(self.changes)
         points = [index(point) for point in self.change_points]
-        # A change point at a suspected change's first night settles it: the level moved there (spec §8). Not
-        # one after the night its alert was opened: a change point that moves with each re-scan must not carry
-        # an outlier's alert forward onto a later shift (re-scans refine, never absorb).
+        # A change point near a suspected change's first night settles it: the level moved (spec §8). The alert
+        # keeps its own first night: the scan's night can lie a few nights off (a scan's segments are 5 nights at
+        # least), and moving the change there would split it, its own step found again inside its nights.
         for position, change in enumerate(changes):
             if change.level or change.alert is None:
                 continue
             at = index(change.first)
             latest = len(nights) if change.opened is None else index(change.opened)
-            settling = [point for point in points if abs(point - at) <= MATCH_NIGHTS and point <= latest]
-            if settling:
-                nearest = min(settling, key=lambda point: abs(point - at))
-                changes[position] = replace(change, first=nights[nearest].started_at if nearest < len(nights)
-                                            else change.first, level=True)
+            if any(abs(point - at) <= MATCH_NIGHTS and point <= latest for point in points):
+                changes[position] = replace(change, level=True)
         # A change point far from every alert moves no level by itself: nobody was alerted of it, and a shift that
         # is still to be alerted must not become the level it is tested against.
         bounds = sorted({(index(change.first), change.level, change.alert) for change in changes},

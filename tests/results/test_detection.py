@@ -182,6 +182,24 @@ def test_a_change_point_at_a_suspected_shift_accepts_it_as_the_new_level():
     assert shift.inputs["carried"] and shift.inputs["first_run"] == runs[26].pk
 
 
+def test_a_change_point_a_few_nights_off_settles_a_suspected_shift_without_splitting_it():
+    """The scan's segments are 5 nights at least, so its night can lie a few nights before the alert's: the
+    change is settled, keeps the alert's first night, and is not found again inside its own nights (which
+    closed the alert as "no change of its own" and opened a second one for the same step: four alerts, three
+    dismissed, for one step, before the fix)."""
+    series = {"step": levels(45, sd=0.015, seed=5, shift=step(45, 26, 0.10)), **flat_series(3, 45, sd=0.015, seed=50)}
+    runs = nightly(series, seed=205, last=27)
+    (alert,) = alerts_of("step")
+    assert alert.state == AlertState.SUSPECTED and first_night(alert) == 26
+
+    ChangePoint.objects.create(metric=alert.comparison.candidate.metric, machine=runs[23].machine, run=runs[23],
+                               ratio=1.10, pvalue=0.001)
+    nightly(series, seed=205, first=27, last=36)
+
+    (settled,) = alerts_of("step")
+    assert (settled.pk, first_night(settled), settled.state) == (alert.pk, 26, AlertState.CONFIRMED)
+
+
 def latest(name: str, method: str) -> Comparison:
     return Comparison.objects.filter(candidate__metric__benchmark__name=name, method=method).latest(
         "candidate__run__started_at")
