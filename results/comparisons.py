@@ -131,8 +131,9 @@ def shift_rows(candidates: Sequence[Series], segments: Sequence[Sequence[StoredN
     before it (:func:`results.stats.recent_shift`, adjusted for the starts tried). Where the segment began with a
     change whose evidence is still gathered (``carried``), the nights since it are also pooled against the segment
     before it (:func:`results.stats.shift_since`): the row is that evidence, unless the scan finds a new shift
-    inside the change's nights, which is then the row, and says how the change it closes stands on its own nights
-    (``inputs["closes"]``: a step inside an alert's nights is a change of its own, never pooled into it). The
+    of ``CLOSING_NIGHTS`` nights or more inside the change's nights, which is then the row, and says how the
+    change it closes stands on its own nights (``inputs["closes"]``: a step inside an alert's nights is a change
+    of its own, never pooled into it). The
     night means are the units, so a series of single values (n = 1) is tested like any other. Where an earlier
     segment (``previous``, oldest first) has the nights to tell the series' night-to-night spread, its spread is
     pooled in (:func:`results.stats.prior_spread`), and a shift is tested against as few as
@@ -148,7 +149,7 @@ def shift_rows(candidates: Sequence[Series], segments: Sequence[Sequence[StoredN
     for i, (scan, evidence) in enumerate(zip(scans, pooled)):
         if evidence is None:
             rows.append(scan)
-        elif _finds_shift(scan, candidates[i]):
+        elif _finds_shift(scan, candidates[i]) and scan.inputs["nights_since"] >= CLOSING_NIGHTS:
             rows.append(scan)
             closing.append(i)
         else:
@@ -167,6 +168,14 @@ def shift_rows(candidates: Sequence[Series], segments: Sequence[Sequence[StoredN
                                nights=len(evidence.inputs["pooled_runs"]))
             rows[i] = replace(rows[i], inputs={**rows[i].inputs, "closes": settled})
     return rows
+
+
+CLOSING_NIGHTS = 2
+"""The fewest nights a shift found inside a carried change's nights is made of before it closes that change: one
+night just after a change is as likely the new level's spread, which its few nights cannot tell yet (measured:
+a machine-wide step of 20 series at 1.5% and 3% run-to-run noise drew 2 and 3 one-night alerts in the nights after
+it; benchmarks/nightly_detection.py --scenario machine-wide). Until then the night is pooled into the change's
+evidence."""
 
 
 class Carried(NamedTuple):

@@ -67,6 +67,20 @@ def test_two_steps_on_one_series_are_alerted_each_on_its_night_with_the_first_al
     assert max(opened - first for opened, first, _ in found) <= 2, found
 
 
+def test_one_odd_night_just_after_a_step_opens_no_alert_and_a_second_step_there_does():
+    # A step at 25, then on one series a single odd night at 31 (while the step's evidence is still gathered),
+    # on the other a second step at 31: one night just after a change is not a new level, two are.
+    spike = noisy(40, sd=0.01, seed=7, steps={25: 1.10})
+    spike[31] *= 1.04  # four standard deviations
+    second = noisy(40, sd=0.01, seed=8, steps={25: 1.10, 31: 1.08})
+
+    history({"spike": spike, "second": second})
+
+    assert [first for _, first, _ in alerts_of("spike")] == [25], alerts_of("spike")
+    found = [(opened, first) for opened, first, state in alerts_of("second") if state != AlertState.DISMISSED]
+    assert [first for _, first in found] == [25, 31] and found[1][0] <= 33, alerts_of("second")
+
+
 def test_a_one_night_outlier_does_not_become_the_first_night_of_a_later_step():
     levels = noisy(60, sd=0.005, seed=2, steps={40: 1.06})
     levels[25] *= 1.25  # one odd night
