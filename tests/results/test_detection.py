@@ -165,16 +165,22 @@ def test_a_shift_dismissed_in_triage_gives_its_nights_back_and_is_not_raised_aga
                if c.inputs.get("first_run"))
 
 
+def suspected_step_with_change_point(size: float, *, until: int, change_point: int) -> tuple[dict, list[Run], Alert]:
+    """A series that steps by `size` at night 26 among three flat ones, its nights before `until` compared: its
+    alert (suspected, naming night 26), after which a scan's change point is stored at `change_point`."""
+    series = {"step": levels(45, sd=0.015, seed=5, shift=step(45, 26, size)), **flat_series(3, 45, sd=0.015, seed=50)}
+    runs = nightly(series, seed=205, last=until)
+    (alert,) = alerts_of("step")
+    assert alert.state == AlertState.SUSPECTED and first_night(alert) == 26
+    ChangePoint.objects.create(metric=alert.comparison.candidate.metric, machine=runs[change_point].machine,
+                               run=runs[change_point], ratio=1.0 + size, pvalue=0.001)
+    return series, runs, alert
+
+
 def test_a_change_point_at_a_suspected_shift_accepts_it_as_the_new_level():
     """Spec §8: a suspected shift is resolved by a confirmed change point too; the nights since it are then the
     series' level, no longer kept out."""
-    series = {"step": levels(45, sd=0.015, seed=5, shift=step(45, 26, 0.04)), **flat_series(3, 45, sd=0.015, seed=50)}
-    runs = nightly(series, seed=205, last=29)
-    (alert,) = alerts_of("step")
-    assert alert.state == AlertState.SUSPECTED and first_night(alert) == 26
-
-    ChangePoint.objects.create(metric=alert.comparison.candidate.metric, machine=runs[26].machine, run=runs[26],
-                               ratio=1.04, pvalue=0.001)
+    series, runs, alert = suspected_step_with_change_point(0.04, until=29, change_point=26)
     nightly(series, seed=205, first=29, last=30)
 
     assert min(nights_of(latest("step", "history").inputs["history_runs"])) == 26  # the new level
@@ -187,13 +193,7 @@ def test_a_change_point_a_few_nights_off_settles_a_suspected_shift_without_split
     change is settled, keeps the alert's first night, and is not found again inside its own nights (which
     closed the alert as "no change of its own" and opened a second one for the same step: four alerts, three
     dismissed, for one step, before the fix)."""
-    series = {"step": levels(45, sd=0.015, seed=5, shift=step(45, 26, 0.10)), **flat_series(3, 45, sd=0.015, seed=50)}
-    runs = nightly(series, seed=205, last=27)
-    (alert,) = alerts_of("step")
-    assert alert.state == AlertState.SUSPECTED and first_night(alert) == 26
-
-    ChangePoint.objects.create(metric=alert.comparison.candidate.metric, machine=runs[23].machine, run=runs[23],
-                               ratio=1.10, pvalue=0.001)
+    series, _, alert = suspected_step_with_change_point(0.10, until=27, change_point=23)
     nightly(series, seed=205, first=27, last=36)
 
     (settled,) = alerts_of("step")
