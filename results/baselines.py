@@ -149,7 +149,6 @@ class SeriesAlerts:
     change_points: tuple[datetime, ...] = ()
     carried_alert: int | None = None
     carried_worse: bool = True
-    carried_opened: datetime | None = None
     pooled_first: datetime | None = None
 
     def baseline(self, nights: list[Night]) -> SeriesBaseline:
@@ -181,6 +180,7 @@ class SeriesAlerts:
         carried = bounds[-1][2] if bounds and bounds[-1][2] == self.carried_alert else None
         if carried is not None and bounds[-1][1] and len(nights) - segment + 1 > SHIFT_RECENT:
             carried = None  # a confirmed change is carried for its first SHIFT_RECENT nights only
+        opened = next((change.opened for change in self.changes if carried and change.alert == carried), None)
         # The nights kept start at the segment before the newest one (the carried change's history, and the
         # spread the newest segment's tests borrow), or at the newest level (the baseline) if it is earlier.
         first = min(previous, level)
@@ -193,7 +193,7 @@ class SeriesAlerts:
             nights=kept, level_start=level - first, segment_start=segment - first, previous_start=previous - first,
             suspected_since=None if suspected is None else suspected - first, carried=carried,
             carried_from=None if carried is None else previous - first, carried_worse=self.carried_worse,
-            carried_opened=None if carried is None else index(self.carried_opened) - first, tried_after=tried)
+            carried_opened=None if opened is None else index(opened) - first, tried_after=tried)
 
 
 def series_alerts(run: Run, metric_ids: list[int] | QuerySet) -> dict[int, SeriesAlerts]:
@@ -225,7 +225,7 @@ def series_alerts(run: Run, metric_ids: list[int] | QuerySet) -> dict[int, Serie
         # its first SHIFT_RECENT nights (decided where its nights are known); the nights of a suspected one are
         # read however many they are.
         current.update(carried_alert=pk if status in UNTRIAGED else None, carried_worse="regression" in verdict,
-                       carried_opened=opened, pooled_first=first if status in UNTRIAGED and not level else None)
+                       pooled_first=first if status in UNTRIAGED and not level else None)
     # The change points a scan found: an alert's own (a confirmed alert is a change point) is its change already.
     points = (ChangePoint.objects.filter(metric_id__in=metric_ids, machine_id=run.machine_id, retracted_at__isnull=True,
                                          run__project_id=run.project_id, run__started_at__lt=run.started_at,

@@ -295,7 +295,7 @@ def _shift_test(candidates: Sequence[Series], nights: Sequence[Sequence[StoredNi
     found = test(means, levels)
     columns = {name: np.atleast_1d(getattr(found, name)) for name in (
         "start", "nights", "history_size", "ratio", "low", "high", "bounded", "statistic", "pvalue",
-        "unadjusted_pvalue", "mean_after", "mean_before", "pooled_variance")}
+        "unadjusted_pvalue", "mean_after", "mean_before", "pooled_variance", "starts_tried")}
     tested = columns["start"] >= 0
     columns["verdict"] = np.full(len(members), Verdict.INSUFFICIENT_HISTORY, dtype=object)
     if tested.any():
@@ -346,7 +346,8 @@ def _shift_row(series: Series, earlier: Sequence[StoredNight], values: dict, *, 
         series, method=ComparisonMethod.SHIFT, alpha=ALPHA, numbers={**values, "df": k + m - 2},
         verdict=str(values["verdict"]), baseline=Side(mean=baseline[0], variance=pooled, n=k),
         candidate=Side(mean=float(values["mean_after"]), variance=pooled, n=m), note=shift_note(m, k),
-        inputs={"first_run": after[0], "pooled_runs": after, "history_runs": before, "starts_tried": starts,
+        inputs={"first_run": after[0], "pooled_runs": after, "history_runs": before,
+                "starts_tried": int(values["starts_tried"]),
                 "nights_since": m, "carried": pooled_since,
                 "unadjusted_pvalue": float(values["unadjusted_pvalue"]), "baseline": baseline,
                 "welch_pvalue": None if math.isnan(welch) else welch})

@@ -57,6 +57,8 @@ class RecentShift:
         The mean of the m nights, of the K nights before them, and the pooled variance of a night mean
         (``K + m − 2`` degrees of freedom) behind the statistic; NaN where nothing was tried.
     confidence_level : float or ndarray
+    starts_tried : int or ndarray
+        How many first nights were tried (the p-value is adjusted for them); 0 where nothing was tried.
     """
 
     start: int
@@ -73,6 +75,7 @@ class RecentShift:
     mean_before: float
     pooled_variance: float
     confidence_level: float
+    starts_tried: int
 
 
 def recent_shift(means, *, history=30, recent=8, min_history=3, confidence=0.95, clip=None, skip=0, prior=None,
@@ -152,6 +155,7 @@ def recent_shift(means, *, history=30, recent=8, min_history=3, confidence=0.95,
         raise ValueError("`sign` must hold -1 or 1 per series.")
 
     start = np.full(flat.shape[0], -1)
+    tried_starts = np.zeros(flat.shape[0], dtype=int)
     nights = np.zeros(flat.shape[0], dtype=int)
     sizes = np.zeros(flat.shape[0], dtype=int)
     statistic = np.full(flat.shape[0], np.nan)
@@ -185,11 +189,12 @@ def recent_shift(means, *, history=30, recent=8, min_history=3, confidence=0.95,
         nights[rows], sizes[rows], statistic[rows], unadjusted[rows] = m, k, chosen_t, single
         # One start needs no adjustment: its t p-value is exact.
         count = starts - skip
+        tried_starts[rows] = count
         pvalue[rows] = single if count == 1 else np.minimum(np.minimum(simulated, single * count), 1.0)
         summaries[rows] = np.column_stack([after[pick, best], before[pick, best], pooled[pick, best]])
 
     return _result(start, nights, sizes, statistic, pvalue, unadjusted, summaries, shape=shape,
-                   confidence=confidence, prior_df=prior_df)
+                   confidence=confidence, prior_df=prior_df, starts_tried=tried_starts)
 
 
 PRIOR_DF_STEPS = (0, 4, 8, 16, 32)
@@ -372,7 +377,8 @@ def _night_means(means):
     return means, present
 
 
-def _result(start, nights, sizes, statistic, pvalue, unadjusted, summaries, *, shape, confidence, prior_df):
+def _result(start, nights, sizes, statistic, pvalue, unadjusted, summaries, *, shape, confidence, prior_df,
+            starts_tried=None):
     """The chosen start of each series as a RecentShift, with its ratio's Fieller interval."""
     tested = start >= 0
     rows = start.size
@@ -398,7 +404,8 @@ def _result(start, nights, sizes, statistic, pvalue, unadjusted, summaries, *, s
         pvalue=shaped(pvalue), unadjusted_pvalue=shaped(unadjusted),
         mean_after=shaped(np.where(tested, summaries[:, 0], np.nan)),
         mean_before=shaped(np.where(tested, summaries[:, 1], np.nan)),
-        pooled_variance=shaped(np.where(tested, summaries[:, 2], np.nan)), confidence_level=confidence)
+        pooled_variance=shaped(np.where(tested, summaries[:, 2], np.nan)), confidence_level=confidence,
+        starts_tried=shaped(tested.astype(int) if starts_tried is None else starts_tried))
 
 
 def _scan(values, *, history, recent, prior=None):

@@ -292,3 +292,17 @@ def test_a_change_point_to_act_on_gets_one_alert_an_old_one_none_and_an_earlier_
     row = html[html.index(f'id="alert-{alert.pk}"'):]
     assert "▲ regression" in row[:row.index("</tr>")]
     assert "found by a change point of the daily scan" in html
+
+
+def test_change_points_are_alerted_in_a_fixed_number_of_queries():
+    post_history({name: step(40, 30, 1.08) for name in ("a", "b", "c")}, seed=22)
+    found = {names: changepoints.detect_change_points(metric_ids=[metric(name) for name in names],
+                                                      machine_id=machine()) for names in (("a",), ("b", "c"))}
+
+    counts = []
+    for names, points in found.items():
+        with CaptureQueriesContext(connection) as queries:
+            opened = alerts.alert_change_points(points)
+        assert len(opened) == len(names)
+        counts.append(len(queries.captured_queries))
+    assert counts[0] == counts[1], counts

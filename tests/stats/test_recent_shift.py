@@ -233,3 +233,15 @@ def test_skipped_nights_are_never_chosen_even_when_every_start_tried_moved_the_o
     chosen = recent_shift(means, history=12, recent=5, min_history=10, sign=1, skip=3)
     best = max(statistics, key=statistics.get)
     assert (chosen.nights, chosen.statistic) == (best, pytest.approx(statistics[best], rel=1e-9))
+
+
+def test_the_starts_tried_are_those_the_history_leaves_and_one_start_is_scipys_exact_t_test():
+    # Three nights of a level and tonight: with at least three nights of history only tonight can start a shift,
+    # however many `recent` allows, and its p-value is the plain two-sample t test's.
+    means = np.array([1.00, 1.01, 0.99, 1.05])
+    found = recent_shift(means, history=30, recent=4, min_history=3)
+
+    assert found.starts_tried == 1 and found.nights == 1
+    assert found.pvalue == pytest.approx(stats.ttest_ind(means[3:], means[:3]).pvalue, rel=1e-9)
+    assert recent_shift(np.r_[np.zeros(12), 1.0] + np.linspace(0, 0.01, 13), history=12, recent=5,
+                        min_history=10).starts_tried == 3
