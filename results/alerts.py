@@ -52,7 +52,8 @@ night in a project of one series (Benjamini–Hochberg over one test is the test
 def open_alerts(run: Run, *, carried: dict[int, int]) -> None:
     """Open the run's alerts, one group per run, notified once after commit; carry and settle the open ones.
 
-    A pull request alerts on its (suspected) regressions against its base. A nightly alerts per series on
+    A pull request alerts on its (suspected) regressions against its base, suspected: one run against one
+    run is not evidence enough to confirm. A nightly alerts per series on
     a (suspected) change of its shift row, which names the first night; a suspected verdict opens a
     *suspected* alert, an interval beyond the band a confirmed one. Tonight's row against the last K nights
     is shown, and alerts nobody: with K = 10 nights it cries wolf on a series with two modes, where the
@@ -64,8 +65,9 @@ def open_alerts(run: Run, *, carried: dict[int, int]) -> None:
     compared = Comparison.objects.filter(candidate__run=run).order_by(
         "candidate__metric__benchmark__name", "candidate__metric__name", "method")
     if run.kind == RunKind.PR:
-        opened = [Alert(comparison_id=pk, first_run=run, state=AlertState.CONFIRMED if verdict == Verdict.REGRESSION
-                        else AlertState.SUSPECTED)
+        # One run against one run: a regression there is suspected until more than one run backs it (an
+        # interleaved A/B confirmation session, :mod:`results.confirmations`), as a nightly's is until nights do.
+        opened = [Alert(comparison_id=pk, first_run=run, state=AlertState.SUSPECTED)
                   for pk, verdict, pvalue, qvalue in compared.filter(
                       method=ComparisonMethod.PAIRWISE, verdict__in=PULL_REQUEST_ALERTS).values_list(
                       "pk", "verdict", "pvalue", "qvalue")

@@ -1,6 +1,6 @@
 """What each series is compared against (reads only): a nightly series' baseline nights, the nights its
 detection scans for a new shift and the nights an open alert's evidence pools (spec §8); a pull request's base
-result per series.
+result per series, and the run-to-run noise its nightly history measured.
 
 A series is one metric on one machine over the completed runs of the project's default branch (pull
 requests and A/B confirmations are never nights). It is a sequence of segments: every change it is known or
@@ -29,7 +29,20 @@ from datetime import datetime
 from django.db.models import F, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 
-from .models import SERIES_KINDS, Alert, AlertState, AlertStatus, ChangePoint, Result, Run, RunKind, RunStatus
+from .models import (
+    SERIES_KINDS,
+    Alert,
+    AlertState,
+    AlertStatus,
+    ChangePoint,
+    Comparison,
+    ComparisonMethod,
+    Result,
+    Run,
+    RunKind,
+    RunStatus,
+    Verdict,
+)
 
 SHIFT_HISTORY = 30
 """K of the detection: nights before a start it is compared with (see results.stats.recent_shift)."""
@@ -271,6 +284,38 @@ def pull_request_bases(run: Run, metric_ids: list[int]) -> dict[int, PullRequest
                                    run__started_at__lte=run.started_at).filter(run__kind__in=SERIES_KINDS))
         for metric, result, run_id in _newest_per_metric(fallback):
             found[metric] = PullRequestBase(result_id=result, run_id=run_id, fallback=bool(base_commit))
+    return found
+
+
+@dataclass(frozen=True)
+class RunNoise:
+    """A series' run-to-run variance component as its newest nightly comparison with its history estimated it
+    (:func:`results.stats.compare_with_history`): ``variance`` (squared units of the mean), its degrees of
+    freedom ``df`` (the nights it came from, less one) and the run whose comparison measured it."""
+
+    variance: float
+    df: float
+    run_id: int
+
+
+def run_to_run_noise(run: Run, metric_ids: list[int]) -> dict[int, RunNoise]:
+    """Per series (metric on ``run``'s machine), the run-to-run noise its nightly history measured: the newest
+    comparison of a default-branch night with its history (started no later than ``run``) that had the nights
+    to estimate it; one query. A pull request is one run against one run, so its interval carries this
+    component (spec §8, revision 2026-11-26); a series without such a night is absent."""
+    measured = (Comparison.objects.filter(
+        method=ComparisonMethod.HISTORY, candidate__metric_id__in=metric_ids,
+        candidate__run__project_id=run.project_id, candidate__run__machine_id=run.machine_id,
+        candidate__run__status=RunStatus.COMPLETED, candidate__run__kind__in=SERIES_KINDS,
+        candidate__run__revision__branch=run.project.default_branch, candidate__run__started_at__lte=run.started_at,
+    ).exclude(verdict=Verdict.INSUFFICIENT_HISTORY).exclude(candidate__run_id=run.pk)
+        .annotate(recency=Window(RowNumber(), partition_by=[F("candidate__metric_id")],
+                                 order_by=[F("candidate__run__started_at").desc(), F("candidate__run_id").desc()])))
+    found = {}
+    for metric_id, variance, df, run_id in measured.filter(recency=1).values_list(
+            "candidate__metric_id", "inputs__between_variance", "df", "candidate__run_id"):
+        if variance is not None and df:
+            found[metric_id] = RunNoise(variance=float(variance), df=float(df), run_id=run_id)
     return found
 
 

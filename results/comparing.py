@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import stats
-from .presentation import ALPHA, SUSPECTED_IMPROVEMENT, SUSPECTED_REGRESSION
+from .presentation import ALPHA, RUN_NOISE_UNKNOWN_KEY, SUSPECTED_IMPROVEMENT, SUSPECTED_REGRESSION
 from .rows import ComparisonRow, Interval, Side
 from .series import Series
 
@@ -92,11 +92,16 @@ def compare_series(baseline: Sequence[Series], candidate: Sequence[Series], *, a
 
 def pairwise_rows(pairs: Sequence[tuple[Series, Series]], *, method: str, alpha: float = ALPHA,
                   bootstrap: Bootstrap | None = None,
-                  context: Callable[[Series, Series], dict] | None = None) -> list[ComparisonRow]:
+                  context: Callable[[Series, Series], dict] | None = None,
+                  run_noise: Sequence[tuple[float, float] | None] | None = None) -> list[ComparisonRow]:
     """One row per (baseline, candidate) pair, in their order, from one vectorized call (each pair at its
     candidate's level, threshold and direction). Every side needs at least 2 subsessions.
 
-    ``context`` adds fields to each row (identity, inputs) from its pair.
+    ``context`` adds fields to each row (identity, inputs) from its pair. ``run_noise``, where each pair is
+    two runs (a pull request's head and its base): per pair, the run-to-run variance component and its
+    degrees of freedom that the series' nightly history measured, carried into the test and the interval
+    (spec §8, revision 2026-11-26); None where nothing measured it. Such a pair's difference may be the two
+    runs' and not the code's, so its row claims no change either way (:func:`without_run_noise`).
     """
     if not pairs:
         return []
@@ -105,8 +110,14 @@ def pairwise_rows(pairs: Sequence[tuple[Series, Series]], *, method: str, alpha:
     levels = np.array([pair[1].confidence_level for pair in pairs])
     thresholds = np.array([pair[1].threshold for pair in pairs])
     directions = np.array([pair[1].direction for pair in pairs], dtype=object)
+    carried = {}
+    if run_noise is not None:
+        # A pair without a measured component is computed on its subsessions (a zero component) and then
+        # claims nothing.
+        carried = {"run_variance": np.array([0.0 if noise is None else noise[0] for noise in run_noise]),
+                   "run_df": np.array([1.0 if noise is None else noise[1] for noise in run_noise])}
     result = stats.compare_summaries(*summary_arrays(new), *summary_arrays(old), threshold=thresholds,
-                                     direction=directions, confidence=levels)
+                                     direction=directions, confidence=levels, **carried)
     old_widths = half_widths(old, levels)
     new_widths = half_widths(new, levels)
     columns = {name: values.tolist() for name, values in result_columns(result, (
@@ -119,12 +130,30 @@ def pairwise_rows(pairs: Sequence[tuple[Series, Series]], *, method: str, alpha:
         resampled = bootstrap_ratio(base, cand, confidence=float(levels[i]), options=bootstrap)
         verdict = columns["verdict"][i] if resampled is None else stats.verdict(
             resampled.low, resampled.high, threshold=thresholds[i], direction=cand.direction)
-        rows.append(comparison_row(
+        row = comparison_row(
             cand, method=method, alpha=alpha, numbers={name: values[i] for name, values in columns.items()},
             verdict=str(verdict), baseline=side_of(base, old_widths[i]), candidate=side_of(cand, new_widths[i]),
             bootstrap=None if resampled is None else interval_of(resampled),
-            verdict_from="fieller" if resampled is None else "bootstrap", **extra))
+            verdict_from="fieller" if resampled is None else "bootstrap", **extra)
+        if run_noise is not None:
+            noise = run_noise[i]
+            row = without_run_noise(row) if noise is None else replace(row, inputs={
+                **row.inputs, "run_variance": noise[0], "run_df": noise[1]})
+        rows.append(row)
     return rows
+
+
+RUN_NOISE_UNKNOWN = ("one run each: run-to-run noise unknown (no nightly history of this series on this machine), "
+                     "so no change is claimed; an interleaved A/B session or repeated runs would tell")
+
+
+def without_run_noise(row: ComparisonRow) -> ComparisonRow:
+    """A comparison of two runs whose run-to-run noise nothing measured: its interval and p-value see only the
+    variation inside each run, which misses the runs' own levels (two runs of unchanged code differed by +19.8%
+    at p = 0.001, spec §8), so it is *inconclusive*, with no p-value to call it significant by (the within-run
+    one is kept in its inputs)."""
+    return replace(row, verdict=str(stats.Verdict.INCONCLUSIVE), pvalue=None, note=RUN_NOISE_UNKNOWN,
+                   inputs={**row.inputs, RUN_NOISE_UNKNOWN_KEY: row.pvalue})
 
 
 SMALL_SIDES = ("a side has fewer than 5 subsessions: ν = min(n) − 1 (Hsu), for the test and the interval, "

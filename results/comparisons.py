@@ -30,13 +30,15 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from . import alerts, comparing, presentation, stats
+from . import alerts, comparing, machine_state, presentation, stats
 from .baselines import (
     SHIFT_CLIP,
     SHIFT_HISTORY,
     SHIFT_MIN_HISTORY,
+    RunNoise,
     SeriesBaseline,
     pull_request_bases,
+    run_to_run_noise,
     series_baselines,
 )
 from .comparing import SMALL_SIDES, Bootstrap, NothingToCompare, compare_series, pairwise_rows
@@ -345,7 +347,8 @@ def _shift_row(series: Series, earlier: Sequence[StoredNight], values: dict, *, 
     return comparing.comparison_row(
         series, method=ComparisonMethod.SHIFT, alpha=ALPHA, numbers={**values, "df": k + m - 2},
         verdict=str(values["verdict"]), baseline=Side(mean=baseline[0], variance=pooled, n=k),
-        candidate=Side(mean=float(values["mean_after"]), variance=pooled, n=m), note=shift_note(m, k),
+        candidate=Side(mean=float(values["mean_after"]), variance=pooled, n=m),
+        note=shift_note(m, k, int(values["starts_tried"])),
         inputs={"first_run": after[0], "pooled_runs": after, "history_runs": before,
                 "starts_tried": int(values["starts_tried"]),
                 "nights_since": m, "carried": pooled_since,
@@ -353,8 +356,11 @@ def _shift_row(series: Series, earlier: Sequence[StoredNight], values: dict, *, 
                 "welch_pvalue": None if math.isnan(welch) else welch})
 
 
-def shift_note(nights: int, history: int) -> str:
-    return f"{nights} night{'s' if nights != 1 else ''} pooled against {history} before"
+def shift_note(nights: int, history: int, starts: int = 1) -> str:
+    """A shift row's note: what it pooled, and that its p-value (not its interval) is adjusted for the first
+    nights tried."""
+    adjusted = f"; p adjusted for {starts} first nights tried, the interval not" if starts > 1 else ""
+    return f"{nights} night{'s' if nights != 1 else ''} pooled against {history} before{adjusted}"
 
 
 def _untested_shift(series: Series, found: int, starts: int) -> ComparisonRow:
@@ -421,7 +427,10 @@ def stored_rows(items: Sequence[tuple[Result, Comparison | None]], *, machines: 
             single = result.n == 1 and all(entry[2] == 1 for entry in inputs.get("history") or [])
             note = f"mean of {baseline.n} nights" + (SINGLE_VALUES if single else "")
         elif comparison.method == ComparisonMethod.SHIFT:
-            note = shift_note(len(inputs.get("pooled_runs") or []), len(inputs.get("history_runs") or []))
+            note = shift_note(len(inputs.get("pooled_runs") or []), len(inputs.get("history_runs") or []),
+                              int(inputs.get("starts_tried") or 1))
+        elif presentation.RUN_NOISE_UNKNOWN_KEY in inputs:
+            note = comparing.RUN_NOISE_UNKNOWN
         else:
             note = SMALL_SIDES if inputs.get("df_rule") == "hsu" else ""
         alert = alerts_by_comparison.get(comparison.pk) or (None, None)
@@ -549,12 +558,14 @@ def compare_run(*, run_id: int) -> int:
         return 0
     carried: dict[int, int] = {}
     if run.kind == RunKind.PR:
-        bases = pull_request_bases(run, [series.metric_id for series in candidates])
+        metric_ids = [series.metric_id for series in candidates]
+        bases = pull_request_bases(run, metric_ids)
         ids = {metric: base.result_id for metric, base in bases.items()}
         batches: Iterable[list[Entry]] = [
             _against_results(candidates, {series.metric_id: series for series in _stored_series(
                 Result.objects.filter(pk__in=ids.values()))}, method=ComparisonMethod.PAIRWISE,
-                fallbacks={metric for metric, base in bases.items() if base.fallback})
+                fallbacks={metric for metric, base in bases.items() if base.fallback},
+                noise=run_to_run_noise(run, metric_ids))
             + _bootstrap_against_results(run, ids)]
     else:
         carried, batches = _nightly_entries(run, candidates,
@@ -803,9 +814,11 @@ def _night_series(candidate: Series, night: StoredNight) -> Series:
 
 
 def _against_results(candidates: list[Series], found: dict[int, Series], *, method: str,
-                     fallbacks: set[int] = frozenset()) -> list[Entry]:
-    """Each candidate against one stored result of its series (``found``: metric id → its series); a series
-    in `fallbacks` is compared with a result that is not of the base commit asked for."""
+                     fallbacks: set[int] = frozenset(), noise: dict[int, RunNoise] | None = None) -> list[Entry]:
+    """Each candidate against one stored result of its series (``found``: metric id → its series), two runs,
+    with the run-to-run noise its nightly history measured where ``noise`` is given (metric id → it; a series
+    without claims no change; None: the naive comparison with the previous night, shown beside the history's);
+    a series in `fallbacks` is compared with a result that is not of the base commit asked for."""
     pairs = [(found[series.metric_id], series) for series in candidates
              if series.metric_id in found and found[series.metric_id].summary.n >= 2 and series.summary.n >= 2]
 
@@ -813,9 +826,13 @@ def _against_results(candidates: list[Series], found: dict[int, Series], *, meth
         numbers = {"baseline_run": base.run_id, "baseline": [
             base.summary.mean, base.summary.variance, base.summary.n, base.summary.subsession_size,
             base.summary.independent]}
+        if noise and cand.metric_id in noise:
+            numbers["run_noise_from"] = noise[cand.metric_id].run_id
         return {"inputs": {**numbers, "base_fallback": True} if cand.metric_id in fallbacks else numbers}
 
-    rows = pairwise_rows(pairs, method=method, context=inputs)
+    measured = None if noise is None else [noise.get(cand.metric_id) for _, cand in pairs]
+    rows = pairwise_rows(pairs, method=method, context=inputs, run_noise=None if measured is None else [
+        None if found is None else (found.variance, found.df) for found in measured])
     return [(row, cand.result_id, base.result_id) for row, (base, cand) in zip(rows, pairs)]
 
 
@@ -896,6 +913,12 @@ class RunComparison:
     @property
     def truncated(self) -> bool:
         return self.total > len(self.rows)
+
+    @property
+    def state_differences(self) -> list[str]:
+        """How the machine's state differed between the two runs, enough to move their numbers."""
+        return machine_state.state_differences(self.baseline.environment, self.candidate.environment,
+                                               names=("the baseline", "the candidate"))
 
 
 def compare_stored_runs(*, baseline_id: int, candidate_id: int, limit: int | None = None,

@@ -361,6 +361,12 @@ def evidence(row) -> list[tuple[str, str]]:
         spread = math.sqrt(max(between, 0.0)) / abs(row.baseline.mean)
         lines.append(("Run-to-run", "none beyond each night's own noise (σ_b² = 0)" if spread == 0 else
                       f"sd {spread:.2%} of the mean between nights (σ_b², carried into the interval)"))
+    run_variance = inputs.get("run_variance")
+    if run_variance is not None and row.baseline.mean:
+        spread = math.sqrt(max(run_variance, 0.0)) / abs(row.baseline.mean)
+        lines.append(("Run-to-run", f"sd {spread:.2%} of the mean between runs, as the series' nightly history "
+                                    f"on this machine measured it (run #{inputs.get('run_noise_from')}), carried "
+                                    "into both runs' means"))
     if row.candidate.mean is not None:
         count = "" if row.candidate.n is None else f" from {row.candidate.n} units"
         lines.append(("Candidate", f"{row.candidate_text}{count}"))
@@ -371,7 +377,10 @@ def evidence(row) -> list[tuple[str, str]]:
                                 f"({interval}); θ = {format_threshold(row.threshold)}"))
     if row.pvalue is not None:
         q = "" if row.qvalue is None else f", q = {format_probability(row.qvalue)} (Benjamini–Hochberg)"
-        lines.append(("Test", f"p = {format_probability(row.pvalue)}{q}"))
+        starts = inputs.get("starts_tried") or 0
+        adjusted = (f"; p is adjusted for the {starts} first nights tried, the interval is the chosen night's "
+                    "and is not" if row.method == "shift" and starts > 1 else "")
+        lines.append(("Test", f"p = {format_probability(row.pvalue)}{q}{adjusted}"))
     if row.note and row.method != "shift" and not row.note.startswith("mean of"):
         lines.append(("Note", row.note))
     return lines
@@ -587,7 +596,22 @@ def pr_summary(review) -> dict:
         "compared": review.compared, "counts": dict(review.counts),
         "failed": [f"{failure.metric.benchmark.name} ({failure.metric.name})" for failure in review.failures],
         "regressions": review.counts.get(Verdict.REGRESSION.value, 0),
+        "beyond_threshold": [row.label for row in undecided_beyond_threshold(review.rows)],
+        "machine_state": review.state_differences,
+        "run_noise_unknown": [row.label for row in review.rows if RUN_NOISE_UNKNOWN_KEY in row.inputs],
     }
+
+
+RUN_NOISE_UNKNOWN_KEY = "within_run_pvalue"
+"""The input a two-run comparison without a measured run-to-run component keeps: the p-value of its subsessions
+alone, which decides nothing (results.comparing.without_run_noise)."""
+
+
+def undecided_beyond_threshold(rows) -> list:
+    """The undecided rows (inconclusive) whose point estimate lies beyond their band: a change that may be
+    real, which a reader must see named, not counted (a +7.1% [−0.5%, +15.4%] slowdown was "1 inconclusive")."""
+    return [row for row in rows if row.verdict == Verdict.INCONCLUSIVE and row.ratio is not None
+            and abs(row.ratio - 1.0) > row.threshold]
 
 
 def pr_markdown(review, *, url: str = "") -> str:
@@ -611,23 +635,32 @@ def pr_markdown(review, *, url: str = "") -> str:
     if review.failures:
         names = ", ".join(markdown_code(failure.metric.benchmark.name) for failure in review.failures)
         lines += [f"**{len(review.failures)} failed** (no number on the head, not compared): {names}.", ""]
+    for difference in review.state_differences:
+        lines += [f"⚠ {difference[0].upper()}{difference[1:]}: the differences below include it.", ""]
     if review.fallbacks:
         lines += [f"{review.fallbacks} of them compared with the newest default-branch result before the pull "
                   f"request: the base commit {markdown_code(revision.base_commit[:12])} has none of them on this "
                   "machine.", ""]
     changed = [row for row in review.rows if row.verdict in _CHANGED]
     suspected = [row for row in review.rows if row.verdict in (SUSPECTED_REGRESSION, SUSPECTED_IMPROVEMENT)]
-    if changed or suspected:
-        lines.append(markdown_table(changed + suspected,
+    undecided = undecided_beyond_threshold(review.rows)
+    unknown = [row for row in review.rows if RUN_NOISE_UNKNOWN_KEY in row.inputs]
+    if changed or suspected or undecided:
+        lines.append(markdown_table(changed + suspected + undecided,
                                     nothing_decided="No benchmark changed beyond its threshold.").rstrip("\n"))
     else:
         lines.append("No benchmark changed beyond its threshold.")
-    if suspected:
-        lines += ["", "<details><summary>What would decide the suspected ones</summary>", ""]
-        lines += [_suspected_line(row) for row in suspected]
+    if suspected or undecided:
+        lines += ["", "<details><summary>What would decide the suspected and undecided ones</summary>", ""]
+        lines += [_suspected_line(row) for row in suspected + undecided]
         lines += ["", "</details>"]
-    footer = ("Welch's t-test and Fieller's interval on the subsession statistics of the base and head runs; "
-              "q: Benjamini–Hochberg across the run, which decides significance.")
+    if unknown:
+        lines += ["", f"{len(unknown)} of {len(review.rows)} series have no nightly history on this machine: one "
+                  "run each, run-to-run noise unknown, so no change is claimed for them; an interleaved A/B "
+                  "session or repeated runs would tell."]
+    footer = ("Welch's t-test and Fieller's interval on the base and head runs, each run's own level included "
+              "(the run-to-run variance the series' nightly history measured); q: Benjamini–Hochberg across the "
+              "run, which decides significance.")
     if url:
         footer += f" [Full review]({url})"
     lines += ["", f"<sub>{footer}</sub>", ""]
@@ -654,9 +687,14 @@ def _suspected_line(row) -> str:
     """The interval, the band edge it crosses, the sample sizes and q: what more data has to settle."""
     interval = row.change or "no ratio"
     sizes = f"{row.baseline.n or '?'} + {row.candidate.n or '?'} subsessions"
-    why = "the interval is unbounded" if not row.bounded else f"the interval straddles the ±{row.threshold:.0%} band"
+    why = ("the interval is unbounded" if not row.bounded
+           else f"the interval straddles the {format_threshold(row.threshold)} band")
+    if RUN_NOISE_UNKNOWN_KEY in row.inputs:
+        return (f"- {markdown_code(row.label)}: {interval}; one run each, run-to-run noise unknown. An "
+                "interleaved A/B session of the two revisions, or repeated runs, would tell.")
     return (f"- {markdown_code(row.label)}: {interval}; {why}; {sizes}; p = {format_probability(row.pvalue)}, "
-            f"q = {format_probability(row.qvalue)}. More subsessions on both sides would narrow it.")
+            f"q = {format_probability(row.qvalue)}. Repeated runs of both revisions (or an interleaved A/B "
+            "session) would narrow it: the runs' own levels are part of its width.")
 
 
 # --- A machine's hardware ---------------------------------------------------------------------------------

@@ -46,7 +46,8 @@ def run_page(*, run_id: int) -> dict:
                    for comparison, row in zip(detail.comparisons, rows)]
     body = render_to_string("results/_run_body.html", {
         "run": run, "sections": sections, "comparisons": comparisons, "additions": additions,
-        "failures": detail.failures})
+        "failures": detail.failures, "nightly_baseline": detail.nightly_baseline,
+        "no_nightly": "" if detail.nightly_baseline else selectors.no_nightly_before(run)})
     return {"title": f"Run #{run.pk} · {run.project.name} · Pilot Web", "body": mark_safe(body),
             "figures": json_data(figures, "pilotweb-figures")}
 

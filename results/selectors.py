@@ -52,7 +52,7 @@ from .models import (
     Run,
     Verdict,
 )
-from . import access, nights, presentation
+from . import access, machine_state, nights, presentation
 from .presentation import NOT_COMPARED, VERDICT_ORDER
 from .rows import ComparisonRow, Sparkline
 
@@ -801,16 +801,9 @@ def shortcut_baseline(*, candidate_id: int, against: str, viewer) -> int:
     if run is None:
         raise Run.DoesNotExist(f"No run {candidate_id}.")
     if against == "nightly":
-        same_machine = Run.objects.filter(
-            project_id=run.project_id, machine_id=run.machine_id, status=Run.Status.COMPLETED,
-            pk__in=Result.objects.filter(metric_id__in=Result.objects.filter(run=run).values("metric_id"))
-            .values("run_id"),
-        ).exclude(pk=run.pk).order_by("-started_at", "-id")
-        branch = run.project.default_branch
-        found = same_machine.filter(kind=Run.Kind.NIGHTLY, revision__branch=branch,
-                                    started_at__lt=run.started_at).values_list("pk", flat=True).first()
+        found = nightly_before(run)
         if found is None:
-            raise Run.DoesNotExist(f"No nightly run of {branch} on {run.machine.name} before run #{run.pk}.")
+            raise Run.DoesNotExist(no_nightly_before(run))
         return found
     base_commit = run.revision.base_commit if run.kind == Run.Kind.PR and run.revision else ""
     if not base_commit:
@@ -823,6 +816,24 @@ def shortcut_baseline(*, candidate_id: int, against: str, viewer) -> int:
         raise Run.DoesNotExist(f"No run of the base commit {presentation.short_commit(base_commit)} on "
                                f"{run.machine.name}.")
     return found
+
+
+def nightly_before(run: Run) -> int | None:
+    """The newest completed nightly run of the project's default branch on `run`'s machine, started before it,
+    that measured one of its series (several suites may post a run each night): tonight's baseline; one
+    query."""
+    return (Run.objects.filter(
+        project_id=run.project_id, machine_id=run.machine_id, status=Run.Status.COMPLETED, kind=Run.Kind.NIGHTLY,
+        revision__branch=run.project.default_branch, started_at__lt=run.started_at,
+        pk__in=Result.objects.filter(metric_id__in=Result.objects.filter(run=run).values("metric_id"))
+        .values("run_id"),
+    ).exclude(pk=run.pk).order_by("-started_at", "-id").values_list("pk", flat=True).first())
+
+
+def no_nightly_before(run: Run) -> str:
+    """Why a run has no nightly baseline, saying what was looked for."""
+    return (f"No nightly run of {run.project.default_branch} on {run.machine.name} started before run #{run.pk} "
+            "measured any of its benchmarks (runs of other kinds, branches or machines are not its baseline).")
 
 
 @dataclass(frozen=True)
@@ -838,10 +849,18 @@ class PullRequestReview:
     counts: dict[str, int]
     fallbacks: int = 0
     failures: list[FailedResult] = field(default_factory=list)
+    nightly_baseline: int | None = None
 
     @property
     def compared(self) -> bool:
         return self.run.compared_at is not None
+
+    @property
+    def state_differences(self) -> list[str]:
+        """How the machine's state differed between the base run and the head, enough to move their numbers
+        (:func:`results.machine_state.state_differences`)."""
+        base = self.base_run
+        return [] if base is None else machine_state.state_differences(base.environment, self.run.environment)
 
     @property
     def base_run(self) -> Run | None:
@@ -873,7 +892,7 @@ def pr_review(*, run_id: int, viewer) -> PullRequestReview:
                     .order_by("metric__benchmark__name", "metric__name"))
     return PullRequestReview(run=run, base_runs=base_runs, rows=rows, counts=presentation.verdict_counts(rows),
                              fallbacks=sum(1 for c in stored if (c.inputs or {}).get("base_fallback")),
-                             failures=failures)
+                             failures=failures, nightly_baseline=nightly_before(run))
 
 
 # Charts pages: a metric's history, one run in detail, the machines (results/views/history.py).
@@ -1011,6 +1030,7 @@ class RunDetail:
     results: list[Result]
     comparisons: list[Comparison]
     failures: list[FailedResult]
+    nightly_baseline: int | None = None
 
 
 def run_page_version(*, run_id: int, viewer) -> str:
@@ -1028,7 +1048,8 @@ def run_page_version(*, run_id: int, viewer) -> str:
 
 
 def run_detail(*, run_id: int, viewer) -> RunDetail:
-    """A run, its results (with samples), its failed results and its stored comparisons; four queries. Raises
+    """A run, its results (with samples), its failed results, its stored comparisons and tonight's baseline
+    (:func:`nightly_before`); five queries. Raises
     Run.DoesNotExist (also for a run `viewer` may not read)."""
     run = access.visible(Run.objects.select_related("project", "machine", "revision"), viewer).get(pk=run_id)
     results = list(Result.objects.filter(run=run).select_related(*RESULT_FIELDS_FOR_TABLES)
@@ -1040,6 +1061,7 @@ def run_detail(*, run_id: int, viewer) -> RunDetail:
         .order_by("candidate__metric__benchmark__name", "candidate__metric__name", "method"))
     failures = list(FailedResult.objects.filter(run=run).select_related("metric__benchmark")
                     .order_by("metric__benchmark__name", "metric__name"))
-    return RunDetail(run=run, results=results, comparisons=comparisons, failures=failures)
+    return RunDetail(run=run, results=results, comparisons=comparisons, failures=failures,
+                     nightly_baseline=nightly_before(run))
 
 

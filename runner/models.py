@@ -5,6 +5,8 @@ machine; a round is one run of the workload with one work amount. Rounds are com
 one as they finish, so a session whose worker dies loses nothing it had measured.
 """
 
+import re
+
 import numpy as np
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -19,6 +21,10 @@ from . import replay
 from . import session as session_loop
 from . import workloads
 from .session import MetricSpec
+
+
+WORK_AMOUNT = re.compile(r"(?<!\{)\{work_amount\}(?!\})")
+"""The work-amount placeholder in a command's argument (``{{work_amount}}`` is the literal text)."""
 
 
 class WorkloadKind(models.TextChoices):
@@ -169,6 +175,13 @@ class Job(models.Model):
             _collect(errors, "command", lambda: workloads.check_command(self.command))
             if self.reading_mode == ReadingMode.JSON_LINES and not self.metrics:
                 errors["metrics"] = "A command that prints JSON lines must declare the metrics it reports."
+            if self.times_whole_work() and self.warmup != WarmupMethod.WPS:
+                errors["warmup"] = (
+                    "A command timed whole with {work_amount} in it gives one reading per round: the whole "
+                    "process at that round's work amount, so its mean and interval mix work amounts. Choose "
+                    "'wps' warm-up removal (the time per unit of work, fitted as duration = start-up + time "
+                    "per unit × work amount across rounds, with its interval), or print per-unit readings as "
+                    "JSON lines, or drop {work_amount}.")
         if self.setup_command:
             _collect(errors, "setup_command", lambda: workloads.check_command(self.setup_command, setup=True))
         if not isinstance(self.environment, dict):
@@ -192,6 +205,12 @@ class Job(models.Model):
             specs.append(MetricSpec(metric["name"], metric["unit"],
                                     metric.get("direction", Direction.LOWER_IS_BETTER)))
         return specs
+
+    def times_whole_work(self) -> bool:
+        """A command read by its wall time whose work amount varies from round to round: only the work-per-second
+        regression makes a per-unit reading of it (Pilot §III-A)."""
+        return (self.workload_kind == WorkloadKind.COMMAND and self.reading_mode == ReadingMode.WALL_TIME
+                and any(WORK_AMOUNT.search(str(argument)) for argument in (self.command or [])))
 
     def session_targets(self) -> session_loop.SessionTargets:
         """What its sessions aim for and may spend, as the session loop takes it."""

@@ -15,6 +15,7 @@ from typing import Self
 
 import psutil
 
+from results.machine_state import NEIGHBOUR_CORES
 from results.stats import ConfidenceInterval, ratio_fieller
 from runner.session import RoundOutcome
 
@@ -51,12 +52,31 @@ def describe_host() -> dict:
     }
 
 
+GOVERNOR = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+
+
+def machine_state() -> dict:
+    """The machine's state now, as a run's environment records it (``results.machine_state`` compares two
+    runs'): the 1-minute load average, the cores, the CPU frequency governor where the kernel says it, and
+    the current clock."""
+    frequency = psutil.cpu_freq()
+    try:
+        governor = GOVERNOR.read_text().strip() or None
+    except OSError:
+        governor = None
+    state = {"load_avg_1min": round(psutil.getloadavg()[0], 2), "cores": psutil.cpu_count(logical=True) or 1,
+             "cpu_governor": governor, "cpu_mhz": round(frequency.current) if frequency else None}
+    return {key: value for key, value in state.items() if value is not None}
+
+
 # --- utilisation during rounds (Pilot §III-B) and the cost of watching it (Pilot §III-C) -----------
 
 COMPONENTS = ("cpu", "memory", "disk", "network")
 # Pilot §III-B: no component other than the one under test may be more than 80% utilised.
 BOTTLENECK_THRESHOLD = 80.0
 DEFAULT_INTERVAL = 0.1
+NEIGHBOUR_WARNING = "other processes kept"
+"""How a noisy neighbour's warning begins (the cores follow)."""
 
 
 @dataclass(frozen=True)
@@ -129,17 +149,22 @@ class MonitorSummary:
         ``network_sent_utilisation`` and ``network_received_utilisation``; a figure the platform cannot
         measure is absent.
     warnings : tuple of str
-        One per component other than the one under test whose mean utilisation exceeded the threshold.
+        One per component other than the one under test whose mean utilisation exceeded the threshold, and
+        one when other processes kept :data:`NEIGHBOUR_CORES` or more busy.
     samples : int
         Number of samples summarised.
     duration : float
         Seconds the samples cover.
+    neighbour_cores : float or None
+        Cores other processes kept busy on average (all cores' busy time less the benchmark's own processes'
+        CPU time, over the round's duration); None where the own CPU time was not measured.
     """
 
     usage: Mapping[str, Usage]
     warnings: tuple[str, ...]
     samples: int
     duration: float
+    neighbour_cores: float | None = None
 
 
 def utilisation(samples: Sequence[Sample]) -> dict[str, Usage]:
@@ -185,16 +210,28 @@ def bottleneck_warnings(
 
 
 def summarize(
-    samples: Sequence[Sample], *, under_test: str | None, threshold: float = BOTTLENECK_THRESHOLD
+    samples: Sequence[Sample], *, under_test: str | None, threshold: float = BOTTLENECK_THRESHOLD,
+    own_cpu_seconds: float | None = None,
 ) -> MonitorSummary:
-    """Utilisation figures and bottleneck warnings of a round's samples (pure; Pilot §III-B)."""
+    """Utilisation figures and bottleneck warnings of a round's samples (pure; Pilot §III-B).
+
+    With ``own_cpu_seconds``, the CPU time the benchmark's own processes used over the samples, the rest of
+    the cores' busy time is the neighbours' (other processes): warned of from :data:`NEIGHBOUR_CORES` cores
+    on, whatever the component under test, since the exemption of the component under test would hide
+    them (both cores busy during a one-thread benchmark said nothing)."""
     usage = utilisation(samples)
-    return MonitorSummary(
-        usage=MappingProxyType(usage),
-        warnings=tuple(bottleneck_warnings(usage, under_test=under_test, threshold=threshold)),
-        samples=len(samples),
-        duration=math.fsum(sample.duration for sample in samples),
-    )
+    duration = math.fsum(sample.duration for sample in samples)
+    warnings = bottleneck_warnings(usage, under_test=under_test, threshold=threshold)
+    neighbours = None
+    if own_cpu_seconds is not None and duration > 0:
+        busy = math.fsum(sample.duration * math.fsum(sample.cpu_percent) / 100.0 for sample in samples)
+        neighbours = max(busy - own_cpu_seconds, 0.0) / duration
+        if neighbours >= NEIGHBOUR_CORES:
+            cores = len(samples[0].cpu_percent)
+            warnings.append(f"{NEIGHBOUR_WARNING} {neighbours:.1f} of {cores} cores busy (the benchmark's own "
+                            f"{own_cpu_seconds / duration:.1f}): a noisy neighbour")
+    return MonitorSummary(usage=MappingProxyType(usage), warnings=tuple(warnings), samples=len(samples),
+                          duration=duration, neighbour_cores=neighbours)
 
 
 class Monitor:
@@ -246,6 +283,7 @@ class Monitor:
         self._links: frozenset[str] = frozenset()
         self._capacity: float | None = None
         self._last: _Counters | None = None
+        self._own_before = 0.0
 
     @property
     def samples(self) -> tuple[Sample, ...]:
@@ -263,6 +301,7 @@ class Monitor:
         if self._thread is not None:
             raise RuntimeError("A Monitor samples one round only; create a new one for each round.")
         self._links, self._capacity = _network_links()
+        self._own_before = own_cpu_seconds()
         self._last = _read_counters(self._links)
         self._thread = threading.Thread(target=self._sample_until_stopped, name="pilot-monitor", daemon=True)
         self._thread.start()
@@ -275,7 +314,8 @@ class Monitor:
             not self._samples or time.perf_counter() - self._last.time >= self.interval / 2
         ):
             self._take_sample()
-        self._summary = summarize(self._samples, under_test=self.under_test, threshold=self.threshold)
+        self._summary = summarize(self._samples, under_test=self.under_test, threshold=self.threshold,
+                                  own_cpu_seconds=own_cpu_seconds() - self._own_before)
         if self._error is not None and exc_type is None:
             raise RuntimeError("Sampling the machine's utilisation failed.") from self._error
 
@@ -450,6 +490,13 @@ def _network_links() -> tuple[frozenset[str], float | None]:
     # psutil reports link speeds in Mbit/s, 0 when the driver does not say.
     capacity = sum(speeds) * 1e6 / 8 if speeds and all(speed > 0 for speed in speeds) else None
     return frozenset(links), capacity
+
+
+def own_cpu_seconds() -> float:
+    """CPU seconds this process and its children used so far: its own user and system time (every thread:
+    a builtin workload, the sampling thread) and its waited-for children's (a command workload's processes)."""
+    times = psutil.Process().cpu_times()
+    return times.user + times.system + times.children_user + times.children_system
 
 
 def _read_counters(links: frozenset[str]) -> _Counters:

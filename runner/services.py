@@ -27,6 +27,7 @@ from django_celery_beat.validators import crontab_validator
 from results import confirmations
 from results import services as result_services
 from results.identifiers import check_branch, check_commit
+from results.machine_state import NEIGHBOUR_CORES
 from results.models import SAMPLE_DTYPE, Alert, Run, RunKind
 from results.schemas import RunIn
 
@@ -331,6 +332,7 @@ def _workloads(session: Session) -> dict[str, Callable]:
         Session.objects.filter(pk=session.pk).update(process_group=pid)
 
     built = {}
+    measured = {}
     for revision in revisions:
         label = revision["label"]
         if job.workload_kind == WorkloadKind.BUILTIN:
@@ -342,7 +344,16 @@ def _workloads(session: Session) -> dict[str, Callable]:
                    "revision": commits[label], "on_start": remember_process_group}
         if job.setup_command:
             workloads.setup_command(job.setup_command, **options)
+        if not revision.get("commit"):
+            # A session that named no revision (a scheduled nightly) records the one its checkout holds, so
+            # its run is a night of its branch and its alerts can name their commits.
+            found = trust.checked_out_revision(job)
+            if found is not None:
+                measured[label] = found
         built[label] = workloads.command_workload(job.command, reading_mode=job.reading_mode, **options)
+    if measured:
+        session.revisions = [{**revision, **measured.get(revision["label"], {})} for revision in revisions]
+        Session.objects.filter(pk=session.pk).update(revisions=session.revisions)
     return built
 
 
@@ -402,6 +413,7 @@ def _monitor_summary(summary: monitor.MonitorSummary | None) -> dict:
         "usage": {name: {"label": usage.label, "unit": usage.unit, "mean": usage.mean, "max": usage.max}
                   for name, usage in summary.usage.items()},
         "warnings": list(summary.warnings), "samples": summary.samples,
+        "neighbour_cores": summary.neighbour_cores,
     }
 
 
@@ -532,10 +544,18 @@ def _run_documents(session: Session, outcome: session_loop.SessionOutcome) -> li
     job = session.job
     specs = {spec.name: spec for spec in job.metric_specs()}
     revisions = {entry["label"]: entry for entry in _revisions(session)}
+    state = monitor.machine_state()
     documents = []
     for label, estimates in outcome.estimates.items():
-        bottlenecks = sorted({warning for row in session.rounds.filter(workload=label)
-                              for warning in row.monitor.get("warnings", [])})
+        rounds = list(session.rounds.filter(workload=label).values_list("monitor", flat=True))
+        neighbours = [summary["neighbour_cores"] for summary in rounds if summary.get("neighbour_cores") is not None]
+        # A round's noisy neighbour is said once for the run, with the most cores it took.
+        bottlenecks = sorted({warning for summary in rounds for warning in summary.get("warnings", [])
+                              if not warning.startswith(monitor.NEIGHBOUR_WARNING)})
+        noisy = [cores for cores in neighbours if cores >= NEIGHBOUR_CORES]
+        if noisy:
+            bottlenecks.append(f"{monitor.NEIGHBOUR_WARNING} up to {max(noisy):.1f} cores busy in {len(noisy)} of "
+                               f"{len(rounds)} rounds: a noisy neighbour")
         results = [
             _result_document(spec=specs[name], estimate=estimate, job=job, bottlenecks=bottlenecks,
                              samples=session_loop.analysed_samples(outcome.rounds, name, label,
@@ -548,13 +568,15 @@ def _run_documents(session: Session, outcome: session_loop.SessionOutcome) -> li
         documents.append(RunIn.model_validate({
             "project": {"name": job.project.name, "slug": job.project.slug},
             "machine": {"name": job.machine.name},
-            "revision": {"commit": revision["commit"], "branch": revision.get("branch", "")}
+            "revision": {"commit": revision["commit"], "branch": revision.get("branch", ""),
+                         **({"timestamp": revision["timestamp"]} if revision.get("timestamp") else {})}
             if revision.get("commit") else None,
             "kind": session.run_kind,
             "started_at": session.started_at,
             "finished_at": timezone.now(),
             "source": f"pilotweb session #{session.pk}",
-            "environment": {"session": session.pk, "workload": label, "job": job.name},
+            "environment": {"session": session.pk, "workload": label, "job": job.name, **state,
+                            **({"neighbour_cores": round(max(neighbours), 2)} if neighbours else {})},
             "results": results,
         }))
     return documents

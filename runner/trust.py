@@ -128,6 +128,30 @@ def verified_commit(job: Job, commit: str) -> str:
     return resolved
 
 
+def checked_out_revision(job: Job) -> dict | None:
+    """On the benchmark machine, after the job's setup step: the commit its checkout holds, when that commit
+    was made, and the branch a plain session measures (the job's trusted branch), for a session that named no
+    revision (a scheduled nightly) to record what it measured; None where there is no checkout or git cannot
+    tell."""
+    where = repository(job)
+    if not where:
+        return None
+    try:
+        found = _git(where, "log", "-1", "--format=%H%n%cI", "HEAD", check=False)
+    except UntrustedRevision:
+        return None
+    lines = found.stdout.split()
+    if found.returncode != 0 or len(lines) != 2:
+        return None
+    commit, committed = lines
+    try:
+        check_commit(commit)
+        branch = check_branch(trusted_branch(job))
+    except ValueError:
+        return None
+    return {"commit": commit, "branch": branch, "timestamp": committed}
+
+
 def _git(where: str, *arguments: str, check: bool) -> subprocess.CompletedProcess:
     environment = {name: os.environ[name] for name in ("PATH", "HOME") if name in os.environ}
     try:

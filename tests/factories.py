@@ -157,6 +157,16 @@ def posted_run(night: int, means: Mapping[str, float | tuple[float, float]], *, 
     return post_results(results, night=night, **run_fields)
 
 
+def compared_run(night: int, means: Mapping[str, float | tuple[float, float]], **options) -> Run:
+    """:func:`posted_run`, then compared as the worker does: a night whose history comparison measures its
+    series' run-to-run noise (what a pull request's comparison carries in)."""
+    from results import comparisons
+
+    run = posted_run(night, means, **options)
+    comparisons.compare_run(run_id=run.pk)
+    return run
+
+
 def run_document(*, results: list[dict] | None = None, run_key: str | None = None, project: str = "Demo",
                  machine: str = "bench-1", commit: str = "a" * 40, branch: str = "main", kind: str = "nightly",
                  seed: int = 0) -> dict:

@@ -21,6 +21,7 @@ A benchmark whose worker failed is not in pyperf's file (the run stops or leaves
 holds no failed result: such a benchmark is missing from the run, not failed.
 """
 
+import statistics
 from collections import Counter
 from typing import Any
 
@@ -72,11 +73,12 @@ def parse(content: bytes | str) -> dict[str, Any]:
     suite_metadata = _metadata(suite, "the suite")
 
     results = []
-    dates = []
+    dates, loads = [], []
     for index, benchmark in enumerate(suite["benchmarks"]):
-        result, run_dates = _benchmark_result(benchmark, index, suite_metadata)
+        result, run_dates, run_loads = _benchmark_result(benchmark, index, suite_metadata)
         results.append(result)
         dates.extend(run_dates)
+        loads.extend(run_loads)
     _reject_duplicates(results)
 
     first_metadata = {**suite_metadata, **_metadata(suite["benchmarks"][0], "benchmark #0")}
@@ -84,6 +86,10 @@ def parse(content: bytes | str) -> dict[str, Any]:
     environment = {key: suite_metadata[key] for key in _ENVIRONMENT_KEYS if key in suite_metadata}
     if dates:
         environment["date"] = min(dates)
+    if loads:
+        # The machine's load while the suite ran, compared with the other run's on a pull request
+        # (results.machine_state): the median of its runs' 1-minute load averages.
+        environment["load_avg_1min"] = round(statistics.median(loads), 2)
     document: dict[str, Any] = {
         "source": f"{FORMAT_NAME} {version_of_pyperf}" if version_of_pyperf else FORMAT_NAME,
         "environment": environment,
@@ -95,7 +101,8 @@ def parse(content: bytes | str) -> dict[str, Any]:
     return json_safe(document)
 
 
-def _benchmark_result(benchmark: Any, index: int, suite_metadata: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _benchmark_result(benchmark: Any, index: int,
+                      suite_metadata: dict[str, Any]) -> tuple[dict[str, Any], list[str], list[float]]:
     where = f"benchmark #{index}"
     if not isinstance(benchmark, dict) or not isinstance(benchmark.get("runs"), list):
         raise ImportFormatError(f"{FORMAT_NAME}: {where} must be an object with a 'runs' list.")
@@ -112,7 +119,7 @@ def _benchmark_result(benchmark: Any, index: int, suite_metadata: dict[str, Any]
 
     measured = []  # (values, number of warm-ups, run metadata)
     calibration_runs = 0
-    dates = []
+    dates, loads = [], []
     for run_index, run in enumerate(benchmark["runs"]):
         run_where = f"{where}, run #{run_index}"
         if not isinstance(run, dict):
@@ -120,6 +127,8 @@ def _benchmark_result(benchmark: Any, index: int, suite_metadata: dict[str, Any]
         run_metadata = {**metadata, **_metadata(run, run_where)}
         if isinstance(run_metadata.get("date"), str):
             dates.append(run_metadata["date"])
+        if is_number(run_metadata.get("load_avg_1min")):
+            loads.append(float(run_metadata["load_avg_1min"]))
         values = _numbers(run.get("values", []), f"{run_where} 'values'")
         warmups = run.get("warmups", [])
         if not isinstance(warmups, list) or not all(
@@ -163,7 +172,7 @@ def _benchmark_result(benchmark: Any, index: int, suite_metadata: dict[str, Any]
     }
     if isinstance(metadata.get("description"), str):
         result["description"] = metadata["description"]
-    return result, dates
+    return result, dates, loads
 
 
 def _metadata(holder: dict[str, Any], where: str) -> dict[str, Any]:

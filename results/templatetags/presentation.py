@@ -3,7 +3,7 @@
 from django import template
 from django.utils.html import format_html
 
-from results import presentation
+from results import machine_state, presentation
 
 register = template.Library()
 
@@ -96,3 +96,9 @@ def download_href(context, format_name: str) -> str:
 def reading(value, metric: str, scales: dict) -> str:
     """``{% reading value name scales %}``: a session's reading of a metric in that metric's one scale."""
     return presentation.format_quantity(value, None, scales.get(metric, (1.0, "")))
+
+
+@register.filter
+def neighbour_warning(run) -> str:
+    """What the run's machine had besides the benchmark (other processes' cores), or ""."""
+    return machine_state.neighbour_warning(run.environment, "this run") or ""

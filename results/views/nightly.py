@@ -165,5 +165,7 @@ def pr_review(request: HttpRequest, run_id: int, *, export: str | None) -> HttpR
                                            Verdict.SUSPECTED_IMPROVEMENT, Verdict.INCONCLUSIVE, Verdict.NO_CHANGE)
                            if review.counts.get(verdict) or not verdict.startswith("suspected")],
         "show_bootstrap": any(row.bootstrap is not None for row in review.rows),
+        "undecided": presentation.undecided_beyond_threshold(review.rows),
+        "noise_unknown": [row for row in review.rows if presentation.RUN_NOISE_UNKNOWN_KEY in row.inputs],
         "markdown": presentation.pr_markdown(review, url=request.build_absolute_uri()),
     })

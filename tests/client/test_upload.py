@@ -23,7 +23,7 @@ from django.db import connections
 
 from results import comparisons, services
 from results.models import Result, Run
-from tests.factories import NIGHT_ZERO, posted_run
+from tests.factories import NIGHT_ZERO, compared_run, posted_run
 from tests.processes import ROOT, LoopbackServer, free_port
 
 CLIENT = ROOT / "client" / "pilot_upload.py"
@@ -264,8 +264,9 @@ def test_the_copied_file_uploads_a_tool_file_once(live_server, token, analysis, 
 
 @LIVE
 def test_a_pull_request_prints_the_dashboards_comment_with_markdown(live_server, uploader_token, analysis, tmp_path):
-    history(range(4))
-    posted_run(5, {"parse": 1.0, "render": 2.0}, commit="b" * 40)
+    for night in range(4):
+        compared_run(night, {"parse": 1.0, "render": 2.0})
+    compared_run(5, {"parse": 1.0, "render": 2.0}, commit="b" * 40)
     analysis.start()
     path = native_file(tmp_path / "head.json", {"parse": 1.2, "render": 2.0}, night=6)
     options = [str(path), "--url", live_server.url, "--format", "native", "--project", "Demo", "--machine", "bench-1",

@@ -132,12 +132,15 @@ def test_the_job_form_shows_its_errors_by_field_and_the_arguments_a_command_runs
         expect(page.locator(f"#field-{field} .field-errors")).to_have_text(
             "Work min (100) must be smaller than work max (10).")
     expect(page.locator("#field-target_width .field-errors")).to_have_text("Give at most 50%.")
+    # Timed whole with {work_amount}: the mean would mix work amounts, so the form asks for the per-unit fit.
+    expect(page.locator("#field-warmup .field-errors")).to_contain_text("one reading per round")
     expect(preview).to_have_count(7)  # shown again by the server after the submit
     expect(preview.nth(3)).to_have_text("two words")
     screenshot("job-form-errors")
 
     page.fill("#id_work_max", "1000")
     page.fill("#id_target_width", "5")
+    page.select_option("#id_warmup", "wps")
     page.get_by_role("button", name="Create job").click()
 
     expect(page.locator(".messages")).to_contain_text("Job “bench script” created.")

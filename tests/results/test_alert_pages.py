@@ -13,7 +13,7 @@ from results.models import Alert, AlertEvent, Project, Run
 from runner import services as runner_services
 from runner.models import Session, SessionStatus
 from tests.factories import ProjectFactory, UserFactory
-from tests.factories import posted_run
+from tests.factories import compared_run, posted_run
 
 pytestmark = pytest.mark.django_db
 
@@ -246,8 +246,8 @@ def test_an_alert_shows_its_last_good_and_first_bad_commits_with_links_to_compar
 
 def test_a_pull_requests_alert_ranges_from_its_base_to_its_head():
     for night in range(3):
-        posted_run(night, {"sort": 1.0}, sd=0.002)
-    base = posted_run(3, {"sort": 1.0}, sd=0.002, commit="b" * 40)
+        compared_run(night, {"sort": 1.0}, sd=0.002)
+    base = compared_run(3, {"sort": 1.0}, sd=0.002, commit="b" * 40)
     head = posted_run(4, {"sort": 1.2}, sd=0.002, kind="pr", branch="feature", commit="c" * 40, base_commit="b" * 40)
     comparisons.compare_run(run_id=head.pk)
     Project.objects.update(repository_url="https://gitlab.example.org/acme/tool")

@@ -18,7 +18,7 @@ from django.core.management import CommandError, call_command
 from results import comparing, comparisons, presentation
 from results.models import AlertGroup, Comparison, ComparisonMethod, Run
 from results.tasks import enqueue
-from tests.factories import NIGHT_ZERO, posted_run
+from tests.factories import NIGHT_ZERO, compared_run, posted_run
 
 HISTORY = {"sort": 1.0, "parse": 2.0}
 TONIGHT = {"sort": 1.10, "parse": 2.0, "fresh": 0.5}
@@ -109,7 +109,8 @@ def test_a_run_imported_again_shows_its_stored_comparison_without_comparing_it_a
 
 @pytest.mark.django_db(transaction=True)
 def test_a_pull_request_is_compared_with_its_base_run(tmp_path):
-    posted_run(4, HISTORY, sd=0.002)
+    for night in range(5):
+        compared_run(night, HISTORY, sd=0.002)
     path = tmp_path / "pr.json"
     document = night_document(5, {"sort": 1.10, "parse": 2.0}, kind="pr", revision={
         "commit": "c" * 40, "branch": "feature", "pull_request": 7, "base_commit": f"{4:040x}"})

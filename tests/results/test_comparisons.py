@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from results import alerts, comparisons, notifications, services
 from results.models import Alert, AlertGroup, Comparison, Project, Run
 from results.schemas import RunIn
-from tests.factories import NIGHT_ZERO, UserFactory, posted_run
+from tests.factories import NIGHT_ZERO, UserFactory, compared_run, posted_run
 
 pytestmark = pytest.mark.django_db
 
@@ -65,8 +65,9 @@ def test_a_higher_is_better_metric_mirrors_the_verdict():
 def test_an_unbounded_ratio_is_stored_without_limits_and_its_verdict_drawn_from_significance():
     """The baseline's mean is not distinguishable from zero, so the ratio has no interval; Welch's test still
     says the means differ, and the point estimate is far beyond the band: suspected (spec §7)."""
-    posted_run(0, {"tiny": 0.001}, sd=50.0, n=3)
-    pull = posted_run(1, {"tiny": 1.0}, kind="pr", branch="feature", base_commit=f"{0:040x}")
+    for night in range(-3, 1):
+        compared_run(night, {"tiny": 0.001}, sd=50.0, n=3, seed=night % 4, commit=f"{night + 3:040x}")
+    pull = posted_run(1, {"tiny": 1.0}, kind="pr", branch="feature", base_commit=f"{3:040x}")
 
     comparisons.compare_run(run_id=pull.pk)
 
@@ -78,7 +79,7 @@ def test_an_unbounded_ratio_is_stored_without_limits_and_its_verdict_drawn_from_
 
 def test_a_pull_request_is_compared_with_its_base_commit_and_opens_alerts_on_regressions():
     for night in range(5):
-        posted_run(night, {"sort": 1.0, "hash": 1.0}, sd=0.002)
+        compared_run(night, {"sort": 1.0, "hash": 1.0}, sd=0.002)
     pull = posted_run(6, {"sort": 1.08, "hash": 1.0}, sd=0.002, kind="pr", branch="feature",
                     base_commit=f"{2:040x}")
 

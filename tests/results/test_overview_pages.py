@@ -15,7 +15,7 @@ from ninja import NinjaAPI
 from results import access, comparisons, pr_api, presentation, selectors
 from results.models import Comparison, Metric, Run
 from tests.expected import fieller, percent, welch_p
-from tests.factories import posted_run
+from tests.factories import compared_run, posted_run
 
 pytestmark = pytest.mark.django_db
 
@@ -430,18 +430,18 @@ def pull_request_against_base() -> Run:
     """Head against base commit bbbb…: sort +8% (regression), hash −10% (improvement), parse unchanged, and
     json +2% but noisy on the head, so its interval straddles the band (inconclusive)."""
     for night in range(3):
-        posted_run(night, {"sort": 1.0, "hash": 1.0, "parse": 1.0}, sd=0.002)
-    posted_run(3, {"sort": 1.0, "hash": 1.0, "parse": 1.0, "json": 1.0}, sd=0.002, commit="b" * 40)
+        compared_run(night, {"sort": 1.0, "hash": 1.0, "parse": 1.0, "json": 1.0}, sd=0.002)
+    compared_run(3, {"sort": 1.0, "hash": 1.0, "parse": 1.0, "json": 1.0}, sd=0.002, commit="b" * 40)
     return compared(posted_run(4, {"sort": 1.08, "hash": 0.9, "parse": 1.0, "json": (1.02, 0.05)}, sd=0.002, kind="pr",
                         branch="feature", commit="c" * 40, base_commit="b" * 40, pull_request=42))
 
 
 def test_each_pr_series_is_compared_with_its_newest_base_commit_result_whatever_run_holds_it():
     for night in range(3):
-        posted_run(night, {"sort": 1.0, "hash": 1.0}, sd=0.002)
-    suite = posted_run(3, {"sort": 1.0, "hash": 1.0}, sd=0.002, commit="b" * 40)
+        compared_run(night, {"sort": 1.0, "hash": 1.0, "json": 1.0}, sd=0.002)
+    suite = compared_run(3, {"sort": 1.0, "hash": 1.0}, sd=0.002, commit="b" * 40)
     # A later pyperf import of the same base commit holds other benchmarks only.
-    imported = posted_run(3.1, {"json": 1.0}, seed=31, sd=0.002, commit="b" * 40, kind="manual")
+    imported = compared_run(3.1, {"json": 1.0}, seed=31, sd=0.002, commit="b" * 40, kind="manual")
     head = compared(posted_run(4, {"sort": 1.08, "hash": 1.08, "json": 1.0}, sd=0.002, kind="pr", branch="feature",
                                commit="c" * 40, base_commit="b" * 40, pull_request=42))
 
@@ -456,9 +456,9 @@ def test_each_pr_series_is_compared_with_its_newest_base_commit_result_whatever_
 
 
 def test_a_pr_series_the_base_commit_lacks_falls_back_to_the_default_branch_and_says_so():
-    for night in range(3):
-        posted_run(night, {"sort": 1.0, "hash": 1.0}, sd=0.002)
-    posted_run(3, {"sort": 1.0}, sd=0.002, commit="b" * 40)
+    for night in range(4):
+        compared_run(night, {"sort": 1.0, "hash": 1.0}, sd=0.002)
+    compared_run(3.5, {"sort": 1.0}, seed=35, sd=0.002, commit="b" * 40)
     # Another machine's base-commit result and another pull request's are never a base.
     posted_run(3, {"hash": 2.0}, sd=0.002, commit="b" * 40, machine="bench-2")
     posted_run(3.2, {"hash": 2.0}, seed=32, sd=0.002, commit="d" * 40, kind="pr", branch="other")
@@ -470,7 +470,8 @@ def test_a_pr_series_the_base_commit_lacks_falls_back_to_the_default_branch_and_
     assert review.counts == {"regression": 1, "no change": 1} and review.fallbacks == 1
     hashed = Comparison.objects.get(candidate__run=head, candidate__metric__benchmark__name="hash",
                                     method="pairwise")
-    assert hashed.baseline.run.started_at.day == 3 and hashed.inputs["base_fallback"] is True
+    # night 3 (October 4th), the newest result of main before the pull request
+    assert hashed.baseline.run.started_at.day == 4 and hashed.inputs["base_fallback"] is True
     html = Client().get(f"/runs/{head.pk}/pr/").content.decode()
     assert "⚠ 1 series not on the requested base" in html
     assert "1 of them compared with the newest default-branch result" in presentation.pr_markdown(review)
@@ -504,8 +505,10 @@ def test_the_pr_markdown_lists_the_changed_benchmarks_and_counts_the_quiet_ones(
     assert any(line.startswith("| `sort (time)` | +8.") and line.endswith("| ▲ regression |") for line in table)
     assert any(line.startswith("| `hash (time)` | -10.") for line in table)
     assert not any("parse" in line for line in table)
-    # json's interval straddles the band without a significant change: inconclusive, counted, not listed
-    assert "json" not in markdown.split("<sub>")[0].split("1 no change")[1]
+    # json's interval straddles the band without a significant change, its estimate just beyond +2%:
+    # inconclusive, and named with what would decide it
+    assert any(line.startswith("| `json (time)` | +2.0%") and line.endswith("| ? inconclusive |") for line in table)
+    assert "- `json (time)`: +2.0%" in markdown
     assert "[Full review](https://example.org/runs/1/pr/)" in markdown
 
 
@@ -550,8 +553,9 @@ def test_the_pr_review_issues_a_fixed_number_of_queries():
 
 
 def test_the_markdown_escapes_table_cells():
-    posted_run(0, {"a|b": 1.0}, sd=0.002)
-    head = compared(posted_run(1, {"a|b": 1.5}, kind="pr", branch="feature", base_commit=f"{0:040x}", sd=0.002))
+    for night in range(-3, 1):
+        compared_run(night, {"a|b": 1.0}, sd=0.002, seed=night + 3, commit=f"{night + 3:040x}")
+    head = compared(posted_run(1, {"a|b": 1.5}, kind="pr", branch="feature", base_commit=f"{3:040x}", sd=0.002))
 
     markdown = presentation.pr_markdown(selectors.pr_review(run_id=head.pk, viewer=access.SYSTEM))
 

@@ -224,16 +224,22 @@ def test_the_shortcuts_compare_a_run_with_tonights_baseline_and_a_pull_request_w
 
     first = client.get("/compare/", {"candidate": nights[0].pk, "against": "nightly"})
     assert first.status_code == 404
-    assert f"No nightly run of main on bench-1 before run #{nights[0].pk}." in first.content.decode()
+    assert f"No nightly run of main on bench-1 started before run #{nights[0].pk} measured any of its" \
+        in first.content.decode()
     not_a_pull_request = client.get("/compare/", {"candidate": nights[1].pk, "against": "base"})
     assert not_a_pull_request.status_code == 400
     assert "has no base to compare with" in not_a_pull_request.content.decode()
     assert client.get("/compare/", {"candidate": 9999, "against": "nightly"}).status_code == 404
     assert client.get("/compare/", {"candidate": head.pk, "against": "yesterday"}).status_code == 200
 
+    # The pages link to the baseline the shortcut would find, and only where there is one.
     for url in (f"/runs/{head.pk}/", f"/runs/{head.pk}/pr/"):
         html = client.get(url).content.decode()
-        assert f'href="/compare/?candidate={head.pk}&amp;against=nightly"' in html, url
+        assert f'href="/compare/?baseline={nights[2].pk}&amp;candidate={head.pk}"' in html, url
         assert f'href="/compare/?candidate={head.pk}&amp;against=base"' in html, url
     html = client.get(f"/runs/{nights[2].pk}/").content.decode()
-    assert "against=nightly" in html and "against=base" not in html
+    assert f'href="/compare/?baseline={nights[1].pk}&amp;candidate={nights[2].pk}"' in html
+    assert "against=base" not in html
+    html = client.get(f"/runs/{nights[0].pk}/").content.decode()
+    assert "tonight&#x27;s baseline</a>" not in html and "compare-shortcuts" not in html
+    assert f"No nightly run of main on bench-1 started before run #{nights[0].pk}" in html

@@ -201,3 +201,37 @@ def test_a_session_cancelled_between_rounds_stores_its_runs_as_cancelled(staff, 
 ])
 def test_a_stored_argument_list_is_shown_as_text_that_splits_back_into_it(arguments):
     assert split_command(shell_words(arguments)) == arguments
+
+
+# --- A command timed whole: its time per unit of work (Pilot's work-per-second regression) -------------
+
+SLEEPER = "import sys, time; time.sleep(0.05 + 0.001 * float(sys.argv[1]))"
+"""A command of known cost: 50 ms of start-up (besides the interpreter's), then 1 ms per unit of work."""
+
+
+def test_a_command_timed_whole_with_a_work_amount_must_be_analysed_per_unit(staff):
+    with pytest.raises(ValidationError) as refused:
+        services.create_job(user=staff, **job_fields(workload_kind="command", builtin="", warmup="edm",
+                                                     command=[sys.executable, "-c", SLEEPER, "{work_amount}"]))
+
+    assert "one reading per round" in refused.value.message_dict["warmup"][0]
+    assert not Job.objects.exists()
+    # Without the placeholder every round does the same work: the whole process is the reading.
+    services.create_job(user=staff, **job_fields(workload_kind="command", builtin="", warmup="edm",
+                                                 command=[sys.executable, "-c", SLEEPER, "{{work_amount}}", "5"]))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_command_of_known_start_up_and_cost_per_unit_reports_the_cost_per_unit(staff):
+    job = services.create_job(user=staff, **job_fields(
+        workload_kind="command", builtin="", warmup="wps", command=[sys.executable, "-c", SLEEPER, "{work_amount}"],
+        work_min=100, work_max=1000, min_round_duration=0.0, budget_seconds=60, target_width=0.02))
+    session = Session.objects.create(job=job)
+
+    services.execute_session(session_id=session.pk, attempt=0)
+
+    session.refresh_from_db()
+    assert session.status == SessionStatus.CONVERGED, (session.error, session.outcome.get("message"))
+    result = session.runs.get().results.get()
+    assert result.mean == pytest.approx(0.001, rel=0.02)
+    assert result.metadata["method"] == "wps" and result.ci_high / result.ci_low - 1 <= 0.025

@@ -249,3 +249,41 @@ def test_measure_overhead_validates_before_running():
         measure_overhead(workload, 1.0, rounds=1, monitor_factory=FakeMonitor)
     with pytest.raises(ValueError, match="`confidence`"):
         measure_overhead(workload, 1.0, rounds=3, monitor_factory=FakeMonitor, confidence=95)
+
+
+# --- noisy neighbours: the cores other processes kept busy ---------------------------------------------
+
+
+def test_the_neighbours_are_the_cores_busy_time_less_the_benchmarks_own():
+    # Two cores busy for a second, the benchmark's own processes one CPU second of it: one core is another's.
+    samples = [busy(duration=0.5, cpu_percent=(100.0, 100.0)), busy(duration=0.5, cpu_percent=(100.0, 100.0))]
+
+    summary = summarize(samples, under_test="cpu", own_cpu_seconds=1.0)
+    alone = summarize(samples, under_test="cpu", own_cpu_seconds=1.9)
+
+    assert summary.neighbour_cores == pytest.approx(1.0)
+    assert [w for w in summary.warnings if "other processes" in w] == [
+        "other processes kept 1.0 of 2 cores busy (the benchmark's own 1.0): a noisy neighbour"]
+    assert alone.neighbour_cores == pytest.approx(0.1) and alone.warnings == ()
+
+
+def test_a_real_process_spinning_beside_a_one_thread_benchmark_is_warned_of():
+    """Both cores busy during a one-thread CPU benchmark said "Bottleneck warnings: None" (the component under
+    test is exempt); the neighbour's core is told apart from the benchmark's own."""
+    import subprocess
+    import sys
+
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        with Monitor(under_test="cpu", interval=0.05) as sampler:
+            deadline = time.perf_counter() + 0.6
+            while time.perf_counter() < deadline:
+                pass
+    finally:
+        spinner.kill()
+        spinner.wait()
+
+    summary = sampler.summary
+    assert summary.neighbour_cores >= 0.5
+    assert any(warning.startswith("other processes kept") for warning in summary.warnings)

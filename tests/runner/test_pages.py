@@ -269,7 +269,7 @@ def test_a_command_typed_as_a_shell_line_is_split_into_arguments(staff, project,
     client = logged_in(staff)
     response = client.post("/jobs/new/", form_data(
         project, machine, workload_kind="command", builtin="", cron="",
-        command="""python3 /srv/bench.py --label 'two words' --n={work_amount} -- {revision}""",
+        command="""python3 /srv/bench.py --label 'two words' --n={work_amount} -- {revision}""", warmup="wps",
         setup_command="git -C /srv/checkout fetch --end-of-options origin {revision}"))
 
     assert response.status_code == 302

@@ -7,6 +7,7 @@ it is on the job's trusted branch of its repository's origin. The attack: a comm
 import json
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from django.test import Client
 from results import services as result_services
 from results.models import Alert, AlertGroup, Membership, Role, Run, RunKind, TokenScope
 from runner import services, trust
-from runner.models import Session, SessionStatus
+from runner.models import Session, SessionStatus, SessionTrigger
 from tests.factories import (
     ComparisonFactory,
     ProjectFactory,
@@ -70,7 +71,7 @@ def command_job(staff, machine, repositories, **overrides):  # noqa: F811 (the f
     checkout = str(repositories["checkout"])
     fields = {"project": ProjectFactory(name="Trusted", slug="trusted"), "name": "bench", "benchmark": "bench",
               "machine": machine, "workload_kind": "command",
-              "command": [sys.executable, f"{checkout}/bench.py", "{work_amount}"],
+              "command": [sys.executable, f"{checkout}/bench.py", "{work_amount}"], "warmup": "wps",
               "setup_command": [sys.executable, str(BUILD), checkout, "{revision}", str(repositories["built"])],
               "repository": checkout, "trusted_branch": "main", "work_min": 1, "work_max": 20,
               "min_round_duration": 0.0, "budget_seconds": 8, "budget_rounds": 40, "target_width": 0.5}
@@ -166,7 +167,7 @@ def posted_run(project, *, kind=RunKind.NIGHTLY, commit=None, vouched=False, pul
 @pytest.mark.django_db
 def test_the_rule_vouches_refuses_or_leaves_a_revision_to_the_machine(staff, machine):  # noqa: F811
     project = ProjectFactory()
-    command = {"workload_kind": "command", "command": ["./bench", "{work_amount}"],
+    command = {"workload_kind": "command", "command": ["./bench", "{work_amount}"], "warmup": "wps",
                "setup_command": ["./build", "{revision}"], "repository": "/srv/checkout"}
     job = services.create_job(user=staff, project=project, name="c", benchmark="c", machine=machine, **command)
     builtin = services.create_job(user=staff, project=project, name="b", benchmark="b", machine=machine,
@@ -224,3 +225,22 @@ def test_an_alert_says_why_no_confirmation_started(staff, machine):  # noqa: F81
     alert.refresh_from_db()
     assert "candidate: refs/pull/3/ is a pull request's revision" in alert.confirmation_note
     assert not Session.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_scheduled_session_records_the_commit_its_checkout_measured_as_a_night_of_its_branch(
+        staff, machine, repositories):  # noqa: F811
+    job = command_job(staff, machine, repositories, setup_command=[], work_min=50, work_max=500, budget_seconds=60)
+    session = Session.objects.create(job=job, trigger=SessionTrigger.SCHEDULE, run_kind=RunKind.NIGHTLY)
+
+    services.execute_session(session_id=session.pk, attempt=0)
+
+    session.refresh_from_db()
+    assert session.status == SessionStatus.CONVERGED, (session.error, session.outcome)
+    run = session.runs.get()
+    checked_out = git("log", "-1", "--format=%H %cI", cwd=repositories["checkout"]).split()
+    assert checked_out[0] == repositories["main"][10]  # the clone's HEAD: night 11 was pushed after it
+    assert (run.kind, run.revision.commit, run.revision.branch) == (RunKind.NIGHTLY, checked_out[0], "main")
+    assert run.revision.timestamp.isoformat() == datetime.fromisoformat(checked_out[1]).astimezone(
+        run.revision.timestamp.tzinfo).isoformat()
+    assert session.revisions[0]["commit"] == checked_out[0]
