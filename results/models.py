@@ -90,7 +90,9 @@ class Machine(models.Model):
         max_length=100, unique=True, validators=[validate_queue],
         help_text="The Celery queue this machine's benchmark worker consumes."
     )
-    last_seen_at = models.DateTimeField(null=True, blank=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True, help_text="Its last upload or registration.")
+    worker_seen_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a benchmark worker consuming its queue last said it was alive.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                                    related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

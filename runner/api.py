@@ -18,7 +18,7 @@ from results.models import TokenScope
 from results.result_schema import SingleLine
 from results.schemas import Branch, OptionalCommit
 
-from . import selectors, services
+from . import heartbeat, selectors, services
 from .forms import JobForm, PercentField
 from .models import Job, Session
 from .progress import progress_view
@@ -49,6 +49,10 @@ class SessionQueuedOut(SessionOut):
     detail: str
 
 
+class SessionStartedOut(SessionOut):
+    warnings: list[str]
+
+
 class JobOut(Schema):
     id: int
     project_id: int
@@ -58,6 +62,8 @@ class JobOut(Schema):
     machine_id: int
     machine: str
     queue: str
+    worker_seen_at: datetime | None
+    warnings: list[str]
     workload_kind: str
     enabled: bool
     last_session: SessionOut | None
@@ -97,7 +103,9 @@ def job_out(job: Job) -> dict:
     """A job of :func:`runner.selectors.jobs_with_last_session` as the API shows it."""
     return {"id": job.pk, "project_id": job.project_id, "project": job.project.slug, "name": job.name,
             "benchmark": job.benchmark, "machine_id": job.machine_id, "machine": job.machine.name,
-            "queue": job.machine.queue, "workload_kind": job.workload_kind, "enabled": job.enabled,
+            "queue": job.machine.queue, "worker_seen_at": job.machine.worker_seen_at,
+            "warnings": [warning] if (warning := heartbeat.no_worker_warning(job.machine)) else [],
+            "workload_kind": job.workload_kind, "enabled": job.enabled,
             "last_session": session_out(job.last_session) if job.last_session else None}
 
 
@@ -189,7 +197,7 @@ def edit_job(request: HttpRequest, job_id: int, body: JobIn):
     return job_out(selectors.jobs_with_last_session(viewer=request.user, job_id=job.pk)[0])
 
 
-@router.post("/jobs/{id:job_id}/run", response={201: SessionOut, 202: SessionQueuedOut,
+@router.post("/jobs/{id:job_id}/run", response={201: SessionStartedOut, 202: SessionQueuedOut,
                                                 **refusals(400, 401, 403, 404, 413, 422)},
              auth=WRITE_AUTH, url_name="job_run", summary="Run a job now (staff)")
 def run_job(request: HttpRequest, job_id: int, body: RunNowIn):
@@ -202,7 +210,8 @@ def run_job(request: HttpRequest, job_id: int, body: RunNowIn):
     session = selectors.session(session_id=session.pk, viewer=request.user)
     if session.sent_at is None:
         return Status(202, {**session_out(session), "detail": services.NOT_SENT})
-    return Status(201, session_out(session))
+    warning = heartbeat.no_worker_warning(job.machine)
+    return Status(201, {**session_out(session), "warnings": [warning] if warning else []})
 
 
 @router.post("/sessions/{id:session_id}/cancel", response={200: SessionOut, **refusals(401, 403, 404)}, auth=WRITE_AUTH,

@@ -9,7 +9,10 @@ class RunnerConfig(AppConfig):
         from results.extensions import add_alert_sessions, add_to_alerts, add_to_run_pages
         from results.signals import alerts_opened
 
+        from celery.signals import worker_ready
+
         from .alert_page import confirmation_session_ids, confirmation_sessions
+        from .heartbeat import on_worker_ready
         from .receivers import confirm_opened_alerts
         from .run_page import session_analysis
 
@@ -19,3 +22,4 @@ class RunnerConfig(AppConfig):
         # A module-level receiver: signals hold receivers weakly, and a function defined here would be
         # collected as soon as ready() returns (DEBUG's signature check cached it, hiding that in development).
         alerts_opened.connect(confirm_opened_alerts, dispatch_uid="runner.confirm_alerts")
+        worker_ready.connect(on_worker_ready, dispatch_uid="runner.worker_heartbeat")

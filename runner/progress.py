@@ -7,6 +7,7 @@ comes first, so the bar shows the further of the two and the time left is never 
 
 from results.presentation import format_duration
 
+from . import heartbeat
 from .models import Session, SessionStatus
 
 BUDGET_SPENT = "budget spent · finishing the round"
@@ -36,7 +37,9 @@ def progress_view(session: Session) -> dict:
         fraction = None
     figures = [f"{rounds} round{'s' if rounds != 1 else ''}"]
     if session.status == SessionStatus.QUEUED:
-        figures.append("waiting for a worker")
+        machine = session.job.machine
+        figures.append("waiting for a worker" if heartbeat.worker_alive(machine)
+                       else f"waiting for a worker: none is consuming queue {machine.queue}")
     else:
         figures.append(f"{format_duration(elapsed or 0)} elapsed")
         if spent:

@@ -10,6 +10,7 @@ from results import access, presentation
 from results import selectors as result_selectors
 from results.models import Machine, Run
 
+from . import heartbeat
 from .models import Job, Round, Session, SessionStatus
 
 
@@ -53,7 +54,7 @@ def with_last_session(jobs: list[Job]) -> list[Job]:
     so a page of jobs reads only its own sessions."""
     sessions = {
         s.pk: s for s in Session.objects.filter(pk__in=[job.last_session_id for job in jobs if job.last_session_id])
-        .select_related("job").prefetch_related("runs")
+        .select_related("job__machine").prefetch_related("runs")
     }
     for job in jobs:
         job.last_session = sessions.get(job.last_session_id)
@@ -74,6 +75,11 @@ class MachineOverview:
     jobs: int = 0
     last_run_at: object = None
 
+    @property
+    def worker_alive(self) -> bool:
+        """Whether a worker consuming its queue said it was alive lately (:mod:`runner.heartbeat`)."""
+        return heartbeat.worker_alive(self.machine)
+
 
 def machine_page(*, viewer, search: str = "", page: str | int | None = None) -> Page:
     """One page of the machines `viewer` may see (:func:`results.selectors.machines`), each a
@@ -88,7 +94,7 @@ def machine_page(*, viewer, search: str = "", page: str | int | None = None) -> 
                 .annotate(count=Count("id")).values_list("machine_id", "count").order_by())
     active = defaultdict(list)
     for session in (access.visible(Session.objects.filter(status__in=ACTIVE_STATUSES, job__machine_id__in=ids),
-                                   viewer, "job__project").select_related("job").order_by("queued_at", "id")):
+                                   viewer, "job__project").select_related("job__machine").order_by("queued_at", "id")):
         active[session.job.machine_id].append(session)
     page.object_list = [MachineOverview(machine=machine, active_sessions=active[machine.pk],
                                         runs=runs.get(machine.pk, {}).get("count", 0), jobs=jobs.get(machine.pk, 0),

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from results import access, exports, presentation
 from results.access import readable
 
-from . import selectors, services
+from . import heartbeat, selectors, services
 from .forms import JobForm, command_preview
 from .models import Job, Session
 from .pairs import session_pairs
@@ -44,6 +44,7 @@ def job_create(request: HttpRequest) -> HttpResponse:
             form.add_service_errors(error)
         else:
             messages.success(request, f"Job “{job.name}” created" + (" and scheduled." if job.schedule_id else "."))
+            _warn_without_worker(request, job)
             return redirect("runner:jobs")
     return render(request, "runner/job_form.html", {"form": form, "job": None})
 
@@ -59,6 +60,7 @@ def job_edit(request: HttpRequest, job_id: int) -> HttpResponse:
             form.add_service_errors(error)
         else:
             messages.success(request, f"Job “{job.name}” saved.")
+            _warn_without_worker(request, job)
             return redirect("runner:jobs")
     return render(request, "runner/job_form.html", {"form": form, "job": job})
 
@@ -74,7 +76,14 @@ def job_run(request: HttpRequest, job_id: int) -> HttpResponse:
         messages.warning(request, f"Session #{session.pk}: {services.NOT_SENT}")
     else:
         messages.success(request, f"Session #{session.pk} of “{job.name}” queued on {job.machine.name}.")
+    _warn_without_worker(request, job)
     return redirect("runner:session", session_id=session.pk)
+
+
+def _warn_without_worker(request: HttpRequest, job: Job) -> None:
+    warning = heartbeat.no_worker_warning(job.machine)
+    if warning:
+        messages.warning(request, warning)
 
 
 @require_GET
@@ -91,7 +100,7 @@ def command_preview_fragment(request: HttpRequest) -> HttpResponse:
 def session_cancel(request: HttpRequest, session_id: int) -> HttpResponse:
     """Cancel a session once confirmed (``confirm=yes``, which the pages' confirm dialog adds); without it, a
     page asks first, so cancelling takes a second step with or without JavaScript."""
-    session = get_object_or_404(Session.objects.select_related("job"), pk=session_id)
+    session = get_object_or_404(Session.objects.select_related("job__machine"), pk=session_id)
     if request.method == "GET" or request.POST.get("confirm") != "yes":
         return render(request, "runner/session_cancel.html", {"session": session})
     session = services.cancel_session(session=session, user=request.user)

@@ -17,8 +17,8 @@ from django_celery_beat.models import PeriodicTask
 
 from pilotweb.celery import app
 from results import services as result_services
-from results.models import Alert, Membership, Result, Role, Run, TokenScope
-from runner import services
+from results.models import Alert, Machine, Membership, Result, Role, Run, TokenScope
+from runner import heartbeat, services
 from runner.models import Round, Session, SessionStatus
 from tests.factories import MachineFactory, ProjectFactory, run_document
 from tests.processes import wait_for, worker_process
@@ -74,7 +74,12 @@ def test_a_scheduled_job_runs_on_its_machine_queue_and_stores_its_results(staff,
     job = sort_job(staff, machine, cron="0 3 * * *")
     task = PeriodicTask.objects.get(pk=job.schedule_id)
 
+    assert "No benchmark worker is consuming queue" in heartbeat.no_worker_warning(machine)
     with bench_worker(broker, machine, tmp_path):
+        # The worker stamps its machine as it starts: the pages tell its worker apart from its uploads.
+        wait_for(lambda: Machine.objects.filter(pk=machine.pk, worker_seen_at__isnull=False).exists(),
+                 what="the worker's heartbeat")
+        assert heartbeat.no_worker_warning(Machine.objects.get(pk=machine.pk)) == ""
         # What celery beat does when the cron fires.
         app.send_task(task.task, args=json.loads(task.args), queue=task.queue)
         session = wait_for(lambda: Session.objects.filter(job=job).first(), what="the scheduled session")

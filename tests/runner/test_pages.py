@@ -8,8 +8,10 @@ import pytest
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
+from results.models import Machine
 from runner import services
 from runner.models import Job, Round, Session, SessionStatus
 from tests.factories import MachineFactory, ProjectFactory, RunFactory, UserFactory
@@ -575,3 +577,18 @@ def test_a_second_staff_member_is_recorded_as_requester(job):
     other = UserFactory(is_staff=True)
     logged_in(other).post(f"/jobs/{job.pk}/run/")
     assert Session.objects.get().requested_by == other
+
+
+def test_a_machine_only_uploaded_to_says_it_has_no_worker_and_its_jobs_are_warned_of(staff, project, machine):
+    Machine.objects.filter(pk=machine.pk).update(last_seen_at=timezone.now())
+    client = logged_in(staff)
+
+    response = client.post("/jobs/new/", form_data(project, machine, cron=""), follow=True)
+
+    html = response.content.decode()
+    assert f"No benchmark worker is consuming queue {machine.queue} of machine {machine.name}" in html
+    page = client.get("/machines/").content.decode()
+    assert "none has consumed its queue" in page and "Last upload" in page
+    Machine.objects.filter(pk=machine.pk).update(worker_seen_at=timezone.now())
+    page = client.get("/machines/").content.decode()
+    assert "consuming its queue, last seen" in page
