@@ -225,6 +225,9 @@ def upload(options: argparse.Namespace, *, out, log) -> int:
     except OSError as error:
         raise UploadError(f"cannot read {options.file}: {error.strerror or error}") from None
     body, content_type = request_body(content)
+    if options.format != "native" and not options.branch and options.kind != "pr":
+        log("note: no --branch, so the run is a night of no branch: it is stored and can be compared, but its "
+            "series' nightly history and alerts (of the project's default branch) leave it out")
     server = Server(options.url, options.token, attempts=options.attempts, log=log)
     stored = server.request("POST", "/api/v1/runs/import", query=import_query(options), body=body,
                             content_type=content_type)
@@ -463,7 +466,7 @@ def parse_options(argv: list[str] | None) -> argparse.Namespace:
     address = urllib.parse.urlsplit(options.url)
     if address.scheme not in ("http", "https") or not address.netloc:
         parser.error(f"--url must be an http:// or https:// address; got {options.url!r}")
-    missing = [name for name in ("project", "machine", "commit", "branch") if not getattr(options, name)]
+    missing = [name for name in ("project", "machine", "commit") if not getattr(options, name)]
     if options.format != "native" and missing:
         parser.error(f"a {options.format} file does not say which run it is: give "
                      f"{', '.join('--' + name for name in missing)} (only a native run document can name them)")

@@ -109,6 +109,10 @@ class StrictJSONParser(Parser):
 
     def parse_body(self, request: HttpRequest) -> Any:
         body = request.body
+        if not body.strip():
+            # No body at all is an empty object: an endpoint whose body is optional takes it, and one that
+            # needs fields names them (422) instead of failing to parse nothing.
+            return {}
         data = json_input.loads(body)
         if UNSTORABLE_ESCAPE.search(body):
             problem = unstorable_text(data)
@@ -178,9 +182,8 @@ def on_ingest_error(request: HttpRequest, error: services.IngestError):
 
 @api.exception_handler(ImportFormatError)
 def on_format_error(request: HttpRequest, error: ImportFormatError):
-    detail = str(error)
-    if isinstance(error, FormatMismatch):
-        detail += f"; post it with format={error.detected}"
+    detail = error.telling(f"post it with format={error.detected}") if isinstance(error, FormatMismatch) \
+        else str(error)
     return api.create_response(request, error_body(detail, [{"field": "file", "message": detail}]),
                                status=error.status)
 
@@ -201,6 +204,14 @@ def on_model_validation_error(request: HttpRequest, error: DjangoValidationError
 
 @api.exception_handler(AuthenticationError)
 def on_unauthenticated(request: HttpRequest, error: AuthenticationError):
+    sent = request.headers.get("Authorization", "")
+    if sent.lower().startswith("bearer "):
+        # A token was sent, but no live token has it: say so, not that none was sent.
+        detail = ("Invalid token: no active API token matches the one sent (revoked, mistyped, of another "
+                  "server, or its user deactivated). Create one with 'manage.py create_api_token' or in the admin.")
+        response = api.create_response(request, error_body(detail), status=401)
+        response["WWW-Authenticate"] = 'Bearer error="invalid_token"'
+        return response
     response = api.create_response(
         request, error_body("Authentication required: send 'Authorization: Bearer <token>'."), status=401)
     response["WWW-Authenticate"] = "Bearer"

@@ -200,13 +200,14 @@ def edit_job(request: HttpRequest, job_id: int, body: JobIn):
 @router.post("/jobs/{id:job_id}/run", response={201: SessionStartedOut, 202: SessionQueuedOut,
                                                 **refusals(400, 401, 403, 404, 413, 422)},
              auth=WRITE_AUTH, url_name="job_run", summary="Run a job now (staff)")
-def run_job(request: HttpRequest, job_id: int, body: RunNowIn):
+def run_job(request: HttpRequest, job_id: int, body: RunNowIn | None = None):
+    """Queue a session of the job now; the body (its revisions) may be left out: a plain session."""
     _staff(request)
     job = Job.objects.select_related("machine").filter(pk=job_id).first()
     if job is None:
         raise Http404(f"No job {job_id}.")
     session = services.start_session(job=job, user=request.user,
-                                     revisions=[revision.model_dump() for revision in body.revisions])
+                                     revisions=[revision.model_dump() for revision in body.revisions] if body else [])
     session = selectors.session(session_id=session.pk, viewer=request.user)
     if session.sent_at is None:
         return Status(202, {**session_out(session), "detail": services.NOT_SENT})

@@ -38,8 +38,16 @@ class FormatMismatch(ImportFormatError):
 
     def __init__(self, problem: str, *, detected: str) -> None:
         article = "an" if detected[:1] in ("a", "e", "i", "o", "u") else "a"
-        super().__init__(f"{problem}; this looks like {article} {detected} file")
+        # What the file is comes first: the declared format's own complaint (and its hints, such as pyperf's
+        # "convert") is about a file that is not of that format at all.
+        super().__init__(f"this looks like {article} {detected} file (read as {problem})")
         self.detected = detected
+
+    def telling(self, how: str) -> str:
+        """The refusal with how to send the file in its format (``how``: "post it with format=asv")."""
+        text = str(self)
+        cut = text.index(" (read as ")
+        return f"{text[:cut]}: {how}{text[cut:]}"
 
 
 class ImportTooLarge(ImportFormatError):

@@ -263,3 +263,17 @@ def test_what_the_fast_path_does_not_take_django_reports_as_always(arguments, me
 
     assert child.returncode != 0 and child.stdout == ""
     assert message in child.stderr and "django" in imported(child)
+
+
+def test_the_import_line_names_the_failed_benchmarks_and_why(db, tmp_path):
+    document = night_document(0, HISTORY)
+    document["results"].append({"benchmark": "broken", "failed": True,
+                                "error": "Traceback (most recent call last):\n  ...\nValueError: no such table"})
+    path = tmp_path / "night0.json"
+    path.write_text(json.dumps(document))
+    out = StringIO()
+
+    call_command("import_results", str(path), "--format", "native", stdout=out)
+
+    assert out.getvalue() == (f"Imported run #{Run.objects.get().pk} with 2 results; 1 failed: broken (time): "
+                              "ValueError: no such table.\n")

@@ -236,15 +236,16 @@ def test_a_single_file_posted_to_the_api_takes_units_from_the_names(api):
 def test_another_format_declared_for_an_asv_file_names_asv():
     content = result_files()[0].read_bytes()
 
-    with pytest.raises(FormatMismatch, match=r"^pyperf: .*; this looks like an asv file$"):
+    with pytest.raises(FormatMismatch, match=r"^this looks like an asv file \(read as pyperf: .*\)$"):
         import_document(format_name="pyperf", content=content, overrides={})
-    with pytest.raises(FormatMismatch, match=r"^native: the file is not a run document; this looks like an asv file$"):
+    with pytest.raises(FormatMismatch, match=r"^this looks like an asv file \(read as native: the file is not a run "
+                                             r"document\)$"):
         import_document(format_name="native", content=content, overrides={})
 
 
 @pytest.mark.django_db
 def test_the_command_tells_to_import_an_asv_file_with_format_asv():
-    with pytest.raises(CommandError, match=r"this looks like an asv file; import it with --format asv$"):
+    with pytest.raises(CommandError, match=r"this looks like an asv file: import it with --format asv \(read as"):
         call_command("import_results", str(result_files()[0]), "--format", "hyperfine", "--project", "P",
                      stdout=StringIO())
     assert not Run.objects.exists()

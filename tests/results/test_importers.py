@@ -649,13 +649,13 @@ def test_a_file_declared_in_another_format_is_refused_naming_the_one_it_looks_li
         import_document(format_name=declared, content=FILES[actual][0], overrides={})
 
     assert refused.value.detected == actual
-    assert str(refused.value).startswith(f"{declared}: ")
-    assert str(refused.value).endswith(f"; this looks like {'an' if actual == 'asv' else 'a'} {actual} file")
+    assert str(refused.value).startswith(f"this looks like {'an' if actual == 'asv' else 'a'} {actual} file "
+                                         f"(read as {declared}: ")
 
 
 def test_the_pytest_benchmark_file_posted_as_pyperf_says_why_and_what_it_is():
-    with pytest.raises(FormatMismatch, match=r"^pyperf: file format version '5\.3\.1' is not supported; expected "
-                                             r"'1\.0' .*\); this looks like a pytest-benchmark file$"):
+    with pytest.raises(FormatMismatch, match=r"^this looks like a pytest-benchmark file \(read as pyperf: file format "
+                                             r"version '5\.3\.1' is not supported; expected '1\.0' .*\)\)$"):
         import_document(format_name="pyperf", content=read("pytest_benchmark_data.json"), overrides={})
 
 

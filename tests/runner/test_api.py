@@ -8,7 +8,7 @@ from django_celery_beat.models import PeriodicTask
 
 from results import services as result_services
 from results.models import TokenScope
-from runner import services
+from runner import heartbeat, services
 from runner.models import Job, Session, SessionStatus
 from tests.factories import MachineFactory, ProjectFactory
 
@@ -43,6 +43,29 @@ def test_staff_run_a_job_now_and_read_its_progress(staff, job):
     body = Client().get(f"/api/v1/sessions/{session_id}").json()
     assert body["status"] == "running" and body["rounds_done"] == 7
     assert body["progress"]["metrics"][0]["relative_width"] == 0.14
+    # No worker has ever consumed the machine's queue: said beside the session.
+    assert response.json()["warnings"] == [heartbeat.no_worker_warning(job.machine)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_running_a_job_as_the_readme_writes_it_needs_no_body(staff, job):
+    # As curl -X POST sends it: no body, no content type.
+    response = client_for(staff).generic("POST", f"/api/v1/jobs/{job.pk}/run")
+
+    assert response.status_code == 201, response.content
+    assert Session.objects.get(pk=response.json()["id"]).revisions == []
+
+
+@pytest.mark.django_db
+def test_a_wrong_token_is_said_to_be_invalid_not_missing():
+    answered = Client(headers={"Authorization": "Bearer pw_not-a-token"}).post("/api/v1/runs", data={},
+                                                                             content_type="application/json")
+    missing = Client().post("/api/v1/runs", data={}, content_type="application/json")
+
+    assert answered.status_code == missing.status_code == 401
+    assert answered.json()["detail"].startswith("Invalid token: no active API token matches the one sent")
+    assert answered["WWW-Authenticate"] == 'Bearer error="invalid_token"'
+    assert missing.json()["detail"].startswith("Authentication required")
 
 
 def as_deployed(**headers) -> Client:
@@ -74,8 +97,12 @@ def test_anonymous_visitors_and_bad_tokens_get_a_401_not_a_csrf_failure(staff, j
     for response in (client.post(f"/api/v1/jobs/{job.pk}/run", data={}, content_type="application/json"),
                      client.post(f"/api/v1/sessions/{session.pk}/cancel")):
         assert response.status_code == 401
-        assert response["WWW-Authenticate"] == "Bearer"
-        assert "Authentication required" in response.json()["detail"]
+        if "Bearer" in headers.get("Authorization", ""):  # a token was sent: it is said to be invalid
+            assert response["WWW-Authenticate"] == 'Bearer error="invalid_token"'
+            assert response.json()["detail"].startswith("Invalid token")
+        else:
+            assert response["WWW-Authenticate"] == "Bearer"
+            assert "Authentication required" in response.json()["detail"]
     assert Session.objects.get().status == SessionStatus.QUEUED
 
 

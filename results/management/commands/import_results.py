@@ -1,3 +1,4 @@
+import logging
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -6,7 +7,7 @@ from pydantic import ValidationError
 
 from results import access, comparisons, presentation, selectors, services, tasks
 from results.ingest import FORMATS, FormatMismatch, ImportFormatError, asv, import_document, stated_overrides
-from results.models import ComparisonMethod, Run, RunKind
+from results.models import ComparisonMethod, FailedResult, Run, RunKind
 from results.rows import ComparisonRow
 from results.schemas import RunIn, describe_errors
 
@@ -36,6 +37,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, file: Path, format: str, project, machine, commit, branch, pull_request, base_commit,
                kind, run_key, compare, compare_format, **options):
+        # The tasks run here with --compare: Celery's own lines ("Task … succeeded in …") are not the command's.
+        logging.getLogger("celery").setLevel(logging.WARNING)
         overrides = stated_overrides(project=project, machine=machine, commit=commit, branch=branch,
                                      pull_request=pull_request, base_commit=base_commit, kind=kind, run_key=run_key)
         if compare and file.is_dir():
@@ -58,7 +61,12 @@ class Command(BaseCommand):
         except (ImportFormatError, ValidationError, services.IngestError) as error:
             raise _refusal(error) from None
         verb = "Imported" if outcome.created else "Already imported"
-        line = f"{verb} run #{outcome.run.pk} with {outcome.run.results.count()} results."
+        count = outcome.run.results.count()
+        line = f"{verb} run #{outcome.run.pk} with {count} result{'s' if count != 1 else ''}"
+        failed = [f"{failure.metric.benchmark.name} ({failure.metric.name})"
+                  + (f": {failure.error.strip().splitlines()[-1][:200]}" if failure.error.strip() else "")
+                  for failure in FailedResult.objects.filter(run=outcome.run).select_related("metric__benchmark")]
+        line += f"; {len(failed)} failed: {'; '.join(failed)}." if failed else "."
         if not compare:
             self.stdout.write(line)
             return
@@ -134,7 +142,7 @@ def _verdict_rows(run: Run) -> list[ComparisonRow]:
 def _refusal(error: Exception, file: Path | None = None) -> CommandError:
     """The command's refusal of a file (named when it is one of a directory's) for ``error``."""
     if isinstance(error, FormatMismatch):
-        message = f"{error}; import it with --format {error.detected}"
+        message = error.telling(f"import it with --format {error.detected}")
     elif isinstance(error, ValidationError):
         message = f"invalid run: {describe_errors(error.errors())['detail']}"
     else:
