@@ -266,9 +266,9 @@ def _alert_hover(alert: Mapping, when: str) -> str:
         pooled = f" over {nights} night{'s' if nights != 1 else ''} pooled" if nights else ""
         lines.append(f"{format_change(alert['ratio'], alert.get('low'), alert.get('high'))}{pooled}")
     if alert.get("pvalue") is not None:
-        tail = (f", q = {presentation.format_probability(alert['qvalue'])}" if alert.get("qvalue") is not None
+        tail = (f", {presentation.said_probability('q', alert['qvalue'])}" if alert.get("qvalue") is not None
                 else "")
-        lines.append(f"p = {presentation.format_probability(alert['pvalue'])}{tail}")
+        lines.append(f"{presentation.said_probability('p', alert['pvalue'])}{tail}")
     lines.append(f"triage: {escape(alert['status'])}" + (f" · {escape(alert['state_note'])}"
                                                           if alert.get("state_note") else ""))
     lines.append("<i>click for the first night's run</i>")
@@ -304,9 +304,9 @@ def _history_hover(point: Mapping, unit: str, when: str) -> str:
             baseline = "history" if comparison["method"] == "history" else "base"
             lines.append(f"vs {baseline}: {change}")
         if comparison.get("pvalue") is not None:
-            tail = (f", q = {presentation.format_probability(comparison['qvalue'])}"
+            tail = (f", {presentation.said_probability('q', comparison['qvalue'])}"
                     if comparison.get("qvalue") is not None else "")
-            lines.append(f"p = {presentation.format_probability(comparison['pvalue'])}{tail}")
+            lines.append(f"{presentation.said_probability('p', comparison['pvalue'])}{tail}")
         lines.append(presentation.verdict_label(comparison.get("verdict")))
         if comparison.get("alert_id") is not None:
             lines.append(f"alert #{comparison['alert_id']} ({escape(comparison.get('alert_status') or 'new')})")
@@ -384,7 +384,7 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
             shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
                            "line": {"color": "#5b6575", "width": 1, "dash": "dash"}})
             change = format_change(row["ratio"], row.get("ci_low"), row.get("ci_high"))
-            pvalue = (f"<br>p = {presentation.format_probability(row['pvalue'])}"
+            pvalue = (f"<br>{presentation.said_probability('p', row['pvalue'])}"
                       if row.get("pvalue") is not None else "")
             texts.append(f"<b>change point</b> · {escape(row['machine'])}<br>{x} UTC<br>"
                          f"shift {change}{pvalue}<br><i>click for the first run after it</i>")
@@ -432,12 +432,13 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
                             [_history_hover(point, unit, _timestamp(point["started_at"])) for point in outside],
                             noun="run mean", count=len(outside), customdata=[point["run_id"] for point in outside]))
     y_range = {"range": _axis_range(bulk), "autorange": False} if bulk is not None else {}
-    # Inside the plot's corner: below it the switch displaced the range selector, above it meets the legend.
-    switch = (_scale_switch(len(data), bulk, edge=edge, x=1, xanchor="right", y=1, yanchor="top",
+    # Above the plot's right corner, under Plotly's own buttons (the top margin holds both): inside the plot
+    # they covered the newest points, below it the switch displaced the range selector.
+    switch = (_scale_switch(len(data), bulk, edge=edge, x=1, xanchor="right", y=1, yanchor="bottom",
                             bgcolor="rgba(255,255,255,0.85)")
               if means.size and means.min() > 0 else [])
     layout = _layout(
-        height=520, shapes=shapes, margin={"t": 30, "b": 30},
+        height=540, shapes=shapes, margin={"t": 64, "b": 30},
         legend={"y": 1.0, "yanchor": "bottom"}, updatemenus=switch,
         yaxis={"title": {"text": f"{escape(metric)} ({escape(unit)})"}, "rangemode": "normal", **y_range},
         xaxis={

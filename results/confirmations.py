@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from .models import Alert, AlertState
-from .presentation import CHANGE_SIDES, format_probability
+from .presentation import CHANGE_SIDES, said_probability
 from .stats import DIFFERENT, EQUIVALENT, format_change, verdict
 
 
@@ -54,7 +54,7 @@ def settle_alert(*, alert_id: int, session_id: int, decision: PairDecision | Non
                 f"{metric.name} of {metric.benchmark.name}")
     else:
         change = "no ratio" if decision.ratio is None else format_change(decision.ratio, decision.low, decision.high)
-        found = f"session #{session_id}: {change}, p = {format_probability(decision.pvalue)} ({decision.rule})"
+        found = f"session #{session_id}: {change}, {said_probability('p', decision.pvalue)} ({decision.rule})"
         # The side of the change by the one verdict rule (spec §7), at its point estimate and θ = 0.
         point = 1.0 if decision.ratio is None else decision.ratio
         worse = CHANGE_SIDES.get(verdict(point, point, threshold=0.0, direction=metric.direction)) == "regression"

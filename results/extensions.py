@@ -20,12 +20,14 @@ Figure = dict
 @dataclass(frozen=True)
 class MetricSection:
     """What a provider shows of one result instead of the stored samples: its figures (key → Plotly figure,
-    in order), notes, and how many of its readings were removed of how many."""
+    in order), notes, how many of its readings were removed of how many, and why (reason, readings), so
+    that the warm-up the results table counts is told apart from the rest."""
 
     figures: dict[str, Figure]
     notes: tuple[str, ...] = ()
     removed: int | None = None
     total: int | None = None
+    removed_by: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)

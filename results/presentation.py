@@ -115,10 +115,16 @@ def is_high_p(pvalue: float | None, qvalue: float | None, alpha: float = ALPHA) 
 
 
 def format_probability(value: float | None) -> str:
-    """A p- or q-value: three decimals, ``<0.001`` below that, ``—`` for none."""
+    """A p- or q-value: three decimals, ``<0.001`` below that, ``—`` for none (a table's cell)."""
     if value is None or not math.isfinite(value):
         return "—"
     return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def said_probability(name: str, value: float | None) -> str:
+    """A p- or q-value in a sentence: ``p = 0.012``, ``p < 0.001`` (never ``p = <0.001``), ``p = —``."""
+    shown = format_probability(value)
+    return f"{name} < {shown[1:]}" if shown.startswith("<") else f"{name} = {shown}"
 
 
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "us": 1e-6, "ns": 1e-9}
@@ -376,11 +382,11 @@ def evidence(row) -> list[tuple[str, str]]:
         lines.append(("Change", f"{row.decisive.change or 'unbounded'} at {format_level(row.confidence_level)} "
                                 f"({interval}); θ = {format_threshold(row.threshold)}"))
     if row.pvalue is not None:
-        q = "" if row.qvalue is None else f", q = {format_probability(row.qvalue)} (Benjamini–Hochberg)"
+        q = "" if row.qvalue is None else f", {said_probability('q', row.qvalue)} (Benjamini–Hochberg)"
         starts = inputs.get("starts_tried") or 0
         adjusted = (f"; p is adjusted for the {starts} first nights tried, the interval is the chosen night's "
                     "and is not" if row.method == "shift" and starts > 1 else "")
-        lines.append(("Test", f"p = {format_probability(row.pvalue)}{q}{adjusted}"))
+        lines.append(("Test", f"{said_probability('p', row.pvalue)}{q}{adjusted}"))
     if row.note and row.method != "shift" and not row.note.startswith("mean of"):
         lines.append(("Note", row.note))
     return lines
@@ -692,8 +698,8 @@ def _suspected_line(row) -> str:
     if RUN_NOISE_UNKNOWN_KEY in row.inputs:
         return (f"- {markdown_code(row.label)}: {interval}; one run each, run-to-run noise unknown. An "
                 "interleaved A/B session of the two revisions, or repeated runs, would tell.")
-    return (f"- {markdown_code(row.label)}: {interval}; {why}; {sizes}; p = {format_probability(row.pvalue)}, "
-            f"q = {format_probability(row.qvalue)}. Repeated runs of both revisions (or an interleaved A/B "
+    return (f"- {markdown_code(row.label)}: {interval}; {why}; {sizes}; {said_probability('p', row.pvalue)}, "
+            f"{said_probability('q', row.qvalue)}. Repeated runs of both revisions (or an interleaved A/B "
             "session) would narrow it: the runs' own levels are part of its width.")
 
 

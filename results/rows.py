@@ -219,6 +219,11 @@ class ComparisonRow:
         return presentation.format_probability(self.qvalue)
 
     @property
+    def probabilities_said(self) -> str:
+        """``p = 0.012, q = 0.030`` (``p < 0.001``) for a sentence."""
+        return f"{presentation.said_probability('p', self.pvalue)}, {presentation.said_probability('q', self.qvalue)}"
+
+    @property
     def threshold_text(self) -> str:
         return presentation.format_threshold(self.threshold)
 

@@ -44,10 +44,10 @@ class WarmupMethod(models.TextChoices):
 
 
 class Component(models.TextChoices):
-    CPU = "cpu"
-    MEMORY = "memory"
-    DISK = "disk"
-    NETWORK = "network"
+    CPU = "cpu", "CPU"
+    MEMORY = "memory", "Memory"
+    DISK = "disk", "Disk"
+    NETWORK = "network", "Network"
 
 
 class Job(models.Model):

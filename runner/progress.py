@@ -61,7 +61,8 @@ def progress_view(session: Session) -> dict:
             "workload": item.get("workload", ""), "metric": item.get("metric", ""),
             "width": "—" if width is None else f"{100 * width:.1f}%",
             "target": "—" if target is None else f"{100 * target:.1f}%", "percent": percent,
-            "state": "✓ within target" if item.get("converged") else "… narrowing",
+            "state": "✓ within target" if item.get("converged") else (
+                "✗ not within target" if session.finished else "… narrowing"),
         })
     return {"status": session.status, "status_label": session.get_status_display(), "fraction": fraction,
             "percent": None if fraction is None else round(100 * fraction), "figures": " · ".join(figures),

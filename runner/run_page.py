@@ -81,6 +81,10 @@ def _analyses(session: Session, workload: str, results: Sequence[Result], record
     return found
 
 
+REMOVED_WORDS = {"short round": "in rounds too short to analyse", "no stable phase": "in rounds with no stable phase"}
+"""How a reason readings were not analysed (runner.replay.REMOVED_BECAUSE) reads after their count."""
+
+
 def _section(result: Result, values: np.ndarray, analysis: replay.MetricAnalysis,
              targets: session_loop.SessionTargets, *, rounds: int) -> MetricSection:
     metric = result.metric
@@ -101,4 +105,9 @@ def _section(result: Result, values: np.ndarray, analysis: replay.MetricAnalysis
     if len(points) < rounds:
         notes.append(f"CI narrowing: after {len(points)} of the {rounds} rounds, evenly spread (each point "
                      "re-analyses every sample so far).")
-    return MetricSection(figures=figures, notes=tuple(notes), removed=int((~kept).sum()), total=int(values.size))
+    reasons: dict[str, int] = {}
+    for start, stop, _, why in analysis.spans:
+        why = REMOVED_WORDS.get(why, why)
+        reasons[why] = reasons.get(why, 0) + int(stop - start)
+    return MetricSection(figures=figures, notes=tuple(notes), removed=int((~kept).sum()), total=int(values.size),
+                         removed_by=tuple((why, count) for why, count in reasons.items() if count))

@@ -90,7 +90,7 @@ def test_alerts_improvements_and_change_points_are_marked():
     assert trace(figure, "▼ improvement")["customdata"] == [101]
     marker = trace(figure, "┆ change point (shift, CI)")
     assert marker["customdata"] == [102] and "+20.0% [+15.0%, +25.0%]" in marker["text"][0]
-    assert "p = <0.001" in marker["text"][0]  # as the tables show it (presentation)
+    assert "p < 0.001" in marker["text"][0]  # said in words, never "p = <0.001"
     assert figure["layout"]["shapes"][0]["x0"] == "2026-10-03 02:00:00"
     hover = trace(figure, "bench-1")["text"][2]
     assert "▲ regression" in hover and "+20.0% [+15.0%, +25.0%]" in hover and "alert #7 (new)" in hover

@@ -99,7 +99,7 @@ def test_each_row_says_why_it_has_its_verdict_with_theta_and_the_evidence():
                         regressed["Baseline"])
     assert regressed["Run-to-run"] == "none beyond each night&#x27;s own noise (σ_b² = 0)"
     assert regressed["Change"].endswith("at 95% (Fieller, ν = " + regressed["Change"].split("ν = ")[1])
-    assert "θ = ±2%" in regressed["Change"] and regressed["Test"].startswith("p = &lt;0.001, q = &lt;0.001")
+    assert "θ = ±2%" in regressed["Change"] and regressed["Test"].startswith("p &lt; 0.001, q &lt; 0.001")
     assert why("same")["Verdict"].startswith("≈ no change: the whole interval lies within the ±2% band")
     noisy = why("noisy")
     assert "not significant (q ≥ 0.05)" in noisy["Verdict"]

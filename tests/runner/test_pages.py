@@ -89,7 +89,7 @@ def test_the_jobs_page_lists_machine_workload_schedule_and_last_session(job, sta
 
     row = html[html.index(f'id="job-{job.pk}"'):]
     assert "nightly sort" in row and "sort 100k" in row and "bench-1" in row and "<code>sort</code>" in row
-    assert '<code class="cron">0 2 * * *</code>' in row
+    assert '<span class="cron" title="cron: 0 2 * * *">At 02:00 AM UTC</span>' in row
     assert f'href="/jobs/sessions/{session.pk}/"' in row and "converged (CI within target)" in row
     assert "No session is queued or running." in html
 
@@ -592,3 +592,13 @@ def test_a_machine_only_uploaded_to_says_it_has_no_worker_and_its_jobs_are_warne
     Machine.objects.filter(pk=machine.pk).update(worker_seen_at=timezone.now())
     page = client.get("/machines/").content.decode()
     assert "consuming its queue, last seen" in page
+
+
+def test_a_finished_session_short_of_its_target_says_so_not_narrowing(job, staff):
+    session = services.start_session(job=job, user=staff)
+    Session.objects.filter(pk=session.pk).update(status=SessionStatus.BUDGET_EXHAUSTED, progress=PROGRESS,
+                                                 finished_at=timezone.now())
+
+    html = Client().get(f"/jobs/sessions/{session.pk}/").content.decode()
+
+    assert "✗ not within target" in html and "… narrowing" not in html
