@@ -53,7 +53,8 @@ class SessionSamples:
 
 
 def session_samples(records: Sequence[session_loop.RoundRecord], metric: str,
-                    targets: session_loop.SessionTargets, *, stored: np.ndarray | None = None) -> SessionSamples:
+                    targets: session_loop.SessionTargets, *, stored: np.ndarray | None = None,
+                    found: dict | None = None) -> SessionSamples:
     """Split one metric's readings into the stable phases and what the session removed.
 
     The same rules as :func:`runner.session.analyse` (and ``analysed_samples``): rounds shorter than
@@ -64,10 +65,19 @@ def session_samples(records: Sequence[session_loop.RoundRecord], metric: str,
 
     EDM costs a third of a second on a round of 1,000 readings, so when the session's result kept
     its samples (`stored`: exactly these stable phases, concatenated), each round's phase is read
-    back from them instead (:func:`stored_phases`); EDM runs only when they do not fit.
+    back from them instead (:func:`stored_phases`); EDM runs only when they do not fit. At the session's end
+    its own phases are given (`found`: ``SessionOutcome.phases``), and EDM runs for none of its rounds.
     """
     edm = targets.warmup is session_loop.WarmupMethod.EDM
-    phases = stored_phases(records, metric, targets, stored) if edm and stored is not None else None
+    phases = None
+    if edm and found:
+        known = [found.get((record.index, record.workload, metric)) for record in records]
+        if all(phase is not None for phase, record in zip(known, records)
+               if record.analysed and len(record.outcome.unit_readings.get(metric) or ()) >= targets.edm_min_size):
+            phases = {record.index: (phase.start, phase.stop) if phase.dominant else None
+                      for phase, record in zip(known, records) if phase is not None}
+    if edm and phases is None and stored is not None:
+        phases = stored_phases(records, metric, targets, stored)
     chunks, owners, masks, spans, trimmed = [], [], [], [], []
     offset = 0
     for record in records:
@@ -260,10 +270,11 @@ def _finite(value: float | None) -> float | None:
 
 
 def analyse_metric(records: Sequence[session_loop.RoundRecord], spec: session_loop.MetricSpec,
-                   targets: session_loop.SessionTargets, *, stored: np.ndarray | None = None) -> MetricAnalysis:
+                   targets: session_loop.SessionTargets, *, stored: np.ndarray | None = None,
+                   found: dict | None = None) -> MetricAnalysis:
     """One metric of one workload's rounds as the session analysed it: :func:`session_samples` (EDM on
-    every round unless `stored`, the samples its result kept, give the phases back) and
-    :func:`ci_narrowing` on the rounds so cut."""
-    split = session_samples(records, spec.name, targets, stored=stored)
+    every round unless the session's own phases (`found`) or `stored`, the samples its result kept, give the
+    phases back) and :func:`ci_narrowing` on the rounds so cut."""
+    split = session_samples(records, spec.name, targets, stored=stored, found=found)
     return MetricAnalysis(readings=int(split.values.size), spans=split.spans,
                           narrowing=ci_narrowing(records, spec, targets, trimmed=split.records))

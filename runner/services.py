@@ -496,9 +496,9 @@ def _finish(session: Session, outcome: session_loop.SessionOutcome) -> Session:
 
 
 def _page_analysis(session: Session, outcome: session_loop.SessionOutcome, documents: list[RunIn]) -> dict:
-    """Every stored result's :func:`runner.replay.analyse_metric`, as JSON by workload and metric. Each round's
-    stable phase is read back from the samples its result keeps where they fit unambiguously (no repeated
-    readings); elsewhere EDM runs again."""
+    """Every stored result's :func:`runner.replay.analyse_metric`, as JSON by workload and metric, from the
+    rounds' stable phases the session found (no EDM runs again: the budget is the session's machine time,
+    its analysis included)."""
     targets = session.job.session_targets()
     specs = {spec.name: spec for spec in session.job.metric_specs()}
     analysis = {}
@@ -506,7 +506,7 @@ def _page_analysis(session: Session, outcome: session_loop.SessionOutcome, docum
         label = document.environment["workload"]
         records = [record for record in outcome.rounds if record.workload == label]
         analysis[label] = {result.metric: replay.analyse_metric(records, specs[result.metric], targets,
-                                                                stored=result.samples).as_json()
+                                                                stored=result.samples, found=outcome.phases).as_json()
                            for result in document.results}
     return analysis
 
@@ -559,7 +559,7 @@ def _run_documents(session: Session, outcome: session_loop.SessionOutcome) -> li
         results = [
             _result_document(spec=specs[name], estimate=estimate, job=job, bottlenecks=bottlenecks,
                              samples=session_loop.analysed_samples(outcome.rounds, name, label,
-                                                                   job.session_targets()))
+                                                                   job.session_targets(), phases=outcome.phases))
             for name, estimate in estimates.items() if estimate.valid
         ]
         if not results:

@@ -243,17 +243,21 @@ def analyse(rounds, metrics, targets):
     return Analyser(check_metrics(metrics), targets).estimates(rounds)
 
 
-def analysed_samples(rounds, metric, workload, targets):
+def analysed_samples(rounds, metric, workload, targets, *, phases=None):
     """The samples behind :func:`analyse`'s estimate of one metric of one workload.
 
     The stable unit readings (or one reading per round) in time order, as subsession analysis
-    sees them; None with ``warmup="wps"``, whose estimate is a regression over rounds.
+    sees them; None with ``warmup="wps"``, whose estimate is a regression over rounds. ``phases``, the
+    rounds' stable phases the session found (``SessionOutcome.phases``), are taken as they are: EDM runs
+    only for a round they lack (finding them again for 158 rounds took 18 s after a 30 s budget).
     """
     if targets.warmup is WarmupMethod.WPS:
         return None
     spec = MetricSpec(metric, "")
     mine = [record for record in rounds if record.workload == workload]
-    return Analyser((spec,), targets).samples(mine, spec)[0]
+    analyser = Analyser((spec,), targets)
+    analyser.phases.update(phases or {})
+    return analyser.samples(mine, spec)[0]
 
 
 def compare(estimates, metrics, targets):

@@ -3,7 +3,7 @@
 import enum
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .analysis import Analyser, Progress
 from .plan import growth_needed, work_amount_plan
@@ -50,6 +50,9 @@ class SessionOutcome:
     elapsed : float
         Session seconds (stored rounds' durations plus this run's clock time).
     message : str
+    phases : dict
+        Each round's stable phase as the session found it, by (round index, workload, metric): what the
+        session's stored samples are made of, so that storing them runs no EDM again (:func:`analysed_samples`).
     """
 
     status: SessionStatus
@@ -59,6 +62,7 @@ class SessionOutcome:
     rounds: list
     elapsed: float
     message: str = ""
+    phases: dict = field(default_factory=dict)
 
 
 def run_session(
@@ -166,4 +170,5 @@ def run_session(
         rounds=rounds,
         elapsed=elapsed(),
         message=message,
+        phases=dict(analyser.phases),
     )

@@ -235,3 +235,34 @@ def test_a_command_of_known_start_up_and_cost_per_unit_reports_the_cost_per_unit
     result = session.runs.get().results.get()
     assert result.mean == pytest.approx(0.001, rel=0.02)
     assert result.metadata["method"] == "wps" and result.ci_high / result.ci_low - 1 <= 0.025
+
+
+@pytest.mark.django_db(transaction=True)
+def test_storing_a_finished_session_finds_no_stable_phase_again(staff, monkeypatch):
+    """The budget is the session's machine time, its analysis included: EDM on every round again after the last
+    one (storing the samples, then the run page's analysis) took 18 s after a 30 s budget."""
+    from runner.session import analysis
+
+    job = noise_job(staff, target_width=0.0001, budget_seconds=3)
+    session = Session.objects.create(job=job)
+    calls = {"loop": 0, "after": 0}
+    finishing = []
+    real_phase, real_finish = analysis.round_stable_phase, services._finish
+
+    def counted(*args, **kwargs):
+        calls["after" if finishing else "loop"] += 1
+        return real_phase(*args, **kwargs)
+
+    def finish(*args, **kwargs):
+        finishing.append(True)
+        return real_finish(*args, **kwargs)
+
+    monkeypatch.setattr(analysis, "round_stable_phase", counted)
+    monkeypatch.setattr(session_loop, "round_stable_phase", counted)
+    monkeypatch.setattr(services, "_finish", finish)
+    services.execute_session(session_id=session.pk, attempt=0)
+
+    session.refresh_from_db()
+    assert session.status == SessionStatus.BUDGET_EXHAUSTED and session.runs.get().results.get().n > 1
+    assert calls["loop"] >= session.rounds.filter(analysed=True).count() > 0
+    assert calls["after"] == 0
