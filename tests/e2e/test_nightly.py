@@ -109,6 +109,13 @@ def test_two_runs_are_compared_from_the_form(page, screenshot):
     expect(page.locator("tr[data-verdict=improvement]")).to_contain_text("hash")
     expect(page.locator("text=Only in the candidate: json (time).")).to_be_visible()
     screenshot("compare")
+    # The table sorts by a column's heading: by the change, smallest first, then the other way.
+    names = page.locator("table.comparison tbody tr td.name > a")
+    page.locator("table.comparison thead th", has_text="Change").locator("button.sort").click()
+    expect(names).to_have_text(["hash", "parse", "sort"])
+    expect(page.locator("table.comparison thead th", has_text="Change")).to_have_attribute("aria-sort", "ascending")
+    page.locator("table.comparison thead th", has_text="Change").locator("button.sort").click()
+    expect(names).to_have_text(["sort", "parse", "hash"])
 
 
 def test_the_pr_review_copies_its_markdown(page, screenshot, live_server):
@@ -124,3 +131,33 @@ def test_the_pr_review_copies_its_markdown(page, screenshot, live_server):
     expect(page.locator(".copy-status")).to_have_text("Copied to the clipboard.")
     assert page.evaluate("navigator.clipboard.readText()") == markdown
     screenshot("pr-review")
+
+
+def test_a_pull_request_of_a_busier_run_claims_no_regression_and_says_why(page, screenshot):
+    """One run against one run (spec §8): the head's whole run landed 6% above its base on a busier machine.
+    The page and its comment carry the series' run-to-run noise, name what is undecided, and say the load
+    differed; a series without nightly history claims nothing."""
+    from datetime import timedelta
+
+    from results.models import Result, Run
+    from tests.factories import NIGHT_ZERO
+    from tests.results.test_pull_request_noise import nights_with_run_noise, pull_request
+
+    nights_with_run_noise(14)
+    base = Result.objects.filter(run__started_at=NIGHT_ZERO + timedelta(days=13)).first().run
+    head = pull_request(14, {}, level=1.06)
+    Run.objects.filter(pk=base.pk).update(environment={"load_avg_1min": 3.3, "cpu_count": 4})
+    Run.objects.filter(pk=head).update(environment={"load_avg_1min": 4.7, "cpu_count": 4})
+
+    page.goto(f"/runs/{head}/pr/")
+
+    expect(page.locator("ul.summary-counts li.verdict-regression")).to_have_text(re.compile(r"^0\s"))
+    expect(page.locator("p.machine-state")).to_contain_text("The machine's load differed: 3.3 for the base, 4.7")
+    expect(page.locator("p.undecided-beyond")).to_contain_text("Undecided, estimate beyond its threshold")
+    expect(page.locator(".legend-note")).to_contain_text("the run-to-run variance the series' nightly history")
+    markdown = page.locator("#pr-markdown").input_value()
+    assert "**0 regressions**" not in markdown and "0 regressions" in markdown
+    assert "⚠ The machine's load differed" in markdown and "What would decide the suspected and undecided" in markdown
+    page.locator("tr.verdict-row").first.locator("details.why summary").click()
+    expect(page.locator("tr.verdict-row").first).to_contain_text("between runs, as the series' nightly history")
+    screenshot("pr-run-to-run")
