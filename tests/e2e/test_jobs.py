@@ -61,9 +61,12 @@ def test_staff_create_a_scheduled_job_run_it_and_watch_its_progress(page, login,
 
     expect(page.locator(".messages")).to_contain_text("created and scheduled")
     job = Job.objects.get(name="nightly sort")
+    # No worker consumes the machine's queue yet: said at once, not left to a session that waits for ever.
+    expect(page.locator(".messages")).to_contain_text(f"No benchmark worker is consuming queue {job.machine.queue}")
     row = page.locator(f"#job-{job.pk}")
     expect(row).to_contain_text("nightly sort")
-    expect(row.locator("code.cron")).to_have_text("0 2 * * *")
+    expect(row.locator(".cron")).to_have_text("At 02:00 AM UTC")
+    expect(row.locator(".cron")).to_have_attribute("title", "cron: 0 2 * * *")
     expect(row).to_contain_text("never run")
 
     row.get_by_role("button", name="Run now").click()
@@ -72,7 +75,8 @@ def test_staff_create_a_scheduled_job_run_it_and_watch_its_progress(page, login,
     bar = page.locator("[data-field=bar]")
     expect(bar).to_have_class("bar indeterminate")
     expect(page.locator("[data-field=status]")).to_have_text("Queued")
-    expect(page.locator("[data-field=figures]")).to_have_text("0 rounds · waiting for a worker")
+    expect(page.locator("[data-field=figures]")).to_have_text(
+        f"0 rounds · waiting for a worker: none is consuming queue {job.machine.queue}")
 
     # A worker claims the session and stores rounds: the polled bar follows without a reload.
     Session.objects.filter(pk=session.pk).update(status=SessionStatus.RUNNING, progress={

@@ -487,7 +487,7 @@ def test_the_pr_review_puts_the_verdict_first_then_the_comparisons_then_the_mark
     counts = re.findall(r'<li class="count verdict-([a-z-]+)[^"]*"><strong>(\d+)</strong>', html)
     assert counts == [("regression", "1"), ("improvement", "1"), ("inconclusive", "1"), ("no-change", "1")]
     assert "Pull request #42" in html and "bbbbbbbbbbbb" in html and "cccccccccccc" in html
-    assert html.index("summary-counts") < html.index("<table class=\"results comparison\">") < html.index("<textarea")
+    assert html.index("summary-counts") < html.index("<table class=\"results comparison sortable\">") < html.index("<textarea")
     assert [verdict for verdict, _ in rows_of(html)] == ["regression", "improvement", "inconclusive", "no change"]
     assert '<textarea id="pr-markdown" readonly' in html and 'data-copy-target="pr-markdown"' in html
     assert "results/copy.js" in html
