@@ -16,7 +16,8 @@ from .pairs import session_pairs
 def confirmation_sessions(alerts: Sequence[Alert]) -> dict[int, SafeString]:
     """HTML by alert id for the alerts a session confirmed or is confirming; one query."""
     sessions = defaultdict(list)
-    for session in Session.objects.filter(confirms__in=alerts).select_related("job__machine").order_by("queued_at", "id"):
+    for session in (Session.objects.filter(confirms__in=alerts).select_related("job__machine")
+                    .order_by("queued_at", "id")):
         sessions[session.confirms_id].append((session, session_pairs(session)))
     return {alert_id: mark_safe(render_to_string("runner/_alert_confirmations.html", {"confirmations": listed}))
             for alert_id, listed in sessions.items()}

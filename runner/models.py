@@ -316,7 +316,8 @@ class Session(models.Model):
 class SessionAnalysis(models.Model):
     """What a finished session's analysis did with each metric's readings (:class:`runner.replay.MetricAnalysis`:
     the readings removed, the interval narrowing), stored when the session finishes so that its runs' pages
-    read it instead of replaying EDM on every round; stored on first view for sessions finished before."""
+    read it instead of replaying EDM on every round (for sessions finished before, ``manage.py
+    store_session_analyses`` stores it)."""
 
     session = models.OneToOneField(Session, on_delete=models.CASCADE, related_name="analysis")
     workloads = models.JSONField(default=dict, blank=True,

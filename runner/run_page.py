@@ -26,22 +26,15 @@ def session_analysis(run: Run, results: Sequence[Result]) -> RunPageAddition | N
     """The addition for a run measured by a session, None for a posted or imported run; two queries.
 
     Each metric's removed readings and interval narrowing are read from what the session stored when it
-    finished (:class:`runner.models.SessionAnalysis`); a session finished before that is replayed on its
-    first view (:func:`runner.replay.analyse_metric`, EDM on every round) and stored then.
+    finished (:class:`runner.models.SessionAnalysis`); a session finished before that is replayed here
+    (:func:`runner.replay.analyse_metric`, EDM on every round), never stored by a page (a GET writes nothing:
+    ``manage.py store_session_analyses`` stores them).
     """
-    session = (Session.objects.filter(runs=run).select_related("job", "analysis")
-               .order_by("-queued_at", "-id").first())
-    if session is None:
+    found = _session_rounds(run, results)
+    if found is None:
         return None
-    workload = (run.environment or {}).get("workload")
-    rows = [row for row in Round.objects.filter(session=session).order_by("index")
-            if workload is None or row.workload == workload]
-    records = [row.record() for row in rows]
-    targets = session.job.session_targets()
-    shown = [result for result in results
-             if records and all(result.metric.name in record.outcome.readings for record in records)]
-    values = {result.metric.name: replay.readings(records, result.metric.name) for result in shown}
-    analyses = _analyses(session, workload or "", shown, records, values, targets)
+    session, workload, rows, records, targets, shown, values = found
+    analyses, _ = _analyses(session, workload or "", shown, records, values, targets)
     figures: dict[str, dict] = {}
     sections = {result.pk: _section(result, values[result.metric.name], analyses[result.metric.name], targets,
                                     rounds=len(records))
@@ -63,10 +56,44 @@ def session_analysis(run: Run, results: Sequence[Result]) -> RunPageAddition | N
         figures=figures, sections=sections)
 
 
+def store_missing_analyses(run: Run) -> int:
+    """Replay and store the analysis of a run's metrics that its session did not store (a session finished
+    before it was stored at its end, or one whose stored analysis does not fit the readings): the number of
+    metrics stored. The writing twin of :func:`session_analysis`, for ``manage.py store_session_analyses``."""
+    results = list(Result.objects.filter(run=run).select_related("metric"))
+    found = _session_rounds(run, results)
+    if found is None:
+        return 0
+    session, workload, _, records, targets, shown, values = found
+    _, missing = _analyses(session, workload or "", shown, records, values, targets)
+    if missing:
+        services.store_session_analysis(session=session, workload=workload or "", metrics=missing)
+    return len(missing)
+
+
+def _session_rounds(run: Run, results: Sequence[Result]):
+    """The session that measured `run` (None for a posted or imported run), its workload's label, rounds and
+    their records, its targets, the results the rounds have readings of, and those readings by metric."""
+    session = (Session.objects.filter(runs=run).select_related("job", "analysis")
+               .order_by("-queued_at", "-id").first())
+    if session is None:
+        return None
+    workload = (run.environment or {}).get("workload")
+    rows = [row for row in Round.objects.filter(session=session).order_by("index")
+            if workload is None or row.workload == workload]
+    records = [row.record() for row in rows]
+    targets = session.job.session_targets()
+    shown = [result for result in results
+             if records and all(result.metric.name in record.outcome.readings for record in records)]
+    values = {result.metric.name: replay.readings(records, result.metric.name) for result in shown}
+    return session, workload, rows, records, targets, shown, values
+
+
 def _analyses(session: Session, workload: str, results: Sequence[Result], records: list,
-              values: dict[str, np.ndarray], targets: session_loop.SessionTargets) -> dict[str, replay.MetricAnalysis]:
-    """Each result's stored analysis by metric name; those not stored (or not fitting the readings) are
-    replayed and stored. `workload` is "" for a run that does not name one (all the session's rounds)."""
+              values: dict[str, np.ndarray], targets: session_loop.SessionTargets
+              ) -> tuple[dict[str, replay.MetricAnalysis], dict[str, replay.MetricAnalysis]]:
+    """Each result's analysis by metric name, and those of them replayed: not stored, or not fitting the
+    readings. `workload` is "" for a run that does not name one (all the session's rounds)."""
     stored = getattr(session, "analysis", None)
     found, missing = {}, {}
     for result in results:
@@ -76,9 +103,7 @@ def _analyses(session: Session, workload: str, results: Sequence[Result], record
             spec = session_loop.MetricSpec(name, result.metric.unit, result.metric.direction)
             analysis = missing[name] = replay.analyse_metric(records, spec, targets, stored=result.samples_array())
         found[name] = analysis
-    if missing:
-        services.store_session_analysis(session=session, workload=workload, metrics=missing)
-    return found
+    return found, missing
 
 
 REMOVED_WORDS = {"short round": "in rounds too short to analyse", "no stable phase": "in rounds with no stable phase"}

@@ -515,7 +515,7 @@ def _page_analysis(session: Session, outcome: session_loop.SessionOutcome, docum
 def store_session_analysis(*, session: Session, workload: str,
                            metrics: dict[str, replay.MetricAnalysis]) -> SessionAnalysis:
     """Add one workload's metrics to a finished session's stored analysis: what a run page replayed for a
-    session finished before the analysis was stored at its end, so that it is replayed once."""
+    session finished before the analysis was stored at its end (manage.py store_session_analyses)."""
     stored, _ = SessionAnalysis.objects.select_for_update().get_or_create(session=session)
     stored.workloads = {**stored.workloads, workload: {
         **stored.workloads.get(workload, {}), **{name: analysis.as_json() for name, analysis in metrics.items()}}}

@@ -4,10 +4,12 @@ replayed on its first view and stored then."""
 
 import json
 import re
+from io import StringIO
 
 import numpy as np
 import pytest
 from django.core.cache import cache
+from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
@@ -121,7 +123,8 @@ def test_viewing_a_session_run_reads_the_stored_analysis_and_never_runs_edm(forb
     assert sum(count for why, count in counts.items() if "too short" not in why) == result.warmup_removed
 
 
-def test_a_session_finished_before_the_analysis_was_stored_is_replayed_once_and_stored(forbid_edm):
+def test_a_session_finished_before_the_analysis_was_stored_is_replayed_by_the_page_and_stored_by_the_command(
+        forbid_edm):
     session = finished_session(resolution=1e-6)
     expected = SessionAnalysis.objects.get(session=session).metric("A", "time")
     SessionAnalysis.objects.filter(session=session).delete()
@@ -129,12 +132,18 @@ def test_a_session_finished_before_the_analysis_was_stored_is_replayed_once_and_
 
     first = Client().get(f"/runs/{run.pk}/")
 
-    assert first.status_code == 200
+    # A GET writes nothing: the page replays the analysis (and caches the page).
+    assert first.status_code == 200 and not SessionAnalysis.objects.filter(session=session).exists()
+    out = StringIO()
+    call_command("store_session_analyses", stdout=out)
+    assert out.getvalue() == "Stored the analysis of 1 metric.\n"
     assert SessionAnalysis.objects.get(session=session).metric("A", "time") == expected
     cache.clear()
     forbid_edm()
     again = Client().get(f"/runs/{run.pk}/")
     assert figures(again) == figures(first)
+    call_command("store_session_analyses", stdout=out)
+    assert out.getvalue().endswith("Stored the analysis of 0 metrics.\n")
 
 
 def test_a_stored_analysis_that_does_not_fit_the_readings_is_replaced():
@@ -146,6 +155,7 @@ def test_a_stored_analysis_that_does_not_fit_the_readings_is_replaced():
     run = Run.objects.get(sessions=session)
 
     assert Client().get(f"/runs/{run.pk}/").status_code == 200
+    call_command("store_session_analyses", stdout=StringIO())
 
     assert SessionAnalysis.objects.get(session=session).metric("A", "time") == expected
 
