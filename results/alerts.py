@@ -15,7 +15,6 @@ from django.utils import timezone
 from . import access, changepoints, nights, stats
 from .baselines import MATCH_NIGHTS, UNTRIAGED
 from .models import (
-    SERIES_KINDS,
     Alert,
     AlertEvent,
     AlertGroup,
@@ -31,8 +30,8 @@ from .models import (
     Result,
     Run,
     RunKind,
-    RunStatus,
     Verdict,
+    series_nights,
 )
 from .comparing import suspected_verdict
 from .presentation import ALPHA, CHANGE_SIDES, contradicts, is_significant
@@ -127,8 +126,8 @@ def gather_incidents(run: Run) -> list[Incident]:
     changed = []
     for night in sorted({nights.night_of(first) for first in opened}):
         same_machine = Alert.objects.filter(
-            first_run__project_id=run.project_id, first_run__machine_id=run.machine_id, incident__isnull=True,
-            first_run__kind__in=SERIES_KINDS).exclude(state=AlertState.DISMISSED).exclude(status=AlertStatus.INVALID)
+            series_nights("first_run__"), first_run__project_id=run.project_id, first_run__machine_id=run.machine_id,
+            incident__isnull=True).exclude(state=AlertState.DISMISSED).exclude(status=AlertStatus.INVALID)
         existing = Incident.objects.filter(kind=IncidentKind.MACHINE, project_id=run.project_id,
                                            machine_id=run.machine_id,
                                            night__range=(night - timedelta(days=1), night + timedelta(days=1)))
@@ -292,15 +291,13 @@ def alert_change_points(points: list[ChangePoint]) -> list[Alert]:
     # Every series' nights (its results, oldest first) and its alerts' first nights: two queries.
     nights: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)  # (metric, machine) → (run, result)
     for metric_id, machine_id, run_id, result_id in Result.objects.filter(
-            on_series, run__status=RunStatus.COMPLETED, run__kind__in=SERIES_KINDS,
-            run__project_id=F("metric__benchmark__project_id"),
-            run__revision__branch=F("run__project__default_branch"),
+            on_series, series_nights("run__"), run__project_id=F("metric__benchmark__project_id"),
     ).order_by("run__started_at", "run_id").values_list("metric_id", "run__machine_id", "run_id", "pk"):
         nights[metric_id, machine_id].append((run_id, result_id))
     alerted: dict[tuple[int, int], list[int]] = defaultdict(list)
     for metric_id, machine_id, first in Alert.objects.filter(
-            comparison__candidate__metric_id__in={metric_id for metric_id, _ in keys},
-            first_run__kind__in=SERIES_KINDS).values_list(
+            series_nights("first_run__"), comparison__candidate__metric_id__in={metric_id for metric_id, _ in keys},
+            ).values_list(
             "comparison__candidate__metric_id", "first_run__machine_id", "first_run_id"):
         alerted[metric_id, machine_id].append(first)
     opened: list[tuple[ChangePoint, Comparison, Alert, int]] = []  # with the newest run of its series
@@ -335,7 +332,7 @@ def alert_change_points(points: list[ChangePoint]) -> list[Alert]:
     now = timezone.now()
     placed = {(point.metric_id, point.machine_id): point.run_id for point, _, _, _ in opened}
     settled = []
-    for alert in Alert.objects.filter(superseded, first_run__kind__in=SERIES_KINDS, state=AlertState.SUSPECTED,
+    for alert in Alert.objects.filter(superseded, series_nights("first_run__"), state=AlertState.SUSPECTED,
                                       status__in=UNTRIAGED).annotate(
             metric_id=F("comparison__candidate__metric_id"), machine_id=F("first_run__machine_id")):
         alert.state, alert.updated_at = AlertState.DISMISSED, now

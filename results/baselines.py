@@ -30,7 +30,6 @@ from django.db.models import F, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 
 from .models import (
-    SERIES_KINDS,
     Alert,
     AlertState,
     AlertStatus,
@@ -42,6 +41,7 @@ from .models import (
     RunKind,
     RunStatus,
     Verdict,
+    series_nights,
 )
 
 SHIFT_HISTORY = 30
@@ -125,9 +125,9 @@ def series_baselines(run: Run, metric_ids: list[int], *, history_size: int,
     (a query is a subquery instead of ten thousand parameters).
     """
     series_runs = Run.objects.filter(
-        project_id=run.project_id, machine_id=run.machine_id, status=RunStatus.COMPLETED,
-        revision__branch=run.project.default_branch, started_at__lt=run.started_at,
-    ).filter(kind__in=SERIES_KINDS).exclude(pk=run.pk).order_by("-started_at", "-id")
+        series_nights(branch=run.project.default_branch), project_id=run.project_id, machine_id=run.machine_id,
+        started_at__lt=run.started_at,
+    ).exclude(pk=run.pk).order_by("-started_at", "-id")
     states = series_alerts(run, metric_ids if selected is None else selected)
     window = max(history_size, SHIFT_HISTORY + SHIFT_RECENT)
     nights = {pk: started for pk, started in series_runs.values_list("pk", "started_at")[:window]}
@@ -220,7 +220,7 @@ def series_alerts(run: Run, metric_ids: list[int] | QuerySet) -> dict[int, Serie
     rows = (
         Alert.objects.filter(comparison__candidate__metric_id__in=metric_ids, first_run__machine_id=run.machine_id,
                              first_run__project_id=run.project_id, first_run__started_at__lt=run.started_at)
-        .filter(first_run__kind__in=SERIES_KINDS)
+        .filter(series_nights("first_run__", branch=run.project.default_branch))
         .filter(~Q(comparison__candidate__run_id=run.pk))
         .order_by("first_run__started_at", "pk")
         .values_list("pk", "comparison__candidate__metric_id", "state", "status", "first_run__started_at",
@@ -280,8 +280,8 @@ def pull_request_bases(run: Run, metric_ids: list[int]) -> dict[int, PullRequest
             found[metric] = PullRequestBase(result_id=result, run_id=run_id, fallback=False)
     missing = [metric for metric in metric_ids if metric not in found]
     if missing:
-        fallback = (results.filter(metric_id__in=missing, run__revision__branch=run.project.default_branch,
-                                   run__started_at__lte=run.started_at).filter(run__kind__in=SERIES_KINDS))
+        fallback = results.filter(series_nights("run__", branch=run.project.default_branch), metric_id__in=missing,
+                                  run__started_at__lte=run.started_at)
         for metric, result, run_id in _newest_per_metric(fallback):
             found[metric] = PullRequestBase(result_id=result, run_id=run_id, fallback=bool(base_commit))
     return found
@@ -304,10 +304,10 @@ def run_to_run_noise(run: Run, metric_ids: list[int]) -> dict[int, RunNoise]:
     to estimate it; one query. A pull request is one run against one run, so its interval carries this
     component (spec §8, revision 2026-11-26); a series without such a night is absent."""
     measured = (Comparison.objects.filter(
+        series_nights("candidate__run__", branch=run.project.default_branch),
         method=ComparisonMethod.HISTORY, candidate__metric_id__in=metric_ids,
         candidate__run__project_id=run.project_id, candidate__run__machine_id=run.machine_id,
-        candidate__run__status=RunStatus.COMPLETED, candidate__run__kind__in=SERIES_KINDS,
-        candidate__run__revision__branch=run.project.default_branch, candidate__run__started_at__lte=run.started_at,
+        candidate__run__started_at__lte=run.started_at,
     ).exclude(verdict=Verdict.INSUFFICIENT_HISTORY).exclude(candidate__run_id=run.pk)
         .annotate(recency=Window(RowNumber(), partition_by=[F("candidate__metric_id")],
                                  order_by=[F("candidate__run__started_at").desc(), F("candidate__run_id").desc()])))

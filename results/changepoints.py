@@ -21,13 +21,12 @@ from collections import defaultdict
 
 import numpy as np
 from django.db import transaction
-from django.db.models import F, Q, Window
+from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from . import stats
 from .models import (
-    SERIES_KINDS,
     Alert,
     ChangePoint,
     Comparison,
@@ -35,8 +34,8 @@ from .models import (
     Metric,
     Result,
     Run,
-    RunStatus,
     Verdict,
+    series_nights,
 )
 
 # Newest runs per series: a year and a half of nightlies, about 25 ms of rank scan per series.
@@ -70,11 +69,9 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
     """
     if limit < 2 * MIN_SEGMENT:
         raise ValueError(LIMIT_TOO_SMALL.format(minimum=2 * MIN_SEGMENT, limit=limit))
-    on_branch = Q(run__revision__branch=F("run__project__default_branch") if branch is None else branch)
     rows = (
-        Result.objects.filter(on_branch, metric_id__in=metric_ids, run__machine_id=machine_id,
-                              run__status=RunStatus.COMPLETED)
-        .filter(run__kind__in=SERIES_KINDS)
+        Result.objects.filter(series_nights("run__", branch=branch), metric_id__in=metric_ids,
+                              run__machine_id=machine_id)
         .alias(newness=Window(RowNumber(), partition_by=F("metric_id"),
                               order_by=[F("run__started_at").desc(), F("run_id").desc()]))
         .filter(newness__lte=limit)
@@ -167,8 +164,8 @@ def record_confirmed(alerts: list[Alert]) -> list[ChangePoint]:
         if first is None or evidence.ratio is None:
             continue
         metric_id, machine_id = alert.comparison.candidate.metric_id, first.machine_id
-        series = Run.objects.filter(project_id=first.project_id, machine_id=machine_id, status=RunStatus.COMPLETED,
-                                    kind__in=SERIES_KINDS, results__metric_id=metric_id)
+        series = Run.objects.filter(series_nights(), project_id=first.project_id, machine_id=machine_id,
+                                    results__metric_id=metric_id)
         near = [point for point in ChangePoint.objects.filter(metric_id=metric_id, machine_id=machine_id,
                                                               retracted_at__isnull=True).select_related("run")
                 if series.filter(started_at__gt=min(point.run.started_at, first.started_at),
@@ -208,8 +205,7 @@ def series_chunks(*, chunk_size: int = CHUNK_SIZE) -> list[tuple[int, list[int]]
     empty history.
     """
     machines = (
-        Run.objects.filter(status=RunStatus.COMPLETED, revision__branch=F("project__default_branch"))
-        .filter(kind__in=SERIES_KINDS).order_by("machine_id", "project_id")
+        Run.objects.filter(series_nights()).order_by("machine_id", "project_id")
         .values_list("machine_id", "project_id").distinct()
     )
     metrics: dict[int, list[int]] = defaultdict(list)

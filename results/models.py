@@ -224,6 +224,18 @@ SERIES_KINDS = tuple(kind for kind in RunKind if kind not in OUTSIDE_SERIES)
 serves; the ``NOT IN`` of :data:`OUTSIDE_SERIES` is not)."""
 
 
+def series_nights(prefix: str = "", *, branch: str | None = None) -> Q:
+    """The one definition of a series' nights, for every query that reads a series: completed runs of a series
+    kind (:data:`SERIES_KINDS`) on the project's default branch, or naming no revision at all (a nightly posted
+    without a commit is a night of the branch it was not told apart from: without this it never had a
+    history). `prefix` is the path from the queried model to the run (``"run__"``, ``"first_run__"``);
+    `branch`, the project's default branch where the caller knows it (a literal the index serves), else it is
+    joined."""
+    on_branch = Q(**{f"{prefix}revision__branch": branch if branch is not None
+                     else F(f"{prefix}project__default_branch")}) | Q(**{f"{prefix}revision__isnull": True})
+    return Q(**{f"{prefix}status": RunStatus.COMPLETED, f"{prefix}kind__in": SERIES_KINDS}) & on_branch
+
+
 class RunStatus(models.TextChoices):
     RUNNING = "running"
     COMPLETED = "completed"

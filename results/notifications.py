@@ -24,7 +24,6 @@ from django.utils.html import format_html, format_html_join
 from . import outbound
 from .comparisons import stored_rows
 from .models import (
-    SERIES_KINDS,
     AlertGroup,
     Channel,
     Comparison,
@@ -33,6 +32,7 @@ from .models import (
     Incident,
     Run,
     WebhookFormat,
+    series_nights,
 )
 from .presentation import short_commit, single_line
 
@@ -132,9 +132,8 @@ def incident_line(incident: Incident, *, url: str = "") -> IncidentLine:
     ratios = [ratio for ratio in Comparison.objects.filter(alert__incident=incident).values_list("ratio", flat=True)
               if ratio is not None]
     first = incident.first_run
-    before = (Run.objects.filter(project_id=incident.project_id, machine_id=incident.machine_id, kind__in=SERIES_KINDS,
-                                 status=Run.Status.COMPLETED, started_at__lt=first.started_at,
-                                 revision__isnull=False)
+    before = (Run.objects.filter(series_nights(), project_id=incident.project_id, machine_id=incident.machine_id,
+                                 started_at__lt=first.started_at, revision__isnull=False)
               .order_by("-started_at", "-id").values_list("revision__commit", flat=True).first())
     moved = (f"moved {_percent(min(ratios))} to {_percent(max(ratios))}" if len(ratios) > 1
              else f"moved {_percent(ratios[0])}" if ratios else "moved")

@@ -34,7 +34,6 @@ from .comparisons import stored_rows
 from .extensions import alert_additions
 from .notifications import incident_line
 from .models import (
-    SERIES_KINDS,
     Alert,
     AlertStatus,
     Benchmark,
@@ -51,6 +50,7 @@ from .models import (
     Role,
     Run,
     Verdict,
+    series_nights,
 )
 from . import access, machine_state, nights, presentation
 from .presentation import NOT_COMPARED, VERDICT_ORDER
@@ -363,9 +363,9 @@ def _with_last_good_runs(listed: list[Alert]) -> None:
     in the page's query, the databases evaluated it for every alert of the list before paginating (1.2 s for
     1,073 alerts on 1M results)."""
     series_before = Run.objects.filter(
+        series_nights(branch=OuterRef("first_run__project__default_branch")),
         project_id=OuterRef("first_run__project_id"), machine_id=OuterRef("first_run__machine_id"),
-        status=Run.Status.COMPLETED, revision__branch=OuterRef("first_run__project__default_branch"),
-        started_at__lt=OuterRef("first_run__started_at"), kind__in=SERIES_KINDS,
+        started_at__lt=OuterRef("first_run__started_at"),
         results__metric_id=OuterRef("comparison__candidate__metric_id"),
     ).order_by("-started_at", "-id")
     found = {pk: (run, commit) for pk, run, commit in Alert.objects.filter(pk__in=[alert.pk for alert in listed])
@@ -823,8 +823,8 @@ def nightly_before(run: Run) -> int | None:
     that measured one of its series (several suites may post a run each night): tonight's baseline; one
     query."""
     return (Run.objects.filter(
-        project_id=run.project_id, machine_id=run.machine_id, status=Run.Status.COMPLETED, kind=Run.Kind.NIGHTLY,
-        revision__branch=run.project.default_branch, started_at__lt=run.started_at,
+        series_nights(branch=run.project.default_branch), project_id=run.project_id, machine_id=run.machine_id,
+        kind=Run.Kind.NIGHTLY, started_at__lt=run.started_at,
         pk__in=Result.objects.filter(metric_id__in=Result.objects.filter(run=run).values("metric_id"))
         .values("run_id"),
     ).exclude(pk=run.pk).order_by("-started_at", "-id").values_list("pk", flat=True).first())
@@ -949,10 +949,10 @@ def metric_history(*, metric_id: int, viewer, machines: list[str] | None = None,
     chosen = [name for name in machines or () if name in known_machines] or known_machines
     branch = metric.benchmark.project.default_branch if branch is None else branch
     points = series.filter(run__machine__name__in=chosen)
+    # The default branch shows the nights the comparisons read; another branch, its runs.
+    only = (series_nights("run__", branch=branch) if branch == metric.benchmark.project.default_branch
+            else Q(run__revision__branch=branch))
     if branch:
-        only = Q(run__revision__branch=branch)
-        if branch == metric.benchmark.project.default_branch:
-            only |= Q(run__revision__isnull=True)
         points = points.filter(only)
     if start is not None:
         points = points.filter(run__started_at__gte=start)
