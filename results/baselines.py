@@ -2,8 +2,9 @@
 detection scans for a new shift and the nights an open alert's evidence pools (spec §8); a pull request's base
 result per series, and the run-to-run noise its nightly history measured.
 
-A series is one metric on one machine over the completed runs of the project's default branch (pull
-requests and A/B confirmations are never nights). It is a sequence of segments: every change it is known or
+A series is one metric on one machine over its nights (:func:`results.models.series_nights`: the
+completed runs of the project's default branch or of no revision; pull requests and A/B confirmations are never
+nights). It is a sequence of segments: every change it is known or
 suspected to have made starts one, at the change's first night. The changes are its alerts that no
 measurement or person dismissed, and its change points (:mod:`results.changepoints`), which settle the alert
 they fall near or are a change of their own:

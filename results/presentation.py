@@ -396,8 +396,6 @@ def evidence(row) -> list[tuple[str, str]]:
 #
 # Rows are results.rows.ComparisonRow; only their attributes are used here, so this module needs no model.
 
-_SEVERITY = {Verdict.REGRESSION: 0, SUSPECTED_REGRESSION: 1, Verdict.IMPROVEMENT: 2, SUSPECTED_IMPROVEMENT: 3,
-             Verdict.NO_CHANGE: 4, Verdict.INCONCLUSIVE: 5}
 HIGH_P_MARK = "~"
 
 
@@ -495,7 +493,7 @@ def markdown_table(rows, *, only_baseline=(), only_candidate=(), not_compared=()
                    nothing_decided: str = "No series was decided.") -> str:
     """GitHub-flavoured Markdown: the decided series worst first, then the inconclusive ones apart."""
     decided = sorted((row for row in rows if row.verdict != Verdict.INCONCLUSIVE),
-                     key=lambda row: _SEVERITY.get(row.verdict, len(_SEVERITY)))
+                     key=lambda row: VERDICT_ORDER.get(row.verdict, len(VERDICT_ORDER)))
     inconclusive = [row for row in rows if row.verdict == Verdict.INCONCLUSIVE]
     with_q = any(row.qvalue is not None for row in rows)
     parts = [_markdown_rows(decided, with_q) if decided else nothing_decided]
