@@ -134,7 +134,7 @@ def measure(*, series: int, history: int, chunk: int, repeats: int) -> dict:
                 figures[f"workers {count}"].append(by_workers(count, Path(directory)))
     figures["load_after"] = load()
     if connection.vendor == "postgresql":
-        # Bytes per stored row, indexes and TOAST included: what a year of nights costs (README, "Scaling out").
+        # Bytes per stored row, indexes and TOAST included: what a year of nights costs (docs/deployment.md, "Scaling out").
         with connection.cursor() as cursor:
             for table, model in (("results_result", "result"), ("results_comparison", "comparison")):
                 cursor.execute(f"VACUUM FULL {table}")

@@ -6,7 +6,7 @@ development server under the same load, measured in the same run.
     nice -n 10 .venv/bin/python benchmarks/load.py --projects 10000   # overview, runs list, machines page
                                                                        # before and after 10,000 projects
 
-Production is exactly what the README documents: ``./pilot serve`` (DEBUG off, gunicorn with a
+Production is exactly what docs/deployment.md documents: ``./pilot serve`` (DEBUG off, gunicorn with a
 worker count from the cores, whitenoise, the analysis worker and beat) on PostgreSQL (a throwaway
 cluster from the system's binaries) and Redis. The baseline does the same work the obvious way:
 ``manage.py runserver`` (what ``./pilot up`` runs) on SQLite with an analysis worker. Both get the

@@ -56,7 +56,7 @@ if PRODUCTION:
         raise ImproperlyConfigured(
             "Production (DEBUG=false) needs these environment variables: "
             + ", ".join(missing)
-            + ". See README.md, 'Configuration'."
+            + ". See docs/deployment.md, 'Configuration'."
         )
 
 
