@@ -14,7 +14,7 @@ from results.schemas import RunIn
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
-# The README's example, and a run with a benchmark that failed.
+# docs/posting.md's example, and a run with a benchmark that failed.
 DOCUMENTS = {
     "samples and summary": {
         "run_key": "nightly-2026-11-21", "project": {"name": "My project"}, "machine": {"name": "bench-1"},
