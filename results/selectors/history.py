@@ -1,0 +1,198 @@
+"""Charts pages: a metric's history, one run in detail."""
+
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+from django.db.models import (
+    F,
+    Max,
+    Q,
+)
+from django.db.models.fields.json import KeyTransform
+
+from ..models import (
+    Alert,
+    ChangePoint,
+    Comparison,
+    ComparisonMethod,
+    FailedResult,
+    Metric,
+    Result,
+    Run,
+    series_nights,
+)
+from .. import access, presentation
+from .compare import nightly_before
+from .lists import RESULT_FIELDS_FOR_TABLES
+
+
+# Charts pages: a metric's history, one run in detail, the machines (results/views/history.py).
+#
+# The history reads its points with one ``values()`` query of the needed columns (plus one for the
+# comparisons, one for the change points and one for the pickers): 500 points are a few ms.
+
+HISTORY_LIMIT = 1000
+
+
+@dataclass(frozen=True)
+class MetricHistory:
+    """A metric's run means over time, ready for ``results.charts.history_figure``.
+
+    ``points`` are ``results.charts.HistoryPoint`` dicts, oldest first, each with the comparison
+    it is shown with (history for nightlies, pairwise for pull requests) or None.
+    """
+
+    metric: Metric
+    machines: list[str]
+    selected_machines: list[str]
+    branches: list[str]
+    branch: str
+    points: list[dict]
+    change_points: list[dict]
+    truncated: bool
+    limit: int
+    alerts: list[dict] = field(default_factory=list)
+    failures: list[dict] = field(default_factory=list)
+
+    @property
+    def scale(self) -> tuple[float, str]:
+        """The series' one scale, on its chart, its table and its download."""
+        return presentation.metric_scale(self.metric, self.points[0]["mean"] if self.points else None)
+
+
+def metric_history(*, metric_id: int, viewer, machines: list[str] | None = None, branch: str | None = None,
+                   start: datetime | None = None, end: datetime | None = None,
+                   limit: int = HISTORY_LIMIT) -> MetricHistory:
+    """A metric's completed results in time order (the newest `limit`), and the runs where it failed since the
+    first of them (newest first); six queries.
+
+    `machines` empty: every machine that measured the metric. `branch` None: the project's default
+    branch, and runs without a revision (imported runs); ``""``: every branch. `start` and `end`
+    bound ``started_at`` (``start <= t < end``). Raises Metric.DoesNotExist (also for a metric of a project
+    `viewer` may not read).
+    """
+    metric = access.visible(Metric.objects.select_related("benchmark__project"), viewer,
+                            "benchmark__project").get(pk=metric_id)
+    series = Result.objects.filter(metric=metric, run__status=Run.Status.COMPLETED)
+    pairs = set(series.values_list("run__machine__name", "run__revision__branch").distinct().order_by())
+    known_machines = sorted({machine for machine, _ in pairs})
+    branches = sorted({name for _, name in pairs if name})
+    chosen = [name for name in machines or () if name in known_machines] or known_machines
+    branch = metric.benchmark.project.default_branch if branch is None else branch
+    points = series.filter(run__machine__name__in=chosen)
+    # The default branch shows the nights the comparisons read; another branch, its runs.
+    only = (series_nights("run__", branch=branch) if branch == metric.benchmark.project.default_branch
+            else Q(run__revision__branch=branch))
+    if branch:
+        points = points.filter(only)
+    if start is not None:
+        points = points.filter(run__started_at__gte=start)
+    if end is not None:
+        points = points.filter(run__started_at__lt=end)
+    rows = list(points.order_by("-run__started_at", "-run_id").values(
+        "id", "run_id", "mean", "ci_low", "ci_high", "n", started_at=F("run__started_at"),
+        machine=F("run__machine__name"), commit=F("run__revision__commit"), branch=F("run__revision__branch"),
+        kind=F("run__kind"))[:limit + 1])
+    truncated = len(rows) > limit
+    rows = rows[:limit][::-1]
+    shown: dict[int, dict] = {}
+    preference = {ComparisonMethod.HISTORY: 0, ComparisonMethod.PAIRWISE: 1}
+    for comparison in Comparison.objects.filter(
+            candidate_id__in=[row["id"] for row in rows], method__in=list(preference)).values(
+            "candidate_id", "method", "ratio", "ci_low", "ci_high", "pvalue", "qvalue", "verdict",
+            "confidence_level", band=KeyTransform("band", "inputs"), alert_id=F("alert__id"),
+            alert_status=F("alert__status")):
+        current = shown.get(comparison["candidate_id"])
+        if current is None or preference[comparison["method"]] < preference[current["method"]]:
+            shown[comparison["candidate_id"]] = comparison
+    means = {(row["run_id"], row["machine"]): row["mean"] for row in rows}
+    for row in rows:
+        row["comparison"] = shown.get(row["id"])
+    change_points = []
+    if rows:
+        found = ChangePoint.objects.filter(metric=metric, machine__name__in=chosen, retracted_at__isnull=True,
+                                           run__started_at__gte=rows[0]["started_at"],
+                                           run__started_at__lte=rows[-1]["started_at"])
+        for row in found.order_by("run__started_at").values(
+                "run_id", "ratio", "ci_low", "ci_high", "pvalue", "machine__name", started_at=F("run__started_at")):
+            row["machine"] = row.pop("machine__name")
+            row["mean"] = means.get((row["run_id"], row["machine"]))
+            change_points.append(row)
+    series_alerts = []
+    if rows:
+        found = Alert.objects.filter(comparison__candidate__metric=metric, first_run__machine__name__in=chosen,
+                                     first_run__started_at__gte=rows[0]["started_at"],
+                                     first_run__started_at__lte=rows[-1]["started_at"])
+        for row in found.order_by("first_run__started_at", "pk").values(
+                "pk", "state", "status", "state_note", "first_run_id", verdict=F("comparison__verdict"),
+                machine=F("first_run__machine__name"), started_at=F("first_run__started_at"),
+                opened_run=F("comparison__candidate__run_id"), ratio=F("evidence__ratio"), low=F("evidence__ci_low"),
+                high=F("evidence__ci_high"), pvalue=F("evidence__pvalue"), qvalue=F("evidence__qvalue"),
+                pooled=KeyTransform("pooled_runs", "evidence__inputs"), own_ratio=F("comparison__ratio"),
+                own_low=F("comparison__ci_low"), own_high=F("comparison__ci_high"),
+                own_pvalue=F("comparison__pvalue"), own_qvalue=F("comparison__qvalue")):
+            if row["ratio"] is None:  # no pooled evidence (a pull request's, or stored before it was kept)
+                row.update(ratio=row["own_ratio"], low=row["own_low"], high=row["own_high"], pvalue=row["own_pvalue"],
+                           qvalue=row["own_qvalue"])
+            row["mean"] = means.get((row["first_run_id"], row["machine"]))
+            row["nights"] = len(row.pop("pooled") or []) or None
+            series_alerts.append(row)
+    failed = FailedResult.objects.filter(metric=metric, run__machine__name__in=chosen,
+                                         run__status=Run.Status.COMPLETED)
+    if branch:
+        failed = failed.filter(only)
+    if rows or start is not None:
+        failed = failed.filter(run__started_at__gte=rows[0]["started_at"] if rows else start)
+    if end is not None:
+        failed = failed.filter(run__started_at__lt=end)
+    failures = list(failed.order_by("-run__started_at", "-run_id").values(
+        "run_id", "error", started_at=F("run__started_at"), machine=F("run__machine__name"),
+        commit=F("run__revision__commit"))[:limit])
+    return MetricHistory(metric=metric, machines=known_machines, selected_machines=chosen, branches=branches,
+                         branch=branch, points=rows, change_points=change_points, truncated=truncated, limit=limit,
+                         alerts=series_alerts, failures=failures)
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    """One run with what its page shows of it: its results (with samples) and its stored comparisons."""
+
+    run: Run
+    results: list[Result]
+    comparisons: list[Comparison]
+    failures: list[FailedResult]
+    nightly_baseline: int | None = None
+
+
+def run_page_version(*, run_id: int, viewer) -> str:
+    """What a run's page depends on that can change after the run is stored: when it was (re)compared
+    and when one of its alerts was last triaged; one query. Raises Run.DoesNotExist (also for a run `viewer`
+    may not read)."""
+    found = (access.visible(Run.objects.filter(pk=run_id), viewer)
+             .annotate(alerts_changed=Max("results__comparisons__alert__updated_at"))
+             .values_list("created_at", "status", "compared_at", "alerts_changed").first())
+    if found is None:
+        raise Run.DoesNotExist(f"No run {run_id}.")
+    created, status, compared, alerts = found
+    return "-".join(str(value.timestamp()) if hasattr(value, "timestamp") else str(value)
+                    for value in (created, status, compared, alerts))
+
+
+def run_detail(*, run_id: int, viewer) -> RunDetail:
+    """A run, its results (with samples), its failed results, its stored comparisons and tonight's baseline
+    (:func:`nightly_before`); five queries. Raises
+    Run.DoesNotExist (also for a run `viewer` may not read)."""
+    run = access.visible(Run.objects.select_related("project", "machine", "revision"), viewer).get(pk=run_id)
+    results = list(Result.objects.filter(run=run).select_related(*RESULT_FIELDS_FOR_TABLES)
+                   .order_by("metric__benchmark__name", "metric__name"))
+    comparisons = list(
+        Comparison.objects.filter(candidate__run=run)
+        .select_related("candidate__metric__benchmark", "baseline__run__revision", "alert")
+        .defer("candidate__samples", "baseline__samples")
+        .order_by("candidate__metric__benchmark__name", "candidate__metric__name", "method"))
+    failures = list(FailedResult.objects.filter(run=run).select_related("metric__benchmark")
+                    .order_by("metric__benchmark__name", "metric__name"))
+    return RunDetail(run=run, results=results, comparisons=comparisons, failures=failures,
+                     nightly_baseline=nightly_before(run))
