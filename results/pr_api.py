@@ -11,7 +11,8 @@ from django.urls import reverse
 from ninja import Router, Schema
 
 from . import presentation, selectors
-from .api import READ_AUTH, comparison_out, refusals
+from .api import comparison_out
+from .api_framework import READ_AUTH, refusals
 from .models import Run
 
 router = Router(tags=["pull requests"])

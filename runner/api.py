@@ -13,7 +13,7 @@ from ninja.responses import Status
 from pydantic import BaseModel, ConfigDict, Field
 
 from results import access
-from results.api import READ_AUTH, READ_REFUSALS, WRITE_AUTH, PageOf, Pages, refusals, request_token
+from results.api_framework import READ_AUTH, READ_REFUSALS, WRITE_AUTH, PageOf, Pages, refusals, request_token
 from results.models import TokenScope
 from results.result_schema import SingleLine
 from results.schemas import Branch, OptionalCommit
