@@ -21,7 +21,7 @@ from collections import defaultdict
 
 import numpy as np
 from django.db import transaction
-from django.db.models import F, Window
+from django.db.models import F, Q, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
@@ -60,8 +60,8 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
     """Find, size and store the change points of each metric's history on a machine; return those stored or
     moved.
 
-    The history of a metric is its completed runs on `branch` (each project's default branch when None)
-    outside pull requests and confirmations, the newest `limit` of them, in time order. Every split
+    The history of a metric is its series' nights (:func:`results.models.series_nights`), or with `branch` its
+    runs of that branch (a revision naming it), the newest `limit` of them, in time order. Every split
     :func:`results.stats.rank_shifts` keeps (seeded by the metric, so a scan is reproducible) is sized by
     :func:`results.stats.compare_summaries` on the run means of the segments either side of it (up to the
     neighbouring splits) at the metric's confidence level, and stored at the first run of its new segment
@@ -69,8 +69,11 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
     """
     if limit < 2 * MIN_SEGMENT:
         raise ValueError(LIMIT_TOO_SMALL.format(minimum=2 * MIN_SEGMENT, limit=limit))
+    # A named branch is its revisions' (the runs of no revision are the default branch's nights).
+    on_branch = series_nights("run__") if branch is None else (
+        series_nights("run__", branch=branch) & Q(run__revision__isnull=False))
     rows = (
-        Result.objects.filter(series_nights("run__", branch=branch), metric_id__in=metric_ids,
+        Result.objects.filter(on_branch, metric_id__in=metric_ids,
                               run__machine_id=machine_id)
         .alias(newness=Window(RowNumber(), partition_by=F("metric_id"),
                               order_by=[F("run__started_at").desc(), F("run_id").desc()]))

@@ -30,7 +30,10 @@ worker measures it each round (``runner.monitor``) and records the most of its r
 CLOCK_SHARE = 0.05
 """A CPU clock this much apart (relative) is worth a warning: frequency scales run time almost one for one."""
 
-_GOVERNOR = re.compile(r"governor:\s*([A-Za-z_]+)")
+_GOVERNOR = re.compile(r"governor:\s*([A-Za-z_]{1,32})")
+GOVERNOR_NAME = re.compile(r"[A-Za-z_]{1,32}")
+"""A governor's name as the kernel spells them (performance, powersave, schedutil…): a posted run's environment
+is the sender's, and these words reach the pull request's Markdown comment, so nothing else is taken."""
 _MHZ = re.compile(r"(\d+(?:\.\d+)?)\s*MHz")
 
 
@@ -52,7 +55,7 @@ def machine_state(environment: Mapping | None) -> MachineState:
     load = _number(environment.get("load_avg_1min"))
     cores = _number(environment.get("cores", environment.get("cpu_count")))
     governor = environment.get("cpu_governor")
-    if not isinstance(governor, str):
+    if not isinstance(governor, str) or not GOVERNOR_NAME.fullmatch(governor):
         found = _GOVERNOR.search(str(environment.get("cpu_config", "")))
         governor = found.group(1) if found else None
     mhz = _number(environment.get("cpu_mhz"))

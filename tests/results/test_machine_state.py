@@ -49,3 +49,11 @@ def test_a_noisy_neighbour_of_either_run_is_said():
     assert state_differences(quiet, quiet) == []
     (said,) = state_differences(quiet, busy)
     assert said.startswith("other processes kept up to 1.0 cores busy during the head's rounds")
+
+
+def test_a_governor_that_is_no_governors_name_is_not_taken_into_the_comment():
+    """A posted environment is the sender's: its words reach the pull request's Markdown comment."""
+    posted = {"cpu_governor": "[click](https://example.org) @everyone"}
+
+    assert machine_state(posted).governor is None
+    assert state_differences(posted, {"cpu_governor": "performance"}) == []
