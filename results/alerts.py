@@ -86,6 +86,10 @@ def open_alerts(run: Run, *, carried: dict[int, int]) -> None:
                 if verdict != Verdict.INSUFFICIENT_HISTORY:
                     evidence[carried[metric_id]] = (pk, verdict, inputs, alerting)
             elif alerting:
+                if inputs.get("closes", {}).get("transient"):
+                    # The series came back: the change it closes was an excursion, and this is no change of its own.
+                    closed[inputs["closes"]["alert"]] = (inputs["closes"], inputs["first_run"])
+                    continue
                 opened.append(Alert(comparison_id=pk, first_run_id=inputs["first_run"], evidence_id=pk,
                                     state=_state(verdict, inputs)))
                 if "closes" in inputs:
@@ -212,7 +216,8 @@ def _settle_closed(closed: dict[int, tuple[dict, int]]) -> list[int]:
     new shift's first run), on its own nights: a change beyond the band on its side, significant at the series'
     level and with its own spread (Welch), is confirmed; anything else was no level of its own, and is
     dismissed. A change already dismissed stays so; one already confirmed is dismissed only by numbers that
-    contradict it. Returns the ids of the alerts it confirmed or dismissed."""
+    contradict it, or when the series came back to its level before it within a few nights (``transient``:
+    :data:`results.comparisons.TRANSIENT_NIGHTS`). Returns the ids of the alerts it confirmed or dismissed."""
     alerts = list(Alert.objects.filter(pk__in=list(closed)).select_related("comparison__candidate__metric"))
     now = timezone.now()
     changed = []
@@ -227,7 +232,13 @@ def _settle_closed(closed: dict[int, tuple[dict, int]]) -> list[int]:
                                         direction=alert.comparison.candidate.metric.direction,
                                         significant=(numbers.get("pvalue") or 1.0) < SERIES_LEVEL)
         own = f"{nights} night{'s' if nights != 1 else ''} before the next change" if nights else "no night"
-        if (CHANGE_SIDES.get(verdict) == side and (numbers.get("pvalue") or 1.0) < SERIES_LEVEL
+        if numbers.get("transient"):
+            if alert.state != AlertState.DISMISSED:
+                alert.state = AlertState.DISMISSED
+                alert.state_note = (f"dismissed: a transient, back to its earlier level after "
+                                    f"{nights or 'its'} night{'s' if nights != 1 else ''}")
+                changed.append(alert)
+        elif (CHANGE_SIDES.get(verdict) == side and (numbers.get("pvalue") or 1.0) < SERIES_LEVEL
                 and _consistent(numbers)):
             if alert.state != AlertState.CONFIRMED:
                 alert.state, alert.state_note = AlertState.CONFIRMED, f"confirmed on its own {own}, {verdict}"

@@ -79,7 +79,8 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
                               order_by=[F("run__started_at").desc(), F("run_id").desc()]))
         .filter(newness__lte=limit)
         .order_by()  # sorted per series below; the models' default ordering would join four more tables
-        .values("metric_id", "run_id", "run__started_at", "mean", "metric__confidence_level", "metric__threshold")
+        .values("metric_id", "run_id", "run__started_at", "mean", "environment_offset", "metric__confidence_level",
+                "metric__threshold")
     )
     series: dict[int, list[dict]] = defaultdict(list)
     for row in rows:
@@ -91,7 +92,8 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
     thresholds: list[float] = []
     for metric_id, history in series.items():
         history.sort(key=lambda row: (row["run__started_at"], row["run_id"]))
-        means = np.array([row["mean"] for row in history])
+        # Each night's machine environment divided out (results.environment), as the shift detection reads it.
+        means = np.array([row["mean"] * np.exp(-(row["environment_offset"] or 0.0)) for row in history])
         shifts = stats.rank_shifts(means, min_segment=MIN_SEGMENT, alpha=ALPHA, seed=metric_id)
         bounds = (0, *shifts.indices, means.size)
         for start, split, stop, pvalue in zip(bounds, bounds[1:-1], bounds[2:], shifts.pvalues):

@@ -30,7 +30,7 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from . import alerts, comparing, machine_state, presentation, stats
+from . import alerts, comparing, environment, machine_state, presentation, stats
 from .baselines import (
     SHIFT_CLIP,
     SHIFT_HISTORY,
@@ -67,6 +67,16 @@ class StoredNight(NamedTuple):
     n: int
     subsession_size: int
     independent: bool
+    environment_offset: float = 0.0
+
+    def without_environment(self) -> "StoredNight":
+        """The night with its machine environment divided out (:mod:`results.environment`): what a shift is
+        tested on."""
+        if not self.environment_offset:
+            return self
+        factor = math.exp(-self.environment_offset)
+        return self._replace(mean=self.mean * factor, variance=self.variance * factor * factor,
+                             environment_offset=0.0)
 
 
 def history_rows(candidates: Sequence[Series], histories: Sequence[Sequence[StoredNight]]) -> list[ComparisonRow]:
@@ -162,12 +172,14 @@ def shift_rows(candidates: Sequence[Series], segments: Sequence[Sequence[StoredN
         closed = _carried_rows([candidates[i] for i in closing],
                                [list(carried[i].nights[:end]) for i, end in zip(closing, ends)],
                                [carried[i].since for i in closing], [carried[i].sign for i in closing], tonight=False)
-        for i, evidence in zip(closing, closed):
+        for i, end, evidence in zip(closing, ends, closed):
             settled = {"alert": carried[i].alert}
             if evidence is not None:
                 settled.update(ratio=evidence.ratio, low=evidence.low, high=evidence.high, pvalue=evidence.pvalue,
                                verdict=evidence.verdict, welch_pvalue=evidence.inputs.get("welch_pvalue"),
                                nights=len(evidence.inputs["pooled_runs"]))
+            if _returns(carried[i], end, candidates[i]):
+                settled["transient"] = True
             rows[i] = replace(rows[i], inputs={**rows[i].inputs, "closes": settled})
     return rows
 
@@ -178,6 +190,30 @@ night just after a change is as likely the new level's spread, which its few nig
 a machine-wide step of 20 series at 1.5% and 3% run-to-run noise drew 2 and 3 one-night alerts in the nights after
 it; benchmarks/nightly_detection.py --scenario machine-wide). Until then the night is pooled into the change's
 evidence."""
+
+
+TRANSIENT_NIGHTS = 3
+"""A change of at most this many nights after which the series returns to its level before it was a transient
+(an excursion: a runner of another kind for a night or two, a spike), not two changes: it is dismissed and its
+return opens no alert. Measured on 200 real asv nights of hosted runners: runner types new to the machine moved
+every series for 2 nights and back, and each excursion opened two alerts a series, both confirmed
+(benchmarks/injected_steps.py)."""
+
+
+def _returns(change: "Carried", end: int, tonight: Series) -> bool:
+    """Whether the nights after a change's own (from ``end`` on, and tonight) are back at the level before it: the
+    change lasted at most ``TRANSIENT_NIGHTS`` nights, and the level since is nearer the one before the change
+    than the change's own (log scale)."""
+    own = change.nights[change.since:end]
+    before = change.nights[max(0, change.since - SHIFT_HISTORY):change.since]
+    since = [night.mean for night in change.nights[end:]] + [tonight.summary.mean]
+    if not own or len(own) > TRANSIENT_NIGHTS or not before:
+        return False
+    levels = [float(np.median(values)) for values in ([n.mean for n in before], [n.mean for n in own], since)]
+    if min(levels) <= 0:
+        return False
+    earlier, changed, now = np.log(levels)
+    return abs(now - earlier) < abs(changed - earlier) / 2
 
 
 class Carried(NamedTuple):
@@ -568,6 +604,7 @@ def compare_run(*, run_id: int) -> int:
                 noise=run_to_run_noise(run, metric_ids))
             + _bootstrap_against_results(run, ids)]
     else:
+        environment.match_environment(run=run)
         carried, batches = _nightly_entries(run, candidates,
                                             selected=Result.objects.filter(run=run).values("metric_id"))
     stored = 0
@@ -598,7 +635,9 @@ def _nightly_entries(run: Run, candidates: list[Series], *,
     metric_ids = [series.metric_id for series in candidates]
     selected = metric_ids if selected is None else selected
     found = series_baselines(run, metric_ids, history_size=run.project.history_size, selected=selected)
-    nights = _series_nights(candidates, found, selected, history_size=run.project.history_size)
+    offsets = dict(Result.objects.filter(run=run, environment_offset__isnull=False).values_list(
+        "pk", "environment_offset"))
+    nights = _series_nights(candidates, found, selected, history_size=run.project.history_size, offsets=offsets)
     carried = {metric: baseline.carried for metric, baseline in found.items() if baseline.carried is not None}
     return carried, _nightly_batches(candidates, nights)
 
@@ -621,6 +660,8 @@ def begin_comparison(*, run_id: int, chunk_series: int | None = None) -> list[in
         else:
             chunked = True
             delete_comparisons(run)
+            # Every chunk divides out the same environment: recognised once, for the whole run.
+            environment.match_environment(run=run)
             # compared_at is set by the chunk that completes the comparison; the catch-up leaves a run alone
             # while its chunks are pending (pending_runs).
             Run.objects.filter(pk=run.pk).update(compared_at=None)
@@ -724,7 +765,8 @@ class SeriesNights(NamedTuple):
     """What a nightly's rows are computed from, per candidate (in their order): its history (newest first, at most
     K nights), the nights of its newest segment a new shift is tested on (oldest first), how many of the newest
     nights a shift may start at, the change whose evidence tonight adds to (or None), and its newest earlier night
-    as a series (metric id → series), for the naive comparison."""
+    as a series (metric id → series), for the naive comparison; and each candidate as its shift is tested
+    (tonight's machine environment divided out)."""
 
     histories: list[list[StoredNight]]
     segments: list[list[StoredNight]]
@@ -732,20 +774,23 @@ class SeriesNights(NamedTuple):
     recent: list[int]
     carried: list[Carried | None]
     previous: dict[int, Series]
+    shifted: list[Series]
 
 
 def _series_nights(candidates: list[Series], baselines: dict[int, SeriesBaseline], selected: list[int] | QuerySet,
-                   *, history_size: int) -> SeriesNights:
+                   *, history_size: int, offsets: dict[int, float | None]) -> SeriesNights:
     """Each candidate's earlier nights read (one query; ``selected`` holds the candidates' metric ids, as a list
-    or a query) and divided as its baseline says."""
+    or a query) and divided as its baseline says; ``offsets``: each candidate's environment offset by result id."""
     by_metric = _earlier_nights(baselines, selected)
-    nights = SeriesNights([], [], [], [], [], {})
+    nights = SeriesNights([], [], [], [], [], {}, [])
     for series in candidates:
         baseline = baselines[series.metric_id]
         stored = by_metric.get(series.metric_id, {})
 
         def present(first: int, baseline=baseline, stored=stored) -> list[StoredNight]:
-            return [stored[night.run_id] for night in baseline.nights[first:] if night.run_id in stored]
+            # A shift is tested on the nights' means with their machine environment divided out.
+            return [stored[night.run_id].without_environment() for night in baseline.nights[first:]
+                    if night.run_id in stored]
 
         nights.segments.append(present(baseline.segment_start))
         nights.earlier_segments.append(
@@ -764,6 +809,7 @@ def _series_nights(candidates: list[Series], baselines: dict[int, SeriesBaseline
             carried = Carried(alert=baseline.carried, nights=earlier, since=since,
                               sign=1 if baseline.carried_worse == worse_is_up else -1, latest=latest)
         nights.carried.append(carried)
+        nights.shifted.append(_without_environment(series, offsets.get(series.result_id)))
         newest = next((stored[night.run_id] for night in reversed(baseline.nights) if night.run_id in stored), None)
         if newest is not None:
             nights.previous[series.metric_id] = _night_series(series, newest)
@@ -777,7 +823,7 @@ def _nightly_batches(candidates: list[Series], nights: SeriesNights) -> Iterator
     yield [(row if row.verdict != Verdict.INSUFFICIENT_HISTORY else replace(
         row, inputs={"history_runs": [s.run_id for s in found], "needed": MIN_HISTORY}), series.result_id, None)
         for row, found, series in zip(rows, nights.histories, candidates)]
-    shifts = shift_rows(candidates, nights.segments, recent=nights.recent, carried=nights.carried,
+    shifts = shift_rows(nights.shifted, nights.segments, recent=nights.recent, carried=nights.carried,
                         previous=nights.earlier_segments)
     yield [(row, series.result_id, None) for row, series in zip(shifts, candidates)]
     yield _against_results(candidates, nights.previous, method=ComparisonMethod.PREVIOUS)
@@ -792,14 +838,24 @@ def _earlier_nights(baselines: dict[int, SeriesBaseline],
         return {}
     # Unordered: the model's default ordering would join four tables and sort 100,000 rows on disk.
     found = Result.objects.filter(run_id__in=runs, metric_id__in=selected).order_by().values_list(
-        "metric_id", "run_id", "id", "mean", "variance", "n", "subsession_size", "independent")
+        "metric_id", "run_id", "id", "mean", "variance", "n", "subsession_size", "independent", "environment_offset")
     # Read by the cursor: the ORM's per-row converters took half the time of 100,000 rows.
     by_metric: dict[int, dict[int, StoredNight]] = defaultdict(dict)
     with connection.cursor() as cursor:
         cursor.execute(*found.query.sql_with_params())
-        for metric, run, pk, mean, variance, n, size, independent in cursor.fetchall():
-            by_metric[metric][run] = StoredNight(pk, run, mean, variance, n, size, bool(independent))
+        for metric, run, pk, mean, variance, n, size, independent, offset in cursor.fetchall():
+            by_metric[metric][run] = StoredNight(pk, run, mean, variance, n, size, bool(independent), offset or 0.0)
     return by_metric
+
+
+def _without_environment(series: Series, offset: float | None) -> Series:
+    """Tonight's series with the night's machine environment divided out (:mod:`results.environment`)."""
+    if not offset:
+        return series
+    factor = math.exp(-offset)
+    summary = series.summary
+    return replace(series, samples=None, summary=replace(summary, mean=summary.mean * factor,
+                                                          variance=summary.variance * factor * factor))
 
 
 def _night_series(candidate: Series, night: StoredNight) -> Series:

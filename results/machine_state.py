@@ -13,6 +13,7 @@ Where a run's environment says it: pyperf's ``load_avg_1min`` (the median of its
 cores other processes kept busy during its rounds, ``neighbour_cores``.
 """
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -74,6 +75,20 @@ def neighbour_warning(environment: Mapping | None, name: str = "the run") -> str
         return None
     return (f"other processes kept up to {neighbours:.1f} cores busy during {name}'s rounds (a noisy neighbour): "
             "its numbers include their load")
+
+
+def environment_note(match: Mapping | None) -> str | None:
+    """Said of a night whose machine environment was recognised among the machine's earlier nights
+    (``Run.environment_match``, :mod:`results.environment`): which nights, and how far it moved the run."""
+    runs = (match or {}).get("runs") or []
+    if not runs:
+        return None
+    move = match.get("move")
+    moved = f" by a median of {math.expm1(move):+.1%}" if isinstance(move, (int, float)) else ""
+    named = ", ".join(f"#{run}" for run in runs)
+    return (f"this night ran in a machine environment seen before (the nights of runs {named}): it moved the "
+            f"run's series{moved}, each by its own amount, which is divided out before they are tested for a "
+            "shift; the values shown are as measured")
 
 
 def state_differences(base: Mapping | None, head: Mapping | None, *,

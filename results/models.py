@@ -255,6 +255,10 @@ class Run(models.Model):
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
     environment = models.JSONField(default=dict, blank=True)
+    environment_match = models.JSONField(
+        default=dict, blank=True, help_text="The earlier nights whose machine environment this night's series "
+        "matched ('runs'), how far the run moved ('move', log) and over how many series ('series'); empty where "
+        "none matched (results.environment).")
     source = models.CharField(max_length=200, blank=True, help_text="What produced the run, e.g. 'pyperf 2.10.0'.")
     run_key = models.CharField(
         max_length=200, null=True, blank=True, help_text="Client-supplied key that makes re-posting idempotent."
@@ -331,6 +335,12 @@ class Result(models.Model):
         help_text="False when no subsession size brought |r1| within bounds: the interval may be too narrow.",
     )
     converged = models.BooleanField(default=True, help_text="The confidence interval reached the metric's target.")
+    level_deviation = models.FloatField(
+        null=True, blank=True, help_text="log(mean) − log(the series' recent level) on its night: a coordinate of "
+        "the run's environment fingerprint (results.environment); null where the series had no level yet.")
+    environment_offset = models.FloatField(
+        null=True, blank=True, help_text="log of the factor by which the night's machine environment moved this "
+        "series, divided out before shift detection; null where none was recognised.")
     samples = models.BinaryField(null=True, blank=True, editable=False)
     samples_shape = models.JSONField(null=True, blank=True, editable=False)
     metadata = models.JSONField(default=dict, blank=True)

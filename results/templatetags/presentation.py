@@ -99,6 +99,12 @@ def reading(value, metric: str, scales: dict) -> str:
 
 
 @register.filter
+def environment_note(run) -> str:
+    """The machine environment the night was recognised in (results.environment), or ""."""
+    return machine_state.environment_note(run.environment_match) or ""
+
+
+@register.filter
 def neighbour_warning(run) -> str:
     """What the run's machine had besides the benchmark (other processes' cores), or ""."""
     return machine_state.neighbour_warning(run.environment, "this run") or ""
