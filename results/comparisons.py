@@ -467,6 +467,8 @@ def stored_rows(items: Sequence[tuple[Result, Comparison | None]], *, machines: 
                               int(inputs.get("starts_tried") or 1))
         elif presentation.RUN_NOISE_UNKNOWN_KEY in inputs:
             note = comparing.RUN_NOISE_UNKNOWN
+        elif "within_runs" in inputs:
+            note = BOOTSTRAP_WITHIN_RUNS
         else:
             note = SMALL_SIDES if inputs.get("df_rule") == "hsu" else ""
         alert = alerts_by_comparison.get(comparison.pk) or (None, None)
@@ -892,11 +894,17 @@ def _against_results(candidates: list[Series], found: dict[int, Series], *, meth
     return [(row, cand.result_id, base.result_id) for row, (base, cand) in zip(rows, pairs)]
 
 
+BOOTSTRAP_WITHIN_RUNS = ("the two runs' readings resampled: run-to-run noise is not in this interval, so it decides "
+                         "nothing; the pairwise row is the verdict")
+
+
 def _bootstrap_against_results(run: Run, baselines: dict[int, int]) -> list[Entry]:
     """The hierarchical bootstrap ratio where both sides kept raw samples (spec §6), seeded by the run id so a
     recomputation gives the same interval. Its cost grows with the samples: computed for pull requests (a
     few series, a decision to make), for at most ``BOOTSTRAP_MAX_SERIES`` series. ``baselines``: metric id →
-    the result it is compared with."""
+    the result it is compared with. It resamples the two runs' readings only, so its interval has no run-to-run
+    variance in it (spec §8, a pull request is one run against one run): it is shown, and decides nothing (the
+    pairwise row, which carries that variance, is the pull request's verdict)."""
     with_samples = Result.objects.filter(samples__isnull=False).select_related("metric__benchmark")
     candidates = {r.metric_id: r for r in with_samples.filter(run=run, metric_id__in=list(baselines))
                   [:BOOTSTRAP_MAX_SERIES]}
@@ -917,16 +925,17 @@ def _bootstrap_against_results(run: Run, baselines: dict[int, int]) -> list[Entr
                                 low=None, high=None, bounded=False)
             verdict = Verdict.INCONCLUSIVE
         else:
-            inputs.update(resamples=STORED_RESAMPLES, seed=run.pk)
+            inputs.update(resamples=STORED_RESAMPLES, seed=run.pk,
+                          within_runs=str(stats.verdict(resampled.low, resampled.high, threshold=cand.threshold,
+                                                        direction=cand.direction)))
             interval = comparing.interval_of(resampled)
-            verdict = stats.verdict(resampled.low, resampled.high, threshold=cand.threshold,
-                                    direction=cand.direction)
+            verdict = Verdict.INCONCLUSIVE
         row = ComparisonRow(
             **comparing.identity(cand), method=ComparisonMethod.BOOTSTRAP, baseline=comparing.side_of(base, None),
             candidate=comparing.side_of(cand, None), ratio=interval.ratio, low=interval.low, high=interval.high,
             bounded=interval.bounded, statistic=None, df=None, pvalue=None, qvalue=None, verdict=str(verdict),
             threshold=cand.threshold, confidence_level=cand.confidence_level, bootstrap=interval,
-            verdict_from="bootstrap", inputs=inputs)
+            verdict_from="bootstrap", inputs=inputs, note=BOOTSTRAP_WITHIN_RUNS)
         entries.append((row, result.pk, baselines[metric].pk))
     return entries
 

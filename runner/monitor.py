@@ -151,6 +151,8 @@ class MonitorSummary:
     warnings : tuple of str
         One per component other than the one under test whose mean utilisation exceeded the threshold, and
         one when other processes kept :data:`NEIGHBOUR_CORES` or more busy.
+    bottlenecks : tuple of str
+        The components' warnings alone (a run states its noisy neighbour once, from ``neighbour_cores``).
     samples : int
         Number of samples summarised.
     duration : float
@@ -165,6 +167,7 @@ class MonitorSummary:
     samples: int
     duration: float
     neighbour_cores: float | None = None
+    bottlenecks: tuple[str, ...] = ()
 
 
 def utilisation(samples: Sequence[Sample]) -> dict[str, Usage]:
@@ -221,7 +224,8 @@ def summarize(
     them (both cores busy during a one-thread benchmark said nothing)."""
     usage = utilisation(samples)
     duration = math.fsum(sample.duration for sample in samples)
-    warnings = bottleneck_warnings(usage, under_test=under_test, threshold=threshold)
+    bottlenecks = tuple(bottleneck_warnings(usage, under_test=under_test, threshold=threshold))
+    warnings = list(bottlenecks)
     neighbours = None
     if own_cpu_seconds is not None and duration > 0:
         busy = math.fsum(sample.duration * math.fsum(sample.cpu_percent) / 100.0 for sample in samples)
@@ -231,7 +235,7 @@ def summarize(
             warnings.append(f"{NEIGHBOUR_WARNING} {neighbours:.1f} of {cores} cores busy (the benchmark's own "
                             f"{own_cpu_seconds / duration:.1f}): a noisy neighbour")
     return MonitorSummary(usage=MappingProxyType(usage), warnings=tuple(warnings), samples=len(samples),
-                          duration=duration, neighbour_cores=neighbours)
+                          duration=duration, neighbour_cores=neighbours, bottlenecks=bottlenecks)
 
 
 class Monitor:

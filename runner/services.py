@@ -412,7 +412,7 @@ def _monitor_summary(summary: monitor.MonitorSummary | None) -> dict:
     return {
         "usage": {name: {"label": usage.label, "unit": usage.unit, "mean": usage.mean, "max": usage.max}
                   for name, usage in summary.usage.items()},
-        "warnings": list(summary.warnings), "samples": summary.samples,
+        "warnings": list(summary.warnings), "bottlenecks": list(summary.bottlenecks), "samples": summary.samples,
         "neighbour_cores": summary.neighbour_cores,
     }
 
@@ -550,8 +550,8 @@ def _run_documents(session: Session, outcome: session_loop.SessionOutcome) -> li
         rounds = list(session.rounds.filter(workload=label).values_list("monitor", flat=True))
         neighbours = [summary["neighbour_cores"] for summary in rounds if summary.get("neighbour_cores") is not None]
         # A round's noisy neighbour is said once for the run, with the most cores it took.
-        bottlenecks = sorted({warning for summary in rounds for warning in summary.get("warnings", [])
-                              if not warning.startswith(monitor.NEIGHBOUR_WARNING)})
+        bottlenecks = sorted({warning for summary in rounds
+                              for warning in summary.get("bottlenecks", summary.get("warnings", []))})
         noisy = [cores for cores in neighbours if cores >= NEIGHBOUR_CORES]
         if noisy:
             bottlenecks.append(f"{monitor.NEIGHBOUR_WARNING} up to {max(noisy):.1f} cores busy in {len(noisy)} of "

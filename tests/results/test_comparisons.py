@@ -286,7 +286,12 @@ def test_a_pull_request_with_raw_samples_also_gets_a_seeded_hierarchical_bootstr
     again = Comparison.objects.get(candidate__run=pull, method="bootstrap")
 
     assert (first.ci_low, first.ci_high) == (again.ci_low, again.ci_high)
-    assert first.ci_low < first.ratio < first.ci_high and first.verdict == "regression"
+    assert first.ci_low < first.ratio < first.ci_high
+    # Beyond the band within the two runs, but one run against one run decides nothing without the run-to-run
+    # noise (spec §8): the row says what the resampling alone would have said.
+    assert first.verdict == "inconclusive" and first.inputs["within_runs"] == "regression"
+    (shown,) = [row for row in comparisons.stored_rows([(first.candidate, first)]) if row.method == "bootstrap"]
+    assert shown.note == comparisons.BOOTSTRAP_WITHIN_RUNS
     # Close to the t interval of the ratio of the process means (6 units a side).
     fieller = Comparison.objects.get(candidate__run=pull, method="pairwise")
     assert abs(first.ci_low - fieller.ci_low) < 0.02 and abs(first.ci_high - fieller.ci_high) < 0.02
