@@ -41,7 +41,7 @@ def seed(*, series: int, history: int) -> int:
     """A project of `series` series with `history` earlier nights and tonight's run; tonight's run id."""
     import numpy as np
 
-    from results import services
+    from results import bulk
     from results.models import Benchmark, Machine, Metric, Project, Result, Revision, Run
 
     rng = np.random.default_rng(11)
@@ -64,7 +64,7 @@ def seed(*, series: int, history: int) -> int:
             means[rng.random(series) < REGRESSED] *= 1.1
         counts = rng.integers(3, 40, series)
         variances = (0.02 * means) ** 2 * rng.uniform(0.5, 2.0, series)
-        services.bulk_insert_columns(Result, {
+        bulk.bulk_insert_columns(Result, {
             "run_id": [run.pk] * series, "metric_id": metric_ids, "mean": means.tolist(),
             "subsession_size": [1] * series, "variance": variances.tolist(), "n": counts.tolist(),
             "sample_count": counts.tolist()}, rows=series)

@@ -11,7 +11,7 @@ rows with the inputs ``results.comparisons.compare_run`` stores, their numbers f
 seeded means, q-values and suspected verdicts per run and method); change points where 5% of the series step
 by 5-10% every 40-120 nights; an alert (confirmed, then acknowledged or resolved as it ages) opened by the
 shift comparison the night after each step, and a dismissed one at each one-night spike. The rows are built
-in numpy and Python and stored with ``results.services.bulk_insert``; the newest run and an early one are
+in numpy and Python and stored with ``results.bulk.bulk_insert``; the newest run and an early one are
 then compared by ``compare_run`` itself, and the script stops unless the synthetic rows carry the same
 inputs keys as those real ones.
 
@@ -183,7 +183,7 @@ def _truth(series: int, runs: int, rng, *, history_size: int) -> dict:
 def _seed_results(project, machine, metric_ids, truth) -> tuple[list, np.ndarray]:
     """One nightly run per night with a result per series; the runs and the result ids (runs x series)."""
 
-    from results import services
+    from results import bulk
     from results.models import Result, Revision, Run
 
     start = datetime(2025, 1, 1, 2, tzinfo=timezone.utc)
@@ -195,7 +195,7 @@ def _seed_results(project, machine, metric_ids, truth) -> tuple[list, np.ndarray
         revision = Revision.objects.create(project=project, commit=f"{night:040x}", branch="main")
         run = Run.objects.create(project=project, machine=machine, revision=revision, kind="nightly",
                                  started_at=start + timedelta(days=night), compared_at=start + timedelta(days=night))
-        services.bulk_insert([
+        bulk.bulk_insert([
             Result(run=run, metric_id=int(metric), mean=mean, subsession_size=1, variance=variance, n=UNITS,
                    sample_count=UNITS, ci_low=mean - h, ci_high=mean + h)
             for metric, mean, variance, h in zip(metric_ids, means[night].tolist(), variances[night].tolist(),
@@ -209,14 +209,14 @@ def _seed_results(project, machine, metric_ids, truth) -> tuple[list, np.ndarray
 def _seed_comparisons(truth, night_runs, result_ids) -> set:
     """The history, previous-night and shift comparisons of every night but the newest (compare_run's), one
     night at a time; the (method, inputs keys) shapes stored."""
-    from results import services
+    from results import bulk
 
     shapes: set = set()
     run_ids = [run.pk for run in night_runs]
     for night in range(len(night_runs) - 1):
         rows = _night_comparisons(night, truth, run_ids, result_ids)
         shapes |= {(row.method, frozenset(row.inputs)) for row in rows}
-        services.bulk_insert(rows)
+        bulk.bulk_insert(rows)
     return shapes
 
 
@@ -419,7 +419,7 @@ def _seed_change_points_and_alerts(truth, machine, night_runs, metric_ids, resul
     created that night."""
     from django.db.models import OuterRef, Subquery
 
-    from results import services
+    from results import bulk
     from results.models import (
         Alert,
         AlertEvent,
@@ -441,7 +441,7 @@ def _seed_change_points_and_alerts(truth, machine, night_runs, metric_ids, resul
             ratio = float(means[night:night + 10, s].mean() / means[max(0, night - 10):night, s].mean())
             points.append(ChangePoint(metric_id=int(metric_ids[s]), machine=machine, run=night_runs[night],
                                       ratio=ratio, ci_low=ratio - 0.012, ci_high=ratio + 0.012, pvalue=0.002))
-    services.bulk_insert(points)
+    bulk.bulk_insert(points)
 
     # (opened night, series) -> (first night, kind)
     opened: dict[tuple[int, int], tuple[int, str]] = {}
@@ -458,7 +458,7 @@ def _seed_change_points_and_alerts(truth, machine, night_runs, metric_ids, resul
         int(result_ids[evidence_nights[key], key[1]]) for key in opened}
     shift_of = dict(Comparison.objects.filter(method=ComparisonMethod.SHIFT, candidate_id__in=wanted)
                     .values_list("candidate_id", "pk"))
-    services.bulk_insert([AlertGroup(run=night_runs[night]) for night in sorted({night for night, _ in opened})])
+    bulk.bulk_insert([AlertGroup(run=night_runs[night]) for night in sorted({night for night, _ in opened})])
     groups = dict(AlertGroup.objects.values_list("run_id", "pk"))
     alerts = []
     for (night, s), (first, kind) in sorted(opened.items()):
@@ -477,12 +477,12 @@ def _seed_change_points_and_alerts(truth, machine, night_runs, metric_ids, resul
             status=str(status), state=state, first_run=night_runs[first], state_note=note,
             evidence_id=shift_of[int(result_ids[evidence_nights[night, s], s])],
             bug_url=f"https://bugs.example.org/{night}-{s}" if status == AlertStatus.FIXED else ""))
-    services.bulk_insert(alerts)
+    bulk.bulk_insert(alerts)
     AlertGroup.objects.update(created_at=Subquery(
         Run.objects.filter(pk=OuterRef("run_id")).values("started_at")[:1]))
     ChangePoint.objects.update(detected_at=Subquery(
         Run.objects.filter(pk=OuterRef("run_id")).values("started_at")[:1]))
-    services.bulk_insert([AlertEvent(alert_id=pk, old_status=AlertStatus.NEW, new_status=status, note="triaged")
+    bulk.bulk_insert([AlertEvent(alert_id=pk, old_status=AlertStatus.NEW, new_status=status, note="triaged")
                           for pk, status in Alert.objects.exclude(status=AlertStatus.NEW).values_list("pk", "status")])
 
 

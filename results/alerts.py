@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from . import access, changepoints, nights, stats
+from . import access, changepoints, nights, queue, stats
 from .baselines import MATCH_NIGHTS, UNTRIAGED
 from .models import (
     Alert,
@@ -35,7 +35,7 @@ from .models import (
 )
 from .comparing import suspected_verdict
 from .presentation import ALPHA, CHANGE_SIDES, contradicts, is_significant
-from .services import bulk_insert
+from .bulk import bulk_insert
 from .signals import alerts_opened
 
 PULL_REQUEST_ALERTS = (Verdict.REGRESSION, Verdict.SUSPECTED_REGRESSION)
@@ -368,9 +368,7 @@ def alert_change_points(points: list[ChangePoint]) -> list[Alert]:
 
 def _announce(group_id: int, alert_ids: list[int]) -> None:
     """After commit: notify the project, and tell the apps built on results (the runner confirms)."""
-    from .tasks import enqueue, notify_alert_group
-
-    enqueue(notify_alert_group, group_id)
+    queue.enqueue(queue.NOTIFY_ALERT_GROUP, group_id)
     alerts_opened.send(sender=AlertGroup, group_id=group_id, alert_ids=alert_ids)
 
 

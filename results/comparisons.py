@@ -30,7 +30,7 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from . import alerts, comparing, environment, machine_state, presentation, stats
+from . import alerts, comparing, environment, machine_state, presentation, queue, stats
 from .baselines import (
     SHIFT_CLIP,
     SHIFT_HISTORY,
@@ -46,7 +46,7 @@ from .models import Alert, Comparison, ComparisonChunk, ComparisonMethod, Result
 from .presentation import ALPHA
 from .rows import ComparisonRow, Interval, Side
 from .series import Series
-from .services import bulk_inserter, bulk_update_values
+from .bulk import bulk_inserter, bulk_update_values
 
 MIN_HISTORY = 3
 STORED_RESAMPLES = 2_000
@@ -747,9 +747,7 @@ def delete_comparisons(run: Run) -> None:
 
 
 def _enqueue_change_points(run_id: int) -> None:
-    from .tasks import detect_change_points_for_run, enqueue
-
-    enqueue(detect_change_points_for_run, run_id)
+    queue.enqueue(queue.DETECT_CHANGE_POINTS, run_id)
 
 
 def pending_runs(*, older_than: timedelta = timedelta(minutes=2)) -> list[int]:

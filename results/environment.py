@@ -19,7 +19,7 @@ from django.db.models import QuerySet
 
 from . import stats
 from .models import Result, Run, RunKind, RunStatus, series_nights
-from .services import bulk_update_values
+from .bulk import bulk_update_values
 
 LEVEL_NIGHTS = 20
 """A series' recent level: the median of its last this many nights (environment removed). It follows a change

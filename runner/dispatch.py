@@ -13,9 +13,12 @@ import redis
 from celery import current_app
 from kombu.exceptions import OperationalError
 
-from results.tasks import enqueue
+from results.queue import enqueue
 
 logger = logging.getLogger(__name__)
+
+RUN_SESSION = "runner.tasks.run_session"
+"""The bench worker's task, sent by name (runner.tasks imports this module's callers, not the other way)."""
 
 
 def task_id(session_id: int, attempt: int) -> str:
@@ -24,9 +27,7 @@ def task_id(session_id: int, attempt: int) -> str:
 
 def send(*, session_id: int, attempt: int, queue: str) -> bool:
     """Publish the session's message on its machine's queue; False when the broker is unreachable."""
-    from .tasks import run_session
-
-    return enqueue(run_session, session_id, attempt, queue=queue, task_id=task_id(session_id, attempt))
+    return enqueue(RUN_SESSION, session_id, attempt, queue=queue, task_id=task_id(session_id, attempt))
 
 
 def held_task_ids(queues: set[str]) -> set[str] | None:

@@ -10,7 +10,7 @@ from django.db import DataError, connection, transaction
 
 from results import comparisons
 from results.models import Comparison, Result
-from results.services import bulk_insert, bulk_insert_columns, bulk_inserter, json_text
+from results.bulk import bulk_insert, bulk_insert_columns, bulk_inserter, json_text
 from tests.factories import posted_run
 
 
