@@ -732,18 +732,26 @@ Entry = tuple[ComparisonRow, int, int | None]
 
 
 def delete_comparisons(run: Run) -> None:
-    """Delete a run's stored comparisons in a number of queries that does not grow with them: their alerts
-    first (through the ORM, which deletes their events and unlinks confirmation sessions), other alerts'
-    evidence among them unset, then the comparisons in one DELETE, as nothing else refers to them. The ORM's
-    own delete would load every comparison to collect what refers to it, and delete them in batches. The chunks
-    of an earlier comparison in chunks go too."""
+    """Delete a run's stored comparisons: their alerts first (through the ORM, which deletes their events and
+    unlinks confirmation sessions), other alerts' evidence among them unset, then the comparisons, as nothing
+    else refers to them; a few queries per ``DELETE_BATCH`` comparisons. The ORM's own delete would load every
+    comparison to collect what refers to it. The chunks of an earlier comparison in chunks go too."""
     ComparisonChunk.objects.filter(run=run).delete()
-    # By the candidate's id, not a join: a DELETE cannot join, and "id IN (a join)" was planned as nested loops
-    # over the whole table when its statistics were stale (minutes a run, seen on PostgreSQL).
-    stored = Comparison.objects.filter(candidate_id__in=Result.objects.filter(run=run).values("pk"))
-    Alert.objects.filter(comparison__in=stored).delete()
-    Alert.objects.filter(evidence__in=stored).update(evidence=None)
-    stored._raw_delete(stored.db)
+    # Ids read first, then used as lists: "id IN (a subquery of a join)" was planned as nested loops over whole
+    # tables when their statistics were stale (minutes a run, seen on PostgreSQL, twice).
+    results = list(Result.objects.filter(run=run).values_list("pk", flat=True))
+    for start in range(0, len(results), DELETE_BATCH):
+        stored = Comparison.objects.filter(candidate_id__in=results[start:start + DELETE_BATCH])
+        ids = list(stored.values_list("pk", flat=True))
+        for first in range(0, len(ids), DELETE_BATCH):
+            batch = ids[first:first + DELETE_BATCH]
+            Alert.objects.filter(comparison_id__in=batch).delete()
+            Alert.objects.filter(evidence_id__in=batch).update(evidence=None)
+        stored._raw_delete(stored.db)
+
+
+DELETE_BATCH = 5_000
+"""Ids per query of :func:`delete_comparisons`: within every database's limit of parameters."""
 
 
 def _enqueue_change_points(run_id: int) -> None:
