@@ -79,7 +79,7 @@ def measure(*, series: int, history: int, chunk: int, repeats: int) -> dict:
     from django.core.management import call_command
     from django.db import connection
 
-    from results import comparisons, tasks
+    from results import comparisons, queue
     from results.models import ComparisonChunk, Run
     from tests.processes import wait_for, worker_process
 
@@ -113,7 +113,7 @@ def measure(*, series: int, history: int, chunk: int, repeats: int) -> dict:
                 wait_for(lambda log=log: log.exists() and " ready." in log.read_text(errors="replace"), timeout=120,
                          what=f"the worker logging to {log.name} ready")
             started = time.perf_counter()
-            tasks.enqueue(tasks.compare_run, run_id)
+            queue.enqueue(queue.COMPARE_RUN, run_id)
             wait_for(lambda: Run.objects.filter(pk=run_id, compared_at__isnull=False).exists(), timeout=1800,
                      what="the run compared")
             seconds = time.perf_counter() - started

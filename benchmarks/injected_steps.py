@@ -24,7 +24,7 @@ The product (:func:`product_night`, the one place that calls it) runs night by n
 (``--processes``, 2 by default; the projects are shared among them), each on a fresh SQLite file: each night
 one run of the project holding all its series as results (the samples where the source has them, one value
 with n = 1 otherwise), posted through ``results.services.ingest_run`` with the analysis
-tasks run in the process as the analysis worker would run them (``results.tasks.analysis_in_process``: the
+tasks run in the process as the analysis worker would run them (``results.queue.analysis_in_process``: the
 comparison of the run, the change points of the series it flagged), and the daily ``scan_change_points`` once a
 night. After every night the alerts (``results.models.Alert``) are read: a stepped series is *alerted* on the
 first night ≥ its step night at which an alert exists whose first night (``Alert.first_run``) is within ±3
@@ -151,9 +151,9 @@ def product_night(document) -> None:
     """One night through the product as it runs in production: the run is ingested, and the analysis tasks
     that ingestion enqueues (the run's comparison, its alerts, the change points of the series it flagged) run
     here, as the analysis worker would run them."""
-    from results import services, tasks
+    from results import queue, services
 
-    with tasks.analysis_in_process():
+    with queue.analysis_in_process():
         services.ingest_run(document=document, user=None)
 
 

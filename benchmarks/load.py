@@ -372,7 +372,7 @@ def populate(count: int, seed: int, kinds: tuple[str, ...] = KINDS) -> None:
     from results.models import Benchmark, Comparison, Machine, Membership, Metric, Project, Result, Revision, Run
     from results.result_schema import summarize_result
     from results.schemas import RunIn
-    from results.tasks import analysis_in_process
+    from results.queue import analysis_in_process
 
     began = time.monotonic()
     user, _ = get_user_model().objects.get_or_create(username="fuzzer", defaults={"is_staff": True})

@@ -42,6 +42,7 @@ from .models import (
     RunKind,
     RunStatus,
     Verdict,
+    nights_before,
     series_nights,
 )
 
@@ -125,10 +126,7 @@ def series_baselines(run: Run, metric_ids: list[int], *, history_size: int,
     the same metric ids as ``metric_ids`` as a list or a query, is what the alerts and change points are read by
     (a query is a subquery instead of ten thousand parameters).
     """
-    series_runs = Run.objects.filter(
-        series_nights(branch=run.project.default_branch), project_id=run.project_id, machine_id=run.machine_id,
-        started_at__lt=run.started_at,
-    ).exclude(pk=run.pk).order_by("-started_at", "-id")
+    series_runs = nights_before(run)
     states = series_alerts(run, metric_ids if selected is None else selected)
     window = max(history_size, SHIFT_HISTORY + SHIFT_RECENT)
     nights = {pk: started for pk, started in series_runs.values_list("pk", "started_at")[:window]}

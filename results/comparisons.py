@@ -74,7 +74,7 @@ class StoredNight(NamedTuple):
         tested on."""
         if not self.environment_offset:
             return self
-        factor = math.exp(-self.environment_offset)
+        factor = environment.without_environment(self.environment_offset)
         return self._replace(mean=self.mean * factor, variance=self.variance * factor * factor,
                              environment_offset=0.0)
 
@@ -637,8 +637,8 @@ def _nightly_entries(run: Run, candidates: list[Series], *,
     metric_ids = [series.metric_id for series in candidates]
     selected = metric_ids if selected is None else selected
     found = series_baselines(run, metric_ids, history_size=run.project.history_size, selected=selected)
-    offsets = dict(Result.objects.filter(run=run, environment_offset__isnull=False).values_list(
-        "pk", "environment_offset"))
+    offsets = dict(Result.objects.filter(run=run, metric_id__in=selected, environment_offset__isnull=False)
+                   .values_list("pk", "environment_offset"))
     nights = _series_nights(candidates, found, selected, history_size=run.project.history_size, offsets=offsets)
     carried = {metric: baseline.carried for metric, baseline in found.items() if baseline.carried is not None}
     return carried, _nightly_batches(candidates, nights)
@@ -782,7 +782,7 @@ class SeriesNights(NamedTuple):
     recent: list[int]
     carried: list[Carried | None]
     previous: dict[int, Series]
-    shifted: list[Series]
+    tested: list[Series]
 
 
 def _series_nights(candidates: list[Series], baselines: dict[int, SeriesBaseline], selected: list[int] | QuerySet,
@@ -817,7 +817,7 @@ def _series_nights(candidates: list[Series], baselines: dict[int, SeriesBaseline
             carried = Carried(alert=baseline.carried, nights=earlier, since=since,
                               sign=1 if baseline.carried_worse == worse_is_up else -1, latest=latest)
         nights.carried.append(carried)
-        nights.shifted.append(_without_environment(series, offsets.get(series.result_id)))
+        nights.tested.append(_without_environment(series, offsets.get(series.result_id)))
         newest = next((stored[night.run_id] for night in reversed(baseline.nights) if night.run_id in stored), None)
         if newest is not None:
             nights.previous[series.metric_id] = _night_series(series, newest)
@@ -831,7 +831,7 @@ def _nightly_batches(candidates: list[Series], nights: SeriesNights) -> Iterator
     yield [(row if row.verdict != Verdict.INSUFFICIENT_HISTORY else replace(
         row, inputs={"history_runs": [s.run_id for s in found], "needed": MIN_HISTORY}), series.result_id, None)
         for row, found, series in zip(rows, nights.histories, candidates)]
-    shifts = shift_rows(nights.shifted, nights.segments, recent=nights.recent, carried=nights.carried,
+    shifts = shift_rows(nights.tested, nights.segments, recent=nights.recent, carried=nights.carried,
                         previous=nights.earlier_segments)
     yield [(row, series.result_id, None) for row, series in zip(shifts, candidates)]
     yield _against_results(candidates, nights.previous, method=ComparisonMethod.PREVIOUS)
@@ -860,7 +860,7 @@ def _without_environment(series: Series, offset: float | None) -> Series:
     """Tonight's series with the night's machine environment divided out (:mod:`results.environment`)."""
     if not offset:
         return series
-    factor = math.exp(-offset)
+    factor = environment.without_environment(offset)
     summary = series.summary
     return replace(series, samples=None, summary=replace(summary, mean=summary.mean * factor,
                                                           variance=summary.variance * factor * factor))

@@ -11,15 +11,14 @@ measured.
 """
 
 import math
-from collections import defaultdict
 
 import numpy as np
 from django.db import connection
 from django.db.models import QuerySet
 
 from . import stats
-from .models import Result, Run, RunKind, RunStatus, series_nights
 from .bulk import bulk_update_values
+from .models import Result, Run, RunKind, RunStatus, nights_before
 
 LEVEL_NIGHTS = 20
 """A series' recent level: the median of its last this many nights (environment removed). It follows a change
@@ -46,16 +45,13 @@ def match_environment(*, run: Run) -> stats.EnvironmentMatch | None:
     if run.kind in (RunKind.PR, RunKind.CONFIRMATION) or run.status != RunStatus.COMPLETED:
         return None
     tonight = list(Result.objects.filter(run=run).order_by("metric_id").values_list("pk", "metric_id", "mean"))
-    earlier = list(Run.objects.filter(
-        series_nights(branch=run.project.default_branch), project_id=run.project_id, machine_id=run.machine_id,
-        started_at__lt=run.started_at).exclude(pk=run.pk).order_by("-started_at", "-id")
-        .values_list("pk", flat=True)[:PAST_NIGHTS])[::-1]
+    earlier = list(nights_before(run).values_list("pk", flat=True)[:PAST_NIGHTS])[::-1]
     metrics = [metric for _, metric, _ in tonight]
     # The run's metrics as a subquery, not ten thousand parameters.
     selected = Result.objects.filter(run=run).values("metric_id")
-    levels = _levels(earlier[-LEVEL_NIGHTS:], selected)
-    deviations = np.array([math.log(mean) - levels[metric] if mean > 0 and metric in levels else np.nan
-                           for _, metric, mean in tonight])
+    deviations = stats.level_deviations([mean for _, _, mean in tonight],
+                                        _recent_values(earlier[-LEVEL_NIGHTS:], metrics, selected),
+                                        min_nights=MIN_LEVEL_NIGHTS)
     spaced = np.unique(np.linspace(0, len(metrics) - 1, min(len(metrics), FINGERPRINT_SERIES)).astype(int)) \
         if metrics else np.array([], dtype=int)
     sample = [metrics[i] for i in spaced]
@@ -75,25 +71,32 @@ def match_environment(*, run: Run) -> stats.EnvironmentMatch | None:
     return match
 
 
-def _levels(runs: list[int], metrics: QuerySet) -> dict[int, float]:
-    """Each metric's recent level over ``runs`` (log scale, environment removed), where it has enough nights."""
-    found = _read(runs, metrics, "mean", "environment_offset")
-    values: dict[int, list[float]] = defaultdict(list)
-    for metric, _, mean, offset in found:
-        if mean is not None and mean > 0:
-            values[metric].append(math.log(mean) - (offset or 0.0))
-    return {metric: float(np.median(logs)) for metric, logs in values.items() if len(logs) >= MIN_LEVEL_NIGHTS}
+def without_environment(offset: float | None) -> float:
+    """The factor a night's values are multiplied by to divide its machine environment out (1 where none)."""
+    return math.exp(-offset) if offset else 1.0
+
+
+def _recent_values(runs: list[int], metrics: list[int], selected: QuerySet) -> np.ndarray:
+    """``metrics``' means (columns) on ``runs`` (rows), their environment divided out; NaN where none."""
+    return _matrix(runs, metrics, ((metric, run, None if mean is None else mean * without_environment(offset))
+                                   for metric, run, mean, offset in _read(runs, selected, "mean",
+                                                                          "environment_offset")))
 
 
 def _deviations(runs: list[int], metrics: list[int], selected: QuerySet | None = None) -> np.ndarray:
     """The stored deviations of ``metrics`` (columns) on ``runs`` (rows, in their order); NaN where none.
     ``selected``: the same metrics as a subquery, to filter by."""
+    return _matrix(runs, metrics, _read(runs, metrics if selected is None else selected, "level_deviation"))
+
+
+def _matrix(runs: list[int], metrics: list[int], cells) -> np.ndarray:
+    """(metric, run, value) cells as a runs × metrics matrix; NaN where none or None."""
     matrix = np.full((len(runs), len(metrics)), np.nan)
     row = {run: i for i, run in enumerate(runs)}
     column = {metric: j for j, metric in enumerate(metrics)}
-    for metric, run, deviation in _read(runs, metrics if selected is None else selected, "level_deviation"):
-        if deviation is not None:
-            matrix[row[run], column[metric]] = deviation
+    for metric, run, value in cells:
+        if value is not None:
+            matrix[row[run], column[metric]] = value
     return matrix
 
 

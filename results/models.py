@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 
 from .identifiers import (
     BRANCH_MAX_LENGTH,
@@ -234,6 +234,15 @@ def series_nights(prefix: str = "", *, branch: str | None = None) -> Q:
     on_branch = Q(**{f"{prefix}revision__branch": branch if branch is not None
                      else F(f"{prefix}project__default_branch")}) | Q(**{f"{prefix}revision__isnull": True})
     return Q(**{f"{prefix}status": RunStatus.COMPLETED, f"{prefix}kind__in": SERIES_KINDS}) & on_branch
+
+
+def nights_before(run: "Run") -> QuerySet:
+    """The nights of ``run``'s series before it (:func:`series_nights` of its project's default branch, on its
+    machine, started earlier), newest first."""
+    return Run.objects.filter(
+        series_nights(branch=run.project.default_branch), project_id=run.project_id, machine_id=run.machine_id,
+        started_at__lt=run.started_at,
+    ).exclude(pk=run.pk).order_by("-started_at", "-id")
 
 
 class RunStatus(models.TextChoices):

@@ -3,9 +3,7 @@
 from celery import shared_task
 
 from . import alerts, comparisons, notifications
-from .queue import ANALYSIS_QUEUE, PUBLISH_RETRY, analysis_in_process, enqueue
-
-__all__ = ["ANALYSIS_QUEUE", "PUBLISH_RETRY", "analysis_in_process", "enqueue"]
+from .queue import enqueue
 
 
 @shared_task(ignore_result=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)

@@ -12,7 +12,7 @@ _EXPORTS = {
     "_base": ("ConfidenceInterval", "NotEnoughSamples", "StatisticsError"),
     "_compare": ("SMALL_SIDE", "WelchResult", "welch_degrees_of_freedom", "welch_required_subsessions",
                  "welch_test"),
-    "_environment": ("EnvironmentMatch", "environment_match", "environment_offsets"),
+    "_environment": ("EnvironmentMatch", "environment_match", "environment_offsets", "level_deviations"),
     "_history": ("HistoryComparison", "compare_with_history"),
     "_pairwise": ("PairwiseComparison", "compare_summaries"),
     "_hierarchical": ("RepetitionPlan", "VarianceComponents", "plan_repetitions", "predicted_half_width",

@@ -23,7 +23,7 @@ import numpy as np
 
 from ._base import check_positive_int
 
-__all__ = ["EnvironmentMatch", "environment_match", "environment_offsets"]
+__all__ = ["EnvironmentMatch", "environment_match", "environment_offsets", "level_deviations"]
 
 STAND_OUT = 4.0
 """An environment is recognised only when tonight's fingerprint is at least this many times the machine's
@@ -75,10 +75,11 @@ def environment_match(deviations, past, *, ratio=0.6, neighbours=5, min_neighbou
     each series' offset is the median of its deviations on them.
 
     The rule is a classification, not a test: on nights whose environment is new, nothing is removed and every
-    series is compared as it is. Measured on django's asv runs with steps of +10% injected into 30 of 60 series
-    (benchmarks/injected_steps.py): the night-to-night sd falls from 13% to 5% of the level while the step seen
-    in the adjusted values keeps its size (median 9.9%, 10–90% 6–12%); a persistent shift of all series (or of
-    a third of them) stays in the values (about 4.5% of a 5% shift seen in its first 7 nights).
+    series is compared as it is. Measured on django's asv runs (levels of 20 nights, the last 60 searched) with
+    steps of +10% injected into 30 of 60 series at the nights of benchmarks/injected_steps.py: the night-to-night
+    sd falls from 13% to 5% of the level while the step seen in the adjusted values over its first 7 nights keeps
+    its size (median 9.9%, 10–90% 6.9–11.9%); a persistent 5% shift stays in the values: 4.1–4.3% of it seen over
+    its first 7 nights when every series moves, 4.7–4.9% when a third do (at nights 70, 100 and 130).
 
     Parameters
     ----------
@@ -144,8 +145,8 @@ def environment_match(deviations, past, *, ratio=0.6, neighbours=5, min_neighbou
         return nothing
 
     # The machine's ordinary night-to-night distance: the lower quartile over consecutive earlier nights.
-    steps = [_median_distances(earlier[k:k + 1], earlier[k + 1], min_series)[0] for k in range(earlier.shape[0] - 1)]
-    steps = np.asarray([step for step in steps if np.isfinite(step)])
+    steps = _median_distances(earlier[1:], earlier[:-1], min_series)
+    steps = steps[np.isfinite(steps)]
     noise = float(np.quantile(steps, 0.25)) if steps.size else np.inf
     if spread < STAND_OUT * noise:
         return nothing
@@ -173,6 +174,41 @@ def environment_match(deviations, past, *, ratio=0.6, neighbours=5, min_neighbou
         return nothing
     return EnvironmentMatch(offsets=environment_offsets(earlier[usable]), neighbours=tuple(usable), move=move,
                             spread=spread)
+
+
+def level_deviations(values, history, *, min_nights=5):
+    """Each series' deviation from its recent level, a coordinate of the night's fingerprint (log scale).
+
+    ``log(value) − median(log(history))`` over the series' earlier nights that have a positive value, where it
+    has at least `min_nights` of them; NaN elsewhere (and where tonight's value is not positive).
+
+    Parameters
+    ----------
+    values : array_like, shape (S,)
+        Tonight's value of each series.
+    history : array_like, shape (T, S)
+        The series' values on earlier nights with their environment divided out; NaN where not measured.
+    min_nights : int, optional
+        The fewest earlier nights a level is taken from.
+
+    Returns
+    -------
+    ndarray, shape (S,)
+    """
+    tonight = np.asarray(values, dtype=float)
+    earlier = np.asarray(history, dtype=float)
+    if tonight.ndim != 1:
+        raise ValueError(f"`values` must be one-dimensional; got {tonight.ndim} dimensions.")
+    if earlier.ndim != 2 or earlier.shape[1] != tonight.size:
+        raise ValueError(f"`history` must have shape (nights, {tonight.size}) to match `values`; "
+                         f"got {earlier.shape}.")
+    min_nights = check_positive_int(min_nights, "min_nights")
+    with np.errstate(all="ignore"):
+        logs = np.log(np.where(earlier > 0, earlier, np.nan))
+        enough = (~np.isnan(logs)).sum(axis=0) >= min_nights
+        levels = np.full(tonight.size, np.nan)
+        levels[enough] = np.nanmedian(logs[:, enough], axis=0)
+        return np.where(tonight > 0, np.log(np.where(tonight > 0, tonight, 1.0)), np.nan) - levels
 
 
 def environment_offsets(matched):
@@ -204,7 +240,8 @@ def environment_offsets(matched):
 
 
 def _median_distances(rows: np.ndarray, target: np.ndarray, min_series: int) -> np.ndarray:
-    """Median |row − target| over the columns both have, per row; +inf where fewer than `min_series` do."""
+    """Median |row − target| over the columns both have, per row (`target` one row, or one per row); +inf where
+    fewer than `min_series` do."""
     differences = np.abs(rows - target)
     shared = (~np.isnan(differences)).sum(axis=1)
     with np.errstate(all="ignore"):

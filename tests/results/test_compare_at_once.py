@@ -17,7 +17,7 @@ from django.core.management import CommandError, call_command
 
 from results import comparing, comparisons, presentation
 from results.models import AlertGroup, Comparison, ComparisonMethod, Run
-from results.tasks import enqueue
+from results.queue import enqueue
 from tests.factories import NIGHT_ZERO, compared_run, posted_run
 
 HISTORY = {"sort": 1.0, "parse": 2.0}

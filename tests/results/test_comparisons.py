@@ -337,7 +337,7 @@ def test_groups_never_notified_are_found_by_the_catch_up_task(django_capture_on_
 def test_an_unreachable_broker_is_logged_not_raised(caplog):
     from celery import Celery
 
-    from results.tasks import enqueue
+    from results.queue import enqueue
 
     nowhere = Celery("nowhere", broker="redis://127.0.0.1:1/0", set_as_current=False)
 

@@ -13,7 +13,7 @@ import pytest
 from pilotweb.celery import app
 from results import comparisons
 from results.models import Alert, AlertGroup, Comparison, ComparisonChunk, Run
-from results.tasks import ANALYSIS_QUEUE, analysis_in_process
+from results.queue import ANALYSIS_QUEUE, analysis_in_process
 from runner import dispatch, services
 from runner.models import SessionStatus
 from tests.factories import MachineFactory, ProjectFactory, posted_run

@@ -5,7 +5,7 @@ stays."""
 import numpy as np
 import pytest
 
-from results.stats import environment_match, environment_offsets
+from results.stats import environment_match, environment_offsets, level_deviations
 
 SERIES = 40
 
@@ -134,3 +134,21 @@ def test_invalid_input_is_refused_naming_the_parameter(arguments, options, named
 def test_environment_offsets_refuses_what_is_not_a_matrix():
     with pytest.raises(ValueError, match="`matched`"):
         environment_offsets([0.1, 0.2])
+
+
+def test_level_deviations_are_the_log_distance_from_each_series_level():
+    # Known levels, nights scattered 0.1% around them: tonight 10% above one series' level, 20% below another's.
+    rng = np.random.default_rng(15)
+    levels = np.array([2.0, 50.0, 0.3, 7.0])
+    history = levels * np.exp(rng.normal(0.0, 0.001, (20, 4)))
+    history[:17, 3] = np.nan  # three nights only
+    tonight = levels * np.array([1.10, 0.80, 1.0, 1.0])
+    tonight[2] = 0.0
+    deviations = level_deviations(tonight, history)
+    assert deviations[:2] == pytest.approx(np.log([1.10, 0.80]), abs=0.002)
+    assert np.isnan(deviations[2]) and np.isnan(deviations[3])
+    assert not np.isnan(level_deviations(tonight, history, min_nights=3)[3])
+    with pytest.raises(ValueError, match="`history`"):
+        level_deviations(tonight, history[:, :3])
+    with pytest.raises(ValueError, match="min_nights"):
+        level_deviations(tonight, history, min_nights=0)

@@ -5,7 +5,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from pydantic import ValidationError
 
-from results import access, comparisons, presentation, selectors, services, tasks
+from results import access, comparisons, presentation, queue, selectors, services
 from results.ingest import FORMATS, FormatMismatch, ImportFormatError, asv, import_document, stated_overrides
 from results.models import ComparisonMethod, FailedResult, Run, RunKind
 from results.rows import ComparisonRow
@@ -56,7 +56,7 @@ class Command(BaseCommand):
                                   parse_options=parse_options)
             document = RunIn.model_validate(raw)
             # With --compare the comparison runs here, once the run is committed, and is not sent to a worker.
-            with tasks.analysis_in_process() if compare else nullcontext():
+            with queue.analysis_in_process() if compare else nullcontext():
                 outcome = services.ingest_run(document=document, user=None)
         except (ImportFormatError, ValidationError, services.IngestError) as error:
             raise _refusal(error) from None
@@ -121,8 +121,8 @@ def _compare_if_not_compared(run: Run) -> None:
     broker (a run imported now was compared when it was committed)."""
     run.refresh_from_db(fields=["compared_at"])
     if run.compared_at is None:
-        with tasks.analysis_in_process():
-            tasks.enqueue(tasks.compare_run, run.pk)
+        with queue.analysis_in_process():
+            queue.enqueue(queue.COMPARE_RUN, run.pk)
         run.refresh_from_db(fields=["compared_at"])
     if run.compared_at is None:
         raise CommandError(f"run #{run.pk} is stored, but comparing it failed: see the error above.")
