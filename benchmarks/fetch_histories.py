@@ -17,6 +17,8 @@ Files written (the schema and the provenance of each are in benchmarks/histories
   runs; ``series`` holds each run's mean of the samples, ``samples`` the samples.
 - ``perfherder_graphs.json``: github:mozilla/treeherder, the 7 Talos histories of graphs.mozilla.org that
   Perfherder's own tests analyse (one value per run, in push-time order), with the changes its test expects.
+- ``tcpd_annotated.json``: github:alan-turing-institute/TCPD, the univariate datasets stored in the repository
+  with every annotator's change points (``annotations``) and their union (``labels``).
 
 Standard library only.
 """
@@ -53,6 +55,10 @@ TREEHERDER_EXPECTED = {
     "a11y": [1366197637, 1367799757],
     "tp5rss": [1372846906, 1373413365, 1373424974],
 }
+
+TCPD = "alan-turing-institute/TCPD"
+TCPD_COMMIT = "83b3039b5c67eaf21a720e3eac4ffdade3fb421c"
+TCPD_ANNOTATIONS = "annotations.json"
 
 
 class Repository:
@@ -188,9 +194,49 @@ def perfherder_graphs(repository: Repository) -> dict:
     }
 
 
+def tcpd_annotated(repository: Repository) -> dict:
+    """The Turing Change Point Dataset's univariate series stored in its repository, with every annotator's
+    change points (benchmarks/histories.md, ``tcpd_annotated.json``)."""
+    annotations = repository.json(TCPD_ANNOTATIONS)
+    series, labels, per_annotator, skipped, paths = {}, {}, {}, {}, [TCPD_ANNOTATIONS]
+    for directory in repository.names("datasets"):
+        name = Path(directory).name
+        path = f"{directory}/{name}.json"
+        try:
+            dataset = repository.json(path)
+        except SystemExit:
+            skipped[name] = "download only (no data file in the repository)"
+            continue
+        if dataset["n_dim"] != 1:
+            skipped[name] = f"multivariate ({dataset['n_dim']} dimensions)"
+            continue
+        raw = dataset["series"][0]["raw"]
+        if any(value is None for value in raw):
+            skipped[name] = "missing values"
+            continue
+        series[name] = [rounded(float(value)) for value in raw]
+        per_annotator[name] = {annotator: sorted(points) for annotator, points in annotations.get(name, {}).items()}
+        labels[name] = sorted({point for points in per_annotator[name].values() for point in points})
+        paths.append(path)
+    return {
+        "source": f"github:{TCPD}",
+        "commit": repository.commit,
+        "paths": paths,
+        "description": ("The Turing Change Point Dataset (van den Burg & Williams 2020): real-world series annotated "
+                        "by five people each, univariate ones stored in the repository; not software benchmarks."),
+        "unit": "various",
+        "lower_is_better": None,
+        "series": series,
+        "labels": labels,
+        "annotations": per_annotator,
+        "skipped_datasets": skipped,
+    }
+
+
 SOURCES = {
     "asv_django_samples.json": (DJANGO_ASV, DJANGO_ASV_COMMIT, django_asv),
     "perfherder_graphs.json": (TREEHERDER, TREEHERDER_COMMIT, perfherder_graphs),
+    "tcpd_annotated.json": (TCPD, TCPD_COMMIT, tcpd_annotated),
 }
 
 

@@ -20,7 +20,7 @@ least 40 nights follow). A step multiplies every sample (or the value) from its 
 are left as they are. Each step size is its own project and machine holding that source's stepped and untouched
 series, so the untouched series are run once per step size.
 
-The product (:func:`product_night`, the one place that calls it) runs night by night in child processes
+The product (:func:`benchmarks.product.product_night`, the one place that calls it) runs night by night in child processes
 (``--processes``, 2 by default; the projects are shared among them), each on a fresh SQLite file: each night
 one run of the project holding all its series as results (the samples where the source has them, one value
 with n = 1 otherwise), posted through ``results.services.ingest_run`` with the analysis
@@ -69,6 +69,7 @@ import numpy as np  # noqa: E402
 
 from benchmarks.databases import measure_in_child  # noqa: E402
 from benchmarks.histories import DIRECTORY  # noqa: E402
+from benchmarks.product import daily_scan, product_night  # noqa: E402
 from benchmarks.real_histories import PEERS, peers_python  # noqa: E402
 
 START = datetime(2020, 1, 1, 2, tzinfo=timezone.utc)
@@ -145,23 +146,6 @@ def injected(entry: dict, night: int | None, step: float) -> dict:
 
 
 # --- The product, in a child process -----------------------------------------------------------------------
-
-
-def product_night(document) -> None:
-    """One night through the product as it runs in production: the run is ingested, and the analysis tasks
-    that ingestion enqueues (the run's comparison, its alerts, the change points of the series it flagged) run
-    here, as the analysis worker would run them."""
-    from results import queue, services
-
-    with queue.analysis_in_process():
-        services.ingest_run(document=document, user=None)
-
-
-def daily_scan() -> None:
-    """The daily beat task (``scan-change-points``), once a night."""
-    from results import tasks
-
-    tasks.scan_change_points.apply().get()
 
 
 def measure(path: str) -> dict:

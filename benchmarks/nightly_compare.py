@@ -150,12 +150,12 @@ def compare_one_by_one(run_id: int) -> None:
     from django.db import transaction
     from scipy import stats as scipy_stats
 
-    from results.alerts import NIGHTLY_ALERTS, SERIES_LEVEL
+    from results.decisions import NIGHTLY_ALERTS, SERIES_LEVEL
     from results.baselines import SHIFT_HISTORY, SHIFT_RECENT
     from results.comparisons import MIN_HISTORY
     from results.models import (Alert, AlertGroup, AlertState, Comparison, ComparisonMethod, Result, Run, RunKind,
                                 RunStatus, Verdict)
-    from results.presentation import ALPHA
+    from results.decisions import ALPHA
 
     run = Run.objects.select_related("project").get(pk=run_id)
     history_size = run.project.history_size

@@ -227,7 +227,7 @@ def _night_comparisons(night: int, truth: dict, run_ids: list[int], result_ids) 
     from scipy.stats import false_discovery_control
 
     from results.models import Comparison, ComparisonMethod, Verdict
-    from results.presentation import ALPHA
+    from results.decisions import ALPHA
     from results.result_schema import DEFAULT_THRESHOLD
 
     means, variances = truth["means"], truth["variances"]

@@ -49,7 +49,7 @@ def measure(*, projects: int, series: int, nights: int, level: float, seed: int)
     django.setup()
     from django.core.management import call_command
 
-    from results import comparing, comparisons, presentation, services
+    from results import comparing, comparisons, decisions, services
     from results.models import Comparison, ComparisonMethod
     from results.schemas import RunIn
 
@@ -78,7 +78,7 @@ def measure(*, projects: int, series: int, nights: int, level: float, seed: int)
         for name, verdict in verdicts.items():
             side = counts[rule]["slower" if slower[int(name.split()[-1])] else "unchanged"]
             side[0] += verdict == "regression"
-            side[1] += verdict in ("regression", presentation.SUSPECTED_REGRESSION)
+            side[1] += verdict in ("regression", decisions.SUSPECTED_REGRESSION)
 
     pull_request = np.where(slower, 1.0 + SLOWDOWN, 1.0)
     for p in range(projects):

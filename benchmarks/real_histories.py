@@ -7,10 +7,10 @@ means (`signal-processing-algorithms`) and Apache Otava on the same series.
 The histories (source repository, commit and paths printed; see benchmarks/data/histories/README.md) go
 through the product end to end in a child process on a fresh SQLite file: each source is a project, night i
 one run holding the i-th value of each of its series as a result of one value (n = 1), posted through
-``results.services.ingest_run`` and compared by ``results.comparisons.compare_run`` (the nightly
-comparison and the accumulating detection: alerts), its flagged series re-examined by
-``results.changepoints.detect_change_points_for_run``, and the daily ``scan_change_points`` run at the end:
-the change points stored are the product's. The peers run in their own virtual environment
+``results.services.ingest_run`` with the analysis tasks run in the process as the analysis worker runs them
+(``benchmarks.product.product_night``: the comparison and the accumulating detection, alerts, the
+change points of the series it flagged), and the daily scan once at the end: the change points stored are
+the product's. The peers run in their own virtual environment
 (``.venv-peers``, made on first use from PyPI: signal-processing-algorithms 2.1.6 and apache-otava 0.8.0,
 which pin dependencies this project does not share), with their defaults (benchmarks/peer_change_points.py).
 
@@ -23,7 +23,10 @@ reference nor either peer has one (flat series), and among those on two-mode ser
 coefficient > 5/9); and the points from a reference change to the product's first alert naming a first
 point within ±TOLERANCE of it.
 
-Target (issue 14): recall ≥ the better peer, precision ≥ the better peer, no change point on a flat or
+Where a file holds several annotators' change points (``annotations``: TCPD), the mean per-series precision,
+recall and F1 of van den Burg & Williams (2020) are printed too, with their margin of 5 points.
+
+Target (issues 14, 29): recall ≥ the better peer, precision ≥ the better peer, no change point on a flat or
 two-mode series.
 """
 
@@ -43,7 +46,8 @@ import numpy as np  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from benchmarks.databases import measure_in_child  # noqa: E402
-from benchmarks.histories import load_histories  # noqa: E402
+from benchmarks.histories import DIRECTORY, load_histories  # noqa: E402
+from benchmarks.product import daily_scan, product_night  # noqa: E402
 
 TOLERANCE = 5
 PEERS = ("signal-processing-algorithms==2.1.6", "apache-otava==0.8.0")
@@ -84,7 +88,6 @@ def measure(path: str) -> dict:
     django.setup()
     from django.core.management import call_command
 
-    from results import changepoints, comparisons, services
     from results.models import Alert, ChangePoint
     from results.schemas import RunIn
 
@@ -101,10 +104,8 @@ def measure(path: str) -> dict:
                 "project": {"name": source}, "machine": {"name": "history"}, "kind": "nightly",
                 "revision": {"commit": f"{night:040x}", "branch": "main"},
                 "started_at": START + timedelta(days=night), "results": results})
-            run = services.ingest_run(document=document, user=None).run
-            comparisons.compare_run(run_id=run.pk)
-            changepoints.detect_change_points_for_run(run_id=run.pk)
-    changepoints.scan_change_points()
+            product_night(document)
+    daily_scan()
 
     def night(started) -> int:
         return (started - START).days
@@ -130,6 +131,19 @@ def matched(found: list[int], reference: list[int]) -> int:
             used_found.add(i)
             used_reference.add(j)
     return len(used_reference)
+
+
+def annotated_scores(found: list[int], annotators: dict[str, list[int]]) -> tuple[float, float, float]:
+    """Precision, recall and F1 of one series' change points against several annotators' (van den Burg & Williams
+    2020, §5, as TCPDBench computes them): a point matches an annotated one within ±TOLERANCE (5, theirs), each
+    at most once; precision is against the union of the annotations, recall the mean over the annotators; the
+    series' first point counts as a change point of every set (their convention, so an empty set scores)."""
+    predicted = sorted({0, *found})
+    union = sorted({0, *(point for points in annotators.values() for point in points)})
+    precision = matched(predicted, union) / len(predicted)
+    recall = float(np.mean([matched(predicted, sorted({0, *points})) / len({0, *points})
+                            for points in annotators.values()]))
+    return precision, recall, (2 * precision * recall / (precision + recall) if precision + recall else 0.0)
 
 
 def agreement(first: list[int], second: list[int]) -> list[int]:
@@ -219,6 +233,18 @@ def main() -> None:
         found, correct, total, on_flat = totals[method]
         print(("" if position == 0 else f"{'':<45}") + f" {method:>9} {found:>6} {_share(correct, found):>10} "
               f"{_share(correct, total):>7} {on_flat:>17}")
+    for file, entries in by_source.items():
+        annotations = json.loads((DIRECTORY / file).read_text(encoding="utf-8")).get("annotations")
+        if not annotations:
+            continue
+        scored = [h for h in entries if annotations.get(h.name)]
+        print(f"{Path(file).stem}: {len(scored)} series with annotators' change points; per series, then averaged "
+              f"(TCPDBench's F1, margin ±{TOLERANCE}): precision, recall, F1")
+        for method in methods:
+            scores = np.array([annotated_scores(
+                ours.get(f"{file}\t{h.name}", {}).get("change_points", []) if method == "ours"
+                else peers[file, h.name][method], annotations[h.name]) for h in scored])
+            print(f"{'':<28} {method:>9} " + " ".join(f"{value:>7.3f}" for value in scores.mean(axis=0)))
     if delays:
         hits = [d for d in delays if d is not None]
         print(f"Alerts: {len(delays)} reference changes; first alert naming its point (±{TOLERANCE}) within "

@@ -34,21 +34,19 @@ from .models import (
     Verdict,
     series_nights,
 )
-from .comparing import suspected_verdict
-from .presentation import ALPHA, CHANGE_SIDES, contradicts, is_significant
+from .decisions import (
+    ALPHA,
+    CHANGE_SIDES,
+    NIGHTLY_ALERTS,
+    PULL_REQUEST_ALERTS,
+    SERIES_LEVEL,
+    contradicts,
+    is_significant,
+    suspected_verdict,
+)
 from .bulk import bulk_insert
 from .environment import without_environment
 from .signals import alerts_opened
-
-PULL_REQUEST_ALERTS = (Verdict.REGRESSION, Verdict.SUSPECTED_REGRESSION)
-NIGHTLY_ALERTS = (Verdict.REGRESSION, Verdict.SUSPECTED_REGRESSION, Verdict.IMPROVEMENT,
-                  Verdict.SUSPECTED_IMPROVEMENT)
-"""A nightly's improvements alert too: the series' level moved (and a benchmark that stopped working looks faster)."""
-SERIES_LEVEL = 0.01
-"""A nightly series alerts only when its own shift p-value (adjusted for the first nights tried) is below this,
-besides q < α: the false-alarm budget of spec §8, 0.5% per series-night. The q-value alone allows 5% per
-night in a project of one series (Benjamini–Hochberg over one test is the test)."""
-
 
 def open_alerts(run: Run, *, carried: dict[int, int]) -> None:
     """Open the run's alerts, one group per run, notified once after commit; carry and settle the open ones.

@@ -21,7 +21,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from results import presentation
+from results import decisions, presentation
 from results.presentation import format_change, in_scale
 
 Figure = dict[str, Any]
@@ -276,7 +276,7 @@ def _alert_hover(alert: Mapping, when: str) -> str:
 
 
 def _side(verdict: str) -> str:
-    return presentation.CHANGE_SIDES.get(verdict, "regression")
+    return decisions.CHANGE_SIDES.get(verdict, "regression")
 
 
 def history_bands(comparisons: Sequence[Mapping | None]) -> tuple[list[float | None], list[float | None]]:

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import comparing, presentation, series
+from . import comparing, decisions, presentation, series
 from .ingest import ImportFormatError
 
 HELP = (
@@ -67,7 +67,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--format-b", choices=series.INPUT_FORMATS, help="Format of the candidate file.")
     parser.add_argument("--format", choices=presentation.OUTPUT_FORMATS, default="text", dest="output",
                         help="Output format.")
-    parser.add_argument("--alpha", type=float, default=presentation.ALPHA,
+    parser.add_argument("--alpha", type=float, default=decisions.ALPHA,
                         help="Significance level: q (two runs) or p (two files) at or above it is flagged.")
     parser.add_argument("--threshold", type=float,
                         help="Practical-significance threshold θ for every series (default: each metric's).")

@@ -8,14 +8,14 @@ Django. :mod:`results.comparisons` builds on it for stored runs: the history, th
 
 import math
 import zlib
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from . import stats
-from .presentation import ALPHA, RUN_NOISE_UNKNOWN_KEY, SUSPECTED_IMPROVEMENT, SUSPECTED_REGRESSION
+from .decisions import ALPHA, qvalues_by_method, suspected_verdict
+from .presentation import RUN_NOISE_UNKNOWN_KEY
 from .rows import ComparisonRow, Interval, Side
 from .series import Series
 
@@ -166,50 +166,11 @@ def with_qvalues(rows: Sequence[ComparisonRow]) -> list[ComparisonRow]:
             for row, qvalue in zip(rows, qvalues_by_method([row.method for row in rows], [row.pvalue for row in rows]))]
 
 
-def qvalues_by_method(methods: Sequence[str], pvalues: Sequence[float | None]) -> list[float | None]:
-    """Benjamini–Hochberg q-values across the comparisons of each method that have a p-value (None for the
-    others), in their order.
-
-    A run touches hundreds of series; at α = 5% per series, some would be "significant" by chance
-    alone. The q-value controls the false discovery rate across them, and it is the q-value, not the
-    p-value, that decides significance wherever the comparison belongs to a run (spec §7).
-    """
-    qvalues: list[float | None] = [None] * len(pvalues)
-    by_method: dict[str, list[int]] = defaultdict(list)
-    for index, (method, pvalue) in enumerate(zip(methods, pvalues)):
-        if pvalue is not None:
-            by_method[method].append(index)
-    for indexes in by_method.values():
-        for i, qvalue in zip(indexes, bh_qvalues([pvalues[i] for i in indexes])):
-            qvalues[i] = float(qvalue)
-    return qvalues
-
-
-def bh_qvalues(pvalues: Sequence[float]) -> np.ndarray:
-    """Benjamini–Hochberg q-values of p-values, in their order (:func:`with_qvalues`)."""
-    # Imported here: scipy.stats takes half a second to import, and two files are compared without q-values.
-    from scipy.stats import false_discovery_control
-
-    return np.minimum(np.atleast_1d(false_discovery_control(pvalues, method="bh")), 1.0)
-
-
 def with_suspected(rows: Sequence[ComparisonRow]) -> list[ComparisonRow]:
     """The rows with *inconclusive* split (:func:`suspected_verdict`)."""
     return [replace(row, verdict=verdict) if (verdict := suspected_verdict(
         row.verdict, ratio=row.ratio, threshold=row.threshold, direction=row.direction,
         significant=row.significant)) != row.verdict else row for row in rows]
-
-
-def suspected_verdict(verdict: str, *, ratio: float | None, threshold: float, direction: str,
-                      significant: bool) -> str:
-    """*Inconclusive* split (spec §7): a change that is significant (q, or p where there is no q:
-    :func:`results.presentation.is_significant`) with its point estimate beyond the band is a *suspected*
-    regression or improvement; the rest stay inconclusive, shown quietly. Other verdicts stay."""
-    if verdict != stats.Verdict.INCONCLUSIVE or ratio is None or not significant:
-        return verdict
-    above, below = ratio > 1.0 + threshold, ratio < 1.0 - threshold
-    worse, better = (above, below) if direction == "lower_is_better" else (below, above)
-    return SUSPECTED_REGRESSION if worse else SUSPECTED_IMPROVEMENT if better else verdict
 
 
 def comparison_row(series: Series, *, method: str, alpha: float, numbers: dict, verdict: str, baseline: Side,

@@ -43,7 +43,7 @@ from .baselines import (
 )
 from .comparing import SMALL_SIDES, Bootstrap, NothingToCompare, compare_series, pairwise_rows
 from .models import Alert, Comparison, ComparisonChunk, ComparisonMethod, Result, Run, RunKind, RunStatus, Verdict
-from .presentation import ALPHA
+from .decisions import ALPHA, NIGHTLY_ALERTS, SERIES_LEVEL, final_verdicts, suspected_verdict
 from .rows import ComparisonRow, Interval, Side
 from .series import Series
 from .bulk import bulk_inserter, bulk_update_values
@@ -234,9 +234,9 @@ def _finds_shift(row: ComparisonRow, series: Series) -> bool:
     level (adjusted for the starts tried) with its estimate beyond the threshold (:mod:`results.alerts`)."""
     if row.pvalue is None or not row.inputs.get("starts_tried"):
         return False
-    verdict = comparing.suspected_verdict(row.verdict, ratio=row.ratio, threshold=row.threshold,
-                                          direction=row.direction, significant=row.pvalue < alerts.SERIES_LEVEL)
-    return verdict in alerts.NIGHTLY_ALERTS
+    verdict = suspected_verdict(row.verdict, ratio=row.ratio, threshold=row.threshold, direction=row.direction,
+                                significant=row.pvalue < SERIES_LEVEL)
+    return verdict in NIGHTLY_ALERTS
 
 
 SHIFT_MIN_HISTORY_AFTER_CHANGE = 3
@@ -616,11 +616,8 @@ def compare_run(*, run_id: int) -> int:
         # request is one batch.
         for entries in batches:
             rows = [row for row, _, _ in entries]
-            qvalues = comparing.qvalues_by_method([row.method for row in rows], [row.pvalue for row in rows])
-            verdicts = [comparing.suspected_verdict(row.verdict, ratio=row.ratio, threshold=row.threshold,
-                                                    direction=row.direction,
-                                                    significant=presentation.is_significant(row.pvalue, qvalue))
-                        for row, qvalue in zip(rows, qvalues)]
+            qvalues, verdicts = final_verdicts([(row.method, row.pvalue, row.ratio, row.threshold, row.direction,
+                                                 row.verdict) for row in rows])
             insert(_stored_columns(entries, qvalues=qvalues, verdicts=verdicts), rows=len(rows))
             stored += len(rows)
     alerts.open_alerts(run, carried=carried)
@@ -711,11 +708,10 @@ def _complete_chunked(run: Run) -> None:
     suspected verdicts they decide (as :func:`compare_run` computes them), the alerts."""
     stored = list(Comparison.objects.filter(candidate__run=run, pvalue__isnull=False).values_list(
         "pk", "method", "pvalue", "ratio", "threshold", "verdict", "candidate__metric__direction"))
-    qvalues = comparing.qvalues_by_method([entry[1] for entry in stored], [entry[2] for entry in stored])
+    qvalues, verdicts = final_verdicts([(method, pvalue, ratio, threshold, direction, verdict)
+                                        for _, method, pvalue, ratio, threshold, verdict, direction in stored])
     bulk_update_values(Comparison, ["qvalue", "verdict"], [
-        (pk, qvalue, comparing.suspected_verdict(verdict, ratio=ratio, threshold=threshold, direction=direction,
-                                                 significant=presentation.is_significant(pvalue, qvalue)))
-        for (pk, _, pvalue, ratio, threshold, verdict, direction), qvalue in zip(stored, qvalues)])
+        (entry[0], qvalue, verdict) for entry, qvalue, verdict in zip(stored, qvalues, verdicts)])
     carried = {int(metric): alert for chunk in run.comparison_chunks.all() for metric, alert in chunk.carried.items()}
     alerts.open_alerts(run, carried=carried)
     transaction.on_commit(lambda: _enqueue_change_points(run.pk))

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from .models import Alert, AlertState
-from .presentation import CHANGE_SIDES, said_probability
+from .decisions import CHANGE_SIDES
+from .presentation import said_probability
 from .stats import DIFFERENT, EQUIVALENT, format_change, verdict
 
 

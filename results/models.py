@@ -21,6 +21,7 @@ from .identifiers import (
     validate_queue,
 )
 from . import outbound
+from .decisions import VERDICTS
 from .result_schema import DEFAULT_THRESHOLD, SAMPLE_DTYPE
 from .stats import VARIANCE_METHODS
 
@@ -451,14 +452,8 @@ class ApiToken(models.Model):
         return scope in self.scopes
 
 
-class Verdict(models.TextChoices):
-    REGRESSION = "regression"
-    IMPROVEMENT = "improvement"
-    NO_CHANGE = "no change"
-    SUSPECTED_REGRESSION = "suspected regression"
-    SUSPECTED_IMPROVEMENT = "suspected improvement"
-    INCONCLUSIVE = "inconclusive"
-    INSUFFICIENT_HISTORY = "insufficient history"
+Verdict = models.TextChoices("Verdict", [(verdict.upper().replace(" ", "_"), verdict) for verdict in VERDICTS])
+"""A stored comparison's verdict: the vocabulary of :mod:`results.decisions`, as choices."""
 
 
 class ComparisonMethod(models.TextChoices):

@@ -1,5 +1,6 @@
-"""How results and comparisons are shown, in one place: verdict labels and icons, the significance rule,
-probabilities, changes, quantities with their unit scaled once per series, and durations.
+"""How results and comparisons are shown, in one place: verdict labels and icons (the verdicts and the rules
+that decide them are :mod:`results.decisions`'), probabilities, changes, quantities with their unit scaled once
+per series, and durations.
 
 Pages, the API, the ``compare`` command, the pull-request Markdown, charts and the runner's progress all
 format through here, so a number reads the same wherever it is shown. Pure functions of values: no
@@ -14,14 +15,12 @@ import re
 from collections import Counter
 from urllib.parse import quote, urlsplit
 
+from .decisions import INSUFFICIENT_HISTORY, NOT_COMPARED, SUSPECTED_IMPROVEMENT, SUSPECTED_REGRESSION, VERDICT_ORDER
 from .stats import Verdict, format_change
 
 __all__ = [
-    "ALPHA",
     "COMMIT_PLACEHOLDER",
-    "NOT_COMPARED",
     "VERDICT_ICONS",
-    "VERDICT_ORDER",
     "commit_subject",
     "commit_url",
     "compare_commits_url",
@@ -34,8 +33,6 @@ __all__ = [
     "in_verdict_order",
     "verdict_counts",
     "format_quantity",
-    "is_high_p",
-    "is_significant",
     "short_commit",
     "display_unit",
     "metric_scale",
@@ -47,32 +44,9 @@ __all__ = [
     "verdict_slug",
 ]
 
-ALPHA = 0.05
-"""Significance level of every claim the dashboard makes (spec §7)."""
-
-NOT_COMPARED = "not compared"
-"""A series shown without a comparison (its run is not compared yet)."""
-
-SUSPECTED_REGRESSION, SUSPECTED_IMPROVEMENT = "suspected regression", "suspected improvement"
-"""Significant (q < α) with the point estimate beyond the band, the interval still crossing its edge (spec §7);
-decided by the comparison service once the run's q-values are known, never by the numerical core alone."""
-
-CHANGE_SIDES = {Verdict.REGRESSION: "regression", SUSPECTED_REGRESSION: "regression",
-                Verdict.IMPROVEMENT: "improvement", SUSPECTED_IMPROVEMENT: "improvement"}
-"""Which way a verdict says the series changed, decided or suspected (alerts, their settlement, their markers)."""
-
-
-def contradicts(verdict: str, side: str | None) -> bool:
-    """A verdict that dismisses a change to ``side``: no change, or a change the other way."""
-    return verdict == Verdict.NO_CHANGE or CHANGE_SIDES.get(verdict, side) != side
-
-VERDICT_ORDER = {Verdict.REGRESSION: 0, SUSPECTED_REGRESSION: 1, Verdict.IMPROVEMENT: 2, SUSPECTED_IMPROVEMENT: 3,
-                 Verdict.INCONCLUSIVE: 4, "insufficient history": 5, Verdict.NO_CHANGE: 6, NOT_COMPARED: 7}
-"""Worst first: the order of rows in every table. Inconclusive rows (no evidence either way) are quiet."""
-
 VERDICT_ICONS = {Verdict.REGRESSION: "▲", SUSPECTED_REGRESSION: "△", Verdict.IMPROVEMENT: "▼",
                  SUSPECTED_IMPROVEMENT: "▽", Verdict.INCONCLUSIVE: "?", Verdict.NO_CHANGE: "≈",
-                 "insufficient history": "·", NOT_COMPARED: "–"}
+                 INSUFFICIENT_HISTORY: "·", NOT_COMPARED: "–"}
 """An icon beside every verdict, so colour is never the only signal."""
 
 TIME_SCALES = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
@@ -99,19 +73,6 @@ def verdict_counts(rows) -> dict[str, int]:
 def verdict_slug(verdict: str | None) -> str:
     """The verdict as a CSS class suffix: ``"no change"`` → ``"no-change"``."""
     return (verdict or "none").replace(" ", "-")
-
-
-def is_significant(pvalue: float | None, qvalue: float | None, alpha: float = ALPHA) -> bool:
-    """The one rule for "statistically significant", everywhere: the q-value where the comparison belongs to a
-    run (Benjamini–Hochberg across its series controls false discoveries), the p-value where it stands alone
-    (two files on the command line); below ``alpha``."""
-    value = qvalue if qvalue is not None else pvalue
-    return value is not None and value < alpha
-
-
-def is_high_p(pvalue: float | None, qvalue: float | None, alpha: float = ALPHA) -> bool:
-    """The *high p-value* flag: there is a test, and by :func:`is_significant` it is not significant."""
-    return (pvalue is not None or qvalue is not None) and not is_significant(pvalue, qvalue, alpha)
 
 
 def format_probability(value: float | None) -> str:

@@ -3,14 +3,14 @@
 Computed by :mod:`results.comparisons` (stored or on the fly, from runs or from files) and read by the
 pages, the API, the ``compare`` command and the pull-request Markdown. Missing numbers are None, never
 NaN; an unbounded interval has ``bounded=False`` and no limits. What a row shows is formatted by
-:mod:`results.presentation`; the properties below only delegate to it.
+:mod:`results.presentation` and decided by :mod:`results.decisions`; the properties below only delegate.
 """
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from . import presentation
+from . import decisions, presentation
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ class ComparisonRow:
     verdict: str
     threshold: float
     confidence_level: float
-    alpha: float = presentation.ALPHA
+    alpha: float = decisions.ALPHA
     bootstrap: Interval | None = None
     verdict_from: str = "fieller"
     note: str = ""
@@ -159,11 +159,11 @@ class ComparisonRow:
 
     @property
     def significant(self) -> bool:
-        return presentation.is_significant(self.pvalue, self.qvalue, self.alpha)
+        return decisions.is_significant(self.pvalue, self.qvalue, self.alpha)
 
     @property
     def high_p(self) -> bool:
-        return presentation.is_high_p(self.pvalue, self.qvalue, self.alpha)
+        return decisions.is_high_p(self.pvalue, self.qvalue, self.alpha)
 
     @property
     def verdict_label(self) -> str:
@@ -179,7 +179,7 @@ class ComparisonRow:
 
     @property
     def sort_key(self) -> tuple:
-        order = presentation.VERDICT_ORDER
+        order = decisions.VERDICT_ORDER
         return order.get(self.verdict, len(order)), -self.change_size, self.benchmark, self.metric
 
     @cached_property

@@ -63,3 +63,48 @@ def test_the_numerical_core_imports_only_numpy_scipy_and_itself(path):
     foreign = {name for name in imported_modules(path)
                if top_level(name) not in STANDARD_LIBRARY | {"numpy", "scipy"} and not name.startswith("results.stats")}
     assert not foreign
+
+
+def _module_path(name: str) -> Path | None:
+    path = ROOT.joinpath(*name.split("."))
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def imported_at_import_time(path: Path) -> set[str]:
+    """The modules a file imports outside its functions (relative imports resolved): what importing it runs."""
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    names, pending = set(), list(ast.parse(path.read_text(), filename=str(path)).body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            names.add(".".join(base + ([node.module] if node.module else [])))
+        pending.extend(ast.iter_child_nodes(node))
+    return names
+
+
+@pytest.mark.parametrize("module", ["results.decisions", "results.presentation", "results.comparing"])
+def test_the_decision_rules_and_their_wording_import_no_django(module):
+    # What `manage.py compare --files` decides and prints without starting Django: importing the module, and
+    # every module of results it imports in turn, imports nothing of Django (presentation's HTML helpers import
+    # it when called, which the command never does).
+    seen, pending, django = set(), [module], set()
+    while pending:
+        name = pending.pop()
+        path = _module_path(name)
+        if name in seen or path is None:
+            continue
+        seen.add(name)
+        for imported in imported_at_import_time(path):
+            if top_level(imported) == "django":
+                django.add(f"{name} imports {imported}")
+            elif top_level(imported) == "results" and not imported.startswith("results.stats"):
+                pending.append(imported)
+    assert "results.decisions" in seen and not django, django

@@ -35,7 +35,7 @@ from ..models import (
     Verdict,
 )
 from .. import access, nights, presentation
-from ..presentation import NOT_COMPARED, VERDICT_ORDER
+from ..decisions import NOT_COMPARED, VERDICT_ORDER
 from ..rows import ComparisonRow
 from .table_rows import (
     _HISTORY_FIELDS,

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_date
 
-from .. import charts, exports, nights, presentation, selectors
+from .. import charts, decisions, exports, nights, presentation, selectors
 from ..comparisons import stored_rows
 from ..access import readable
 from ..models import Metric, Run
@@ -97,7 +97,7 @@ def _history_row(point: dict, run_url: str, scale: tuple[float, str]) -> dict:
             comparison["ratio"], comparison.get("ci_low"), comparison.get("ci_high")),
         "p_text": presentation.format_probability(comparison.get("pvalue")),
         "q_text": presentation.format_probability(comparison.get("qvalue")),
-        "high_p": presentation.is_high_p(comparison.get("pvalue"), comparison.get("qvalue")),
+        "high_p": decisions.is_high_p(comparison.get("pvalue"), comparison.get("qvalue")),
         "alert_id": comparison.get("alert_id"),
     }
 

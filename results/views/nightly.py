@@ -18,7 +18,8 @@ from django.utils import timezone
 from .. import comparisons, exports, nights, presentation, selectors
 from ..access import readable
 from ..models import Run, Verdict
-from ..presentation import ALPHA, NOT_COMPARED, VERDICT_ICONS, VERDICT_ORDER
+from ..decisions import ALPHA, NOT_COMPARED, VERDICT_ORDER
+from ..presentation import VERDICT_ICONS
 
 
 class OverviewFilters(forms.Form):

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from scipy import stats
 
-from results import comparisons, presentation, selectors
+from results import comparisons, decisions, presentation, selectors
 from results.models import Alert, AlertState, Comparison, ComparisonMethod, Result, Run, Verdict
 from tests.factories import NIGHT_ZERO, posted_run
 
@@ -52,7 +52,7 @@ def test_a_head_whose_run_landed_6_percent_off_its_base_is_no_regression_once_th
                                             equal_var=False)
     assert stored.baseline_id == base.pk
     assert within_run.pvalue < 1e-6, "the subsessions alone call this a certain change"
-    assert stored.verdict not in (Verdict.REGRESSION, presentation.SUSPECTED_REGRESSION)
+    assert stored.verdict not in (Verdict.REGRESSION, decisions.SUSPECTED_REGRESSION)
     assert stored.pvalue > 0.01
     assert stored.inputs["run_variance"] > 0 and stored.inputs["run_df"] >= 2
     assert stored.inputs["run_noise_from"] == base.run_id
@@ -65,7 +65,7 @@ def test_a_15_percent_slowdown_is_still_found_and_its_alert_stays_suspected():
 
     stored = pairwise(head)
     found = [name for name in ("bench 0", "bench 1", "bench 2")
-             if stored[name].verdict in (Verdict.REGRESSION, presentation.SUSPECTED_REGRESSION)]
+             if stored[name].verdict in (Verdict.REGRESSION, decisions.SUSPECTED_REGRESSION)]
     assert len(found) >= 2
     states = set(Alert.objects.filter(comparison__candidate__run_id=head).values_list("state", flat=True))
     assert states == {AlertState.SUSPECTED}

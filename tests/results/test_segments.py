@@ -9,7 +9,7 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from results import alerts, comparisons, nights, notifications
+from results import comparisons, nights, notifications
 from results.models import Alert, AlertGroup, AlertState, ChangePoint, Incident, Run
 from tests.factories import NIGHT_ZERO, post_results
 
