@@ -151,8 +151,7 @@ def compare_one_by_one(run_id: int) -> None:
     from scipy import stats as scipy_stats
 
     from results.decisions import NIGHTLY_ALERTS, SERIES_LEVEL
-    from results.baselines import SHIFT_HISTORY, SHIFT_RECENT
-    from results.comparisons import MIN_HISTORY
+    from results.nightly_rows import MIN_HISTORY, SHIFT_HISTORY, SHIFT_RECENT
     from results.models import (Alert, AlertGroup, AlertState, Comparison, ComparisonMethod, Result, Run, RunKind,
                                 RunStatus, Verdict)
     from results.decisions import ALPHA
@@ -253,7 +252,7 @@ def _shift_one(result, nights: list[tuple], common: dict):
     from scipy import stats as scipy_stats
 
     from results import stats
-    from results.baselines import SHIFT_HISTORY, SHIFT_MIN_HISTORY, SHIFT_RECENT
+    from results.nightly_rows import SHIFT_HISTORY, SHIFT_MIN_HISTORY, SHIFT_RECENT
     from results.models import Comparison, ComparisonMethod, Verdict
 
     metric = result.metric

@@ -277,9 +277,9 @@ def _tested(numbers: dict, i: int, verdict: str, inputs: dict) -> dict:
 
 
 def _history(night: int, truth: dict, run_ids: list[int]) -> list[dict]:
-    """Each series against the last K nights of its level (results.comparisons.history_rows' numbers)."""
+    """Each series against the last K nights of its level (results.nightly_rows.history_rows' numbers)."""
     from results import stats
-    from results.comparisons import MIN_HISTORY
+    from results.nightly_rows import MIN_HISTORY
     from results.result_schema import DEFAULT_THRESHOLD
 
     means, variances = truth["means"], truth["variances"]
@@ -343,10 +343,10 @@ def _previous(night: int, truth: dict, run_ids: list[int]) -> list[dict]:
 
 
 def _shift(night: int, truth: dict, run_ids: list[int]) -> list[dict]:
-    """Each series tested for a shift at one of its recent nights (comparisons.shift_rows' numbers and inputs;
+    """Each series tested for a shift at one of its recent nights (nightly_rows.shift_rows' numbers and inputs;
     never carried: the seeded alerts are confirmed within CONFIRMED_AFTER nights)."""
     from results import stats
-    from results.baselines import SHIFT_HISTORY, SHIFT_MIN_HISTORY, SHIFT_RECENT
+    from results.nightly_rows import SHIFT_HISTORY, SHIFT_MIN_HISTORY, SHIFT_RECENT
     from results.result_schema import DEFAULT_THRESHOLD
 
     means = truth["means"]

@@ -14,7 +14,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from . import access, changepoints, nights, queue, stats
-from .baselines import MATCH_NIGHTS, SHIFT_HISTORY, UNTRIAGED
+from .baselines import MATCH_NIGHTS, UNTRIAGED
 from .models import (
     Alert,
     AlertEvent,
@@ -45,7 +45,7 @@ from .decisions import (
     suspected_verdict,
 )
 from .bulk import bulk_insert
-from .environment import without_environment
+from .nightly_rows import SHIFT_HISTORY
 from .signals import alerts_opened
 
 def open_alerts(run: Run, *, carried: dict[int, int]) -> None:
@@ -236,7 +236,7 @@ def _carry(evidence: dict[int, tuple]) -> list[int]:
         nights = len(inputs.get("pooled_runs", []))
         alert.evidence_id, alert.updated_at = pk, now
         if inputs.get("first_run") and inputs["first_run"] != alert.first_run_id:
-            # Re-estimated among the nights around it (results.comparisons.REFINE_BEFORE/AFTER).
+            # Re-estimated among the nights around it (results.nightly_rows.REFINE_BEFORE/AFTER).
             alert.first_run_id = inputs["first_run"]
         if verdict == side and significant and _consistent(inputs):
             alert.state, alert.state_note = AlertState.CONFIRMED, f"confirmed: {nights} nights pooled, {verdict}"
@@ -275,7 +275,7 @@ def _settle_closed(closed: dict[int, tuple[dict, int]]) -> list[int]:
     level and with its own spread (Welch), is confirmed; anything else was no level of its own, and is
     dismissed. A change already dismissed stays so; one already confirmed is dismissed only by numbers that
     contradict it, or when the series came back to its level before it within a few nights (``transient``:
-    :data:`results.comparisons.TRANSIENT_NIGHTS`). Returns the ids of the alerts it confirmed or dismissed."""
+    :data:`results.nightly_rows.TRANSIENT_NIGHTS`). Returns the ids of the alerts it confirmed or dismissed."""
     alerts = list(Alert.objects.filter(pk__in=list(closed)).select_related("comparison__candidate__metric"))
     now = timezone.now()
     changed = []
@@ -358,7 +358,7 @@ def alert_change_points(points: list[ChangePoint]) -> list[Alert]:
     ).order_by("run__started_at", "run_id").values_list("metric_id", "run__machine_id", "run_id", "pk", "mean",
                                                         "environment_offset"):
         # The means as the shift tests and the scan read them: the night's machine environment divided out.
-        nights[metric_id, machine_id].append((run_id, result_id, mean * without_environment(offset)))
+        nights[metric_id, machine_id].append((run_id, result_id, mean * stats.without_environment(offset)))
     alerted: dict[tuple[int, int], list[int]] = defaultdict(list)
     for metric_id, machine_id, first in Alert.objects.filter(
             series_nights("first_run__"), comparison__candidate__metric_id__in={metric_id for metric_id, _ in keys},

@@ -45,24 +45,7 @@ from .models import (
     nights_before,
     series_nights,
 )
-
-SHIFT_HISTORY = 30
-"""K of the detection: nights before a start it is compared with (see results.stats.recent_shift)."""
-SHIFT_RECENT = 10
-"""The most recent nights tried as the first night of a shift. More starts find old shifts, fewer find new ones
-sooner (the adjustment for the starts tried is smaller): at a run-to-run sd of 3%, 8 left 8% of 5% steps never
-alerted, 10 leave 5%, 12 3% (benchmarks/nightly_detection.py); at 1.5%, 10 alert 95% by the third night, 12 a
-night later."""
-SHIFT_MIN_HISTORY = 10
-"""The fewest nights of a segment a shift is tested against. The test takes night means as normal; with 3 to 9
-nights a series whose nights fall in one of two modes (bimodal noise) often has all of them in one mode, and
-the first night in the other looks like a shift (3 alerts on 4 such series over 40 nights with 3)."""
-
-SHIFT_CLIP = 3.5
-"""The nights of a segment's history are winsorized at this many robust standard deviations (median ± 3.5 × IQR /
-1.349) before a shift is tested against them (results.stats.recent_shift): an odd night (a spike, a runner that
-misbehaved) neither hides a later step by inflating the spread nor moves the level. Normal nights are clipped
-about once in 1,000; a series whose odd nights are one in ten or more (several modes) is not clipped."""
+from .nightly_rows import SHIFT_HISTORY, SHIFT_RECENT
 
 MATCH_NIGHTS = 5
 """A change point this many nights or fewer from a suspected shift's first night (and not after the night its

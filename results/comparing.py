@@ -20,6 +20,10 @@ from .rows import ComparisonRow, Interval, Side
 from .series import Series
 
 DEFAULT_RESAMPLES = 10_000
+METHOD_HISTORY = "history"
+"""``results.models.ComparisonMethod.HISTORY``: tonight against the last K nights of its series."""
+METHOD_SHIFT = "shift"
+"""``results.models.ComparisonMethod.SHIFT``: the nights since a recent shift against the nights before it."""
 METHOD_PAIRWISE = "pairwise"
 """``results.models.ComparisonMethod.PAIRWISE``: a run's series against one other run's, by Welch and Fieller."""
 METHOD_FILES = "files"

@@ -10,7 +10,6 @@ divided by ``exp(environment_offset)``; the nightly table, the history chart and
 measured.
 """
 
-import math
 
 import numpy as np
 from django.db import connection
@@ -71,14 +70,9 @@ def match_environment(*, run: Run) -> stats.EnvironmentMatch | None:
     return match
 
 
-def without_environment(offset: float | None) -> float:
-    """The factor a night's values are multiplied by to divide its machine environment out (1 where none)."""
-    return math.exp(-offset) if offset else 1.0
-
-
 def _recent_values(runs: list[int], metrics: list[int], selected: QuerySet) -> np.ndarray:
     """``metrics``' means (columns) on ``runs`` (rows), their environment divided out; NaN where none."""
-    return _matrix(runs, metrics, ((metric, run, None if mean is None else mean * without_environment(offset))
+    return _matrix(runs, metrics, ((metric, run, None if mean is None else mean * stats.without_environment(offset))
                                    for metric, run, mean, offset in _read(runs, selected, "mean",
                                                                           "environment_offset")))
 

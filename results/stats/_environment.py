@@ -17,13 +17,14 @@ coordinate of the fingerprint and does not change which nights match, so it stay
 values whole. Independent series (no shared environment) have fingerprints that match no night.
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from ._base import check_positive_int
 
-__all__ = ["EnvironmentMatch", "environment_match", "environment_offsets", "level_deviations"]
+__all__ = ["EnvironmentMatch", "environment_match", "environment_offsets", "level_deviations", "without_environment"]
 
 STAND_OUT = 4.0
 """An environment is recognised only when tonight's fingerprint is at least this many times the machine's
@@ -252,3 +253,20 @@ def _median_distances(rows: np.ndarray, target: np.ndarray, min_series: int) -> 
         high = np.take_along_axis(ordered, np.maximum(shared // 2, 0)[:, None], axis=1)[:, 0]
         median = (low + high) / 2
     return np.where(shared >= min_series, median, np.inf)
+
+
+def without_environment(offset):
+    """The factor a night's values are multiplied by to divide its machine environment out.
+
+    Parameters
+    ----------
+    offset : float or None
+        The environment's offset of the series on that night, on the log scale (:func:`environment_offsets`);
+        None or 0 where the night ran in no recognised environment.
+
+    Returns
+    -------
+    float
+        ``exp(-offset)``; 1 where there is no offset.
+    """
+    return math.exp(-offset) if offset else 1.0

@@ -11,8 +11,8 @@ from django.core import mail
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from results import alerts, comparisons, notifications, services
-from results.models import Alert, AlertGroup, Comparison, Project, Run
+from results import alerts, comparing, comparisons, decisions, notifications, services
+from results.models import Alert, AlertGroup, Comparison, ComparisonMethod, Project, Run, Verdict
 from results.schemas import RunIn
 from tests.factories import NIGHT_ZERO, UserFactory, compared_run, posted_run
 
@@ -347,3 +347,10 @@ def test_an_unreachable_broker_is_logged_not_raised(caplog):
 
     assert enqueue(nothing) is False
     assert "Broker unreachable" in caplog.text
+
+
+def test_the_pure_row_builders_name_the_stored_methods_and_verdicts():
+    # results.comparing and results.nightly_rows name methods and verdicts without the models: the same strings.
+    assert (comparing.METHOD_HISTORY, comparing.METHOD_SHIFT, comparing.METHOD_PAIRWISE) == (
+        ComparisonMethod.HISTORY, ComparisonMethod.SHIFT, ComparisonMethod.PAIRWISE)
+    assert list(Verdict.values) == list(decisions.VERDICTS)

@@ -23,7 +23,7 @@ from tests.runner.test_integration import database_url, finished
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 CHUNK_SERIES = 2
-# Ten earlier nights: the fewest a shift is tested against (results.baselines.SHIFT_MIN_HISTORY), so that
+# Ten earlier nights: the fewest a shift is tested against (results.nightly_rows.SHIFT_MIN_HISTORY), so that
 # tonight's changes open alerts.
 EARLIER_NIGHTS = 10
 TONIGHT = {"regressed 0": 1.10, "regressed 1": 1.10, "improved": 0.90, **{f"steady {i}": 1.0 for i in range(21)}}

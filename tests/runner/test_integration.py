@@ -153,7 +153,7 @@ def test_a_regressing_nightly_is_confirmed_by_an_ab_session_whose_outcome_the_al
     rng = np.random.default_rng(5)
     # Production settings (DEBUG off), where the alert's receivers were once garbage-collected.
     with bench_worker(broker, machine, tmp_path, production=True):
-        # Ten nights of history: the fewest a shift is tested against (results.baselines.SHIFT_MIN_HISTORY).
+        # Ten nights of history: the fewest a shift is tested against (results.nightly_rows.SHIFT_MIN_HISTORY).
         for night, level in enumerate([1.0] * 10 + [1.3]):
             document = run_document(
                 project=job.project.name, machine=machine.name, commit=f"{night + 1:040x}", seed=night,

@@ -1,0 +1,416 @@
+"""The nightly comparison's rows, computed: each series against its history, and the accumulated evidence of a
+shift (spec §8, its revisions of 2026-11-23 and 2026-11-26), as :class:`results.rows.ComparisonRow` rows.
+
+Pure, as :mod:`results.comparing` is: it takes :class:`results.series.Series` and the stored nights before
+them, and needs no database and no Django. :mod:`results.baselines` decides which nights those are (and whether a
+change's evidence is carried); :mod:`results.comparisons` reads them, calls these builders, and stores what they
+return.
+"""
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
+from functools import partial
+from typing import NamedTuple
+
+import numpy as np
+
+from . import comparing, stats
+from .comparing import METHOD_HISTORY, METHOD_SHIFT
+from .decisions import ALPHA, INSUFFICIENT_HISTORY, NIGHTLY_ALERTS, SERIES_LEVEL, suspected_verdict
+from .rows import ComparisonRow, Side
+from .series import Series
+
+MIN_HISTORY = 3
+"""The fewest earlier nights a series is compared with its history on."""
+
+SHIFT_HISTORY = 30
+"""K of the detection: nights before a start it is compared with (see results.stats.recent_shift)."""
+SHIFT_RECENT = 10
+"""The most recent nights tried as the first night of a shift. More starts find old shifts, fewer find new ones
+sooner (the adjustment for the starts tried is smaller): at a run-to-run sd of 3%, 8 left 8% of 5% steps never
+alerted, 10 leave 5%, 12 3% (benchmarks/nightly_detection.py); at 1.5%, 10 alert 95% by the third night, 12 a
+night later."""
+SHIFT_MIN_HISTORY = 10
+"""The fewest nights of a segment a shift is tested against. The test takes night means as normal; with 3 to 9
+nights a series whose nights fall in one of two modes (bimodal noise) often has all of them in one mode, and
+the first night in the other looks like a shift (3 alerts on 4 such series over 40 nights with 3)."""
+
+SHIFT_CLIP = 3.5
+"""The nights of a segment's history are winsorized at this many robust standard deviations (median ± 3.5 × IQR /
+1.349) before a shift is tested against them (results.stats.recent_shift): an odd night (a spike, a runner that
+misbehaved) neither hides a later step by inflating the spread nor moves the level. Normal nights are clipped
+about once in 1,000; a series whose odd nights are one in ten or more (several modes) is not clipped."""
+
+
+class StoredNight(NamedTuple):
+    """An earlier night's stored result of a series: what its history and shift comparisons read."""
+
+    result_id: int
+    run_id: int
+    mean: float
+    variance: float
+    n: int
+    subsession_size: int
+    independent: bool
+    environment_offset: float = 0.0
+
+    def without_environment(self) -> "StoredNight":
+        """The night with its machine environment divided out (:mod:`results.environment`): what a shift is
+        tested on."""
+        if not self.environment_offset:
+            return self
+        factor = stats.without_environment(self.environment_offset)
+        return self._replace(mean=self.mean * factor, variance=self.variance * factor * factor,
+                             environment_offset=0.0)
+
+
+def history_rows(candidates: Sequence[Series], histories: Sequence[Sequence[StoredNight]]) -> list[ComparisonRow]:
+    """One row per candidate against its history (its earlier nights, newest first), in their order, from one
+    vectorized call: the ratio with the run-to-run variance carried in (spec §8). Fewer than ``MIN_HISTORY``
+    nights give an *insufficient history* row."""
+    rows: list[ComparisonRow | None] = [None] * len(candidates)
+    usable = [i for i, history in enumerate(histories) if len(history) >= MIN_HISTORY]
+    for i in set(range(len(candidates))) - set(usable):
+        found = len(histories[i])
+        rows[i] = ComparisonRow(
+            **comparing.identity(candidates[i]), method=METHOD_HISTORY, baseline=Side(mean=None),
+            candidate=comparing.side_of(candidates[i], None), ratio=None, low=None, high=None, bounded=False,
+            statistic=None, df=None, pvalue=None, qvalue=None, verdict=INSUFFICIENT_HISTORY,
+            threshold=candidates[i].threshold, confidence_level=candidates[i].confidence_level,
+            note=f"{found} earlier night{'s' if found != 1 else ''}, {MIN_HISTORY} needed")
+    if usable:
+        chosen = [candidates[i] for i in usable]
+        lengths = np.array([len(histories[i]) for i in usable])
+        padded = np.full((3, len(usable), lengths.max()), np.nan)
+        # Every night's row (its series) and column (its place in the history, newest first) in one assignment.
+        rows_of = np.repeat(np.arange(len(usable)), lengths)
+        columns_of = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        padded[:, rows_of, columns_of] = np.array(
+            [(night.mean, night.variance, night.n) for i in usable for night in histories[i]]).T
+        levels = np.array([series.confidence_level for series in chosen])
+        result = stats.compare_with_history(
+            *comparing.summary_arrays([series.summary for series in chosen]), *padded,
+            threshold=np.array([series.threshold for series in chosen]),
+            direction=np.array([series.direction for series in chosen], dtype=object), confidence=levels)
+        columns = comparing.result_columns(result, (
+            "ratio", "low", "high", "bounded", "statistic", "pvalue", "df", "verdict", "baseline", "history_variance",
+            "history_size", "between_variance", "prediction_low", "prediction_high"))
+        candidate_widths = comparing.half_widths([series.summary for series in chosen], levels)
+        baseline_widths = comparing.half_width(columns["history_variance"], columns["history_size"], levels)
+        listed = {name: values.tolist() for name, values in columns.items()}
+        for row, i in enumerate(usable):
+            size = int(listed["history_size"][row])
+            baseline = Side(mean=float(listed["baseline"][row]), variance=float(listed["history_variance"][row]),
+                            n=size, half_width=baseline_widths[row])
+            rows[i] = comparing.comparison_row(
+                candidates[i], method=METHOD_HISTORY, alpha=ALPHA,
+                numbers={name: values[row] for name, values in listed.items()}, verdict=str(listed["verdict"][row]),
+                baseline=baseline, candidate=comparing.side_of(candidates[i], candidate_widths[row]),
+                note=f"mean of {size} nights" + (SINGLE_VALUES if _single_values(candidates[i], histories[i]) else ""),
+                inputs=_history_inputs(histories[i], listed, row))
+    return rows
+
+
+SINGLE_VALUES = "; one value per night, so the run-to-run spread alone (no within-run term, no bootstrap)"
+
+
+def _single_values(candidate: Series, history: Sequence[StoredNight]) -> bool:
+    return candidate.summary.n == 1 and all(night.n == 1 for night in history)
+
+
+def shift_rows(candidates: Sequence[Series], segments: Sequence[Sequence[StoredNight]], *, recent: Sequence[int],
+               carried: Sequence["Carried | None"],
+               previous: Sequence[Sequence[StoredNight]] | None = None) -> list[ComparisonRow]:
+    """One row per candidate: has its series shifted at one of its recent nights (spec §8)?
+
+    ``segments`` are each candidate's earlier nights of its newest segment, oldest first: each of the ``recent``
+    newest nights (tonight included) is tried as the first night of a new shift, against the nights of the segment
+    before it (:func:`results.stats.recent_shift`, adjusted for the starts tried). Where the segment began with a
+    change whose evidence is still gathered (``carried``), the nights since it are also pooled against the segment
+    before it (:func:`results.stats.shift_since`): the row is that evidence, unless the scan finds a new shift
+    of ``CLOSING_NIGHTS`` nights or more inside the change's nights, which is then the row, and says how the
+    change it closes stands on its own nights (``inputs["closes"]``: a step inside an alert's nights is a change
+    of its own, never pooled into it). The
+    night means are the units, so a series of single values (n = 1) is tested like any other. Where an earlier
+    segment (``previous``, oldest first) has the nights to tell the series' night-to-night spread, its spread is
+    pooled in (:func:`results.stats.prior_spread`), and a shift is tested against as few as
+    ``SHIFT_MIN_HISTORY_AFTER_CHANGE`` nights of the newest segment: a shift soon after another is seen.
+    """
+    scans = _scan_rows(candidates, segments, recent, previous or [[] for _ in candidates])
+    pooled = _carried_rows(candidates, [None if found is None else found.nights for found in carried],
+                           [None if found is None else found.since for found in carried],
+                           [1 if found is None else found.sign for found in carried],
+                           [None if found is None else found.latest for found in carried])
+    rows = []
+    closing: list[int] = []
+    for i, (scan, evidence) in enumerate(zip(scans, pooled)):
+        if evidence is None:
+            rows.append(scan)
+        elif _finds_shift(scan, candidates[i]) and scan.inputs["nights_since"] >= CLOSING_NIGHTS:
+            rows.append(scan)
+            closing.append(i)
+        else:
+            rows.append(evidence)
+    if closing:
+        # The closed change on its own nights: from its first night up to the new shift's.
+        ends = [len(carried[i].nights) - int(rows[i].inputs["nights_since"]) + 1 for i in closing]
+        closed = _carried_rows([candidates[i] for i in closing],
+                               [list(carried[i].nights[:end]) for i, end in zip(closing, ends)],
+                               [carried[i].since for i in closing], [carried[i].sign for i in closing], tonight=False)
+        for i, end, evidence in zip(closing, ends, closed):
+            settled = {"alert": carried[i].alert}
+            if evidence is not None:
+                settled.update(ratio=evidence.ratio, low=evidence.low, high=evidence.high, pvalue=evidence.pvalue,
+                               verdict=evidence.verdict, welch_pvalue=evidence.inputs.get("welch_pvalue"),
+                               nights=len(evidence.inputs["pooled_runs"]))
+            if _returns(carried[i], end, candidates[i]):
+                settled["transient"] = True
+            rows[i] = replace(rows[i], inputs={**rows[i].inputs, "closes": settled})
+    return rows
+
+
+CLOSING_NIGHTS = 2
+"""The fewest nights a shift found inside a carried change's nights is made of before it closes that change: one
+night just after a change is as likely the new level's spread, which its few nights cannot tell yet (measured:
+a machine-wide step of 20 series at 1.5% and 3% run-to-run noise drew 2 and 3 one-night alerts in the nights after
+it; benchmarks/nightly_detection.py --scenario machine-wide). Until then the night is pooled into the change's
+evidence."""
+
+
+TRANSIENT_NIGHTS = 3
+"""A change of at most this many nights after which the series returns to its level before it was a transient
+(an excursion: a runner of another kind for a night or two, a spike), not two changes: it is dismissed and its
+return opens no alert. Measured on 200 real asv nights of hosted runners: runner types new to the machine moved
+every series for 2 nights and back, and each excursion opened two alerts a series, both confirmed
+(benchmarks/injected_steps.py)."""
+
+
+def _returns(change: "Carried", end: int, tonight: Series) -> bool:
+    """Whether the nights after a change's own (from ``end`` on, and tonight) are back at the level before it: the
+    change lasted at most ``TRANSIENT_NIGHTS`` nights, and the level since is nearer the one before the change
+    than the change's own (log scale)."""
+    own = change.nights[change.since:end]
+    before = change.nights[max(0, change.since - SHIFT_HISTORY):change.since]
+    since = [night.mean for night in change.nights[end:]] + [tonight.summary.mean]
+    if not own or len(own) > TRANSIENT_NIGHTS or not before:
+        return False
+    levels = [float(np.median(values)) for values in ([n.mean for n in before], [n.mean for n in own], since)]
+    if min(levels) <= 0:
+        return False
+    earlier, changed, now = np.log(levels)
+    return abs(now - earlier) < abs(changed - earlier) / 2
+
+
+class Carried(NamedTuple):
+    """A series' change whose evidence tonight's nights add to: its alert, the nights of the segment before it and
+    since it (oldest first, tonight not included), the index among them of its first night, which way the
+    night means moved (+1: up), and the index of the night its alert was opened on (``latest``: a re-estimated
+    first night is never later, or an outlier's alert could follow the noise forward and never be settled)."""
+
+    alert: int
+    nights: list[StoredNight]
+    since: int
+    sign: int = 1
+    latest: int | None = None
+
+
+def _finds_shift(row: ComparisonRow, series: Series) -> bool:
+    """Whether a scan row is a shift that would open an alert on its own evidence: significant at the series'
+    level (adjusted for the starts tried) with its estimate beyond the threshold (:mod:`results.alerts`)."""
+    if row.pvalue is None or not row.inputs.get("starts_tried"):
+        return False
+    verdict = suspected_verdict(row.verdict, ratio=row.ratio, threshold=row.threshold, direction=row.direction,
+                                significant=row.pvalue < SERIES_LEVEL)
+    return verdict in NIGHTLY_ALERTS
+
+
+SHIFT_MIN_HISTORY_AFTER_CHANGE = 3
+"""The fewest nights of a segment a shift is tested against when an earlier segment lends it the series' spread
+(at least ``PRIOR_MIN_NIGHTS`` of them): a level's mean needs a few nights, its spread many."""
+PRIOR_MIN_NIGHTS = 9
+
+
+def _scan_rows(candidates: Sequence[Series], segments: Sequence[Sequence[StoredNight]], recent: Sequence[int],
+               previous: Sequence[Sequence[StoredNight]]) -> list[ComparisonRow]:
+    rows: list[ComparisonRow | None] = [None] * len(candidates)
+    groups: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for i, (series, earlier) in enumerate(zip(candidates, segments)):
+        least = SHIFT_MIN_HISTORY_AFTER_CHANGE if len(previous[i]) >= PRIOR_MIN_NIGHTS else SHIFT_MIN_HISTORY
+        if recent[i] >= 1 and len(earlier) >= least:
+            groups[recent[i], least].append(i)
+        else:
+            rows[i] = _untested_shift(series, len(earlier), recent[i])
+    for (count, least), members in groups.items():
+        prior = None
+        if least < SHIFT_MIN_HISTORY:
+            width = max(len(previous[i]) for i in members)
+            before = np.full((len(members), width), np.nan)
+            for row, i in enumerate(members):
+                before[row, width - len(previous[i]):] = [night.mean for night in previous[i]]
+            prior = stats.prior_spread(before, clip=SHIFT_CLIP)
+        found, means = _shift_test(candidates, segments, members, lambda means, levels: stats.recent_shift(
+            means, history=SHIFT_HISTORY, recent=count, min_history=least, confidence=levels,
+            clip=SHIFT_CLIP, prior=prior))
+        for row, i in enumerate(members):
+            values = {name: column[row] for name, column in found.items()}
+            rows[i] = _shift_row(candidates[i], segments[i], values, starts=count, pooled_since=False)
+    return rows
+
+
+def _carried_rows(candidates: Sequence[Series], nights: Sequence[Sequence[StoredNight] | None],
+                  since: Sequence[int | None], signs: Sequence[int], latest: Sequence[int | None] | None = None, *,
+                  tonight: bool = True) -> list[ComparisonRow | None]:
+    """Each carried change's evidence: the nights since its first night (``since``, an index in ``nights``; with
+    tonight's when `tonight`) pooled against those before it; None where nothing is carried.
+
+    Tonight's evidence also re-estimates the night the change began, among the ``REFINE_BEFORE`` nights before
+    its first night and the ``REFINE_AFTER`` after it, up to the night its alert was opened on (``latest``)
+    (:func:`results.stats.recent_shift` with its newest nights skipped, adjusted for the starts tried), in the
+    direction the change moved (``signs``, +1 up): a change first seen on an odd night, or a night early, comes
+    to name the night its shift began, never a shift the other way beside it. A closed change's (`tonight`
+    False) keeps its first night."""
+    rows: list[ComparisonRow | None] = [None] * len(candidates)
+    groups: dict[tuple[int, int, int, int], list[int]] = defaultdict(list)
+    for i, earlier in enumerate(nights):
+        if earlier is None:
+            continue
+        count = len(earlier) - since[i] + (1 if tonight else 0)  # nights since its first night
+        before = max(0, min(REFINE_BEFORE, since[i] - SHIFT_MIN_HISTORY)) if tonight else 0
+        last = None if latest is None else latest[i]
+        after = max(0, min(REFINE_AFTER, count - 1, len(earlier) if last is None else last - since[i])) \
+            if tonight else 0
+        groups[count, before, after, min(SHIFT_MIN_HISTORY, since[i] - before)].append(i)
+    for (count, before, after, least), members in groups.items():
+        if count < 1 or least < 2:
+            continue
+        if before == after == 0:
+            test = partial(stats.shift_since, nights=count, history=SHIFT_HISTORY, clip=SHIFT_CLIP)
+        else:
+            test = partial(stats.recent_shift, history=SHIFT_HISTORY, recent=count + before, skip=count - after - 1,
+                           min_history=least, clip=SHIFT_CLIP, sign=np.array([signs[i] for i in members]))
+        found, _ = _shift_test(candidates, nights, members,
+                               lambda means, levels, test=test: test(means, confidence=levels), tonight=tonight)
+        for row, i in enumerate(members):
+            values = {name: column[row] for name, column in found.items()}
+            earlier = nights[i] if tonight else nights[i][:-1]
+            series = candidates[i] if tonight else night_series(candidates[i], nights[i][-1])
+            rows[i] = _shift_row(series, earlier, values, starts=1 + before + after, pooled_since=True)
+    return rows
+
+
+REFINE_BEFORE = 3
+REFINE_AFTER = 5
+"""How far a carried change's first night may move, each night, from where it is: its evidence tries the nights
+from REFINE_BEFORE before it to REFINE_AFTER after it as the first (spec §8, revised 2026-11-26: "re-scans
+refine, never absorb")."""
+
+
+def _shift_test(candidates: Sequence[Series], nights: Sequence[Sequence[StoredNight]], members: list[int], test,
+                *, tonight: bool = True) -> tuple[dict, np.ndarray]:
+    """The columns of `test` (:func:`results.stats.recent_shift` or :func:`results.stats.shift_since`) on the
+    night means of `members` (right-aligned, newest last: tonight's unless `tonight` is False, then the last of
+    their nights), with the verdict and the own-spread Welch p-value added."""
+    width = max(len(nights[i]) for i in members) + (1 if tonight else 0)
+    means = np.full((len(members), width), np.nan)
+    for row, i in enumerate(members):
+        values = [night.mean for night in nights[i]] + ([candidates[i].summary.mean] if tonight else [])
+        means[row, width - len(values):] = values
+    levels = np.array([candidates[i].confidence_level for i in members])
+    found = test(means, levels)
+    columns = {name: np.atleast_1d(getattr(found, name)) for name in (
+        "start", "nights", "history_size", "ratio", "low", "high", "bounded", "statistic", "pvalue",
+        "unadjusted_pvalue", "mean_after", "mean_before", "pooled_variance", "starts_tried")}
+    tested = columns["start"] >= 0
+    columns["verdict"] = np.full(len(members), INSUFFICIENT_HISTORY, dtype=object)
+    if tested.any():
+        columns["verdict"][tested] = stats.verdict(
+            columns["low"][tested], columns["high"][tested],
+            threshold=np.array([candidates[i].threshold for i in members])[tested],
+            direction=np.array([candidates[i].direction for i in members], dtype=object)[tested])
+    columns["welch_pvalue"] = _own_spread_pvalues(means, columns, tested)
+    return {name: column.tolist() for name, column in columns.items()}, means
+
+
+def _own_spread_pvalues(means: np.ndarray, columns: dict, tested: np.ndarray) -> np.ndarray:
+    """Welch's p-value of the nights since each shift against the nights before it, each with its own spread
+    (NaN with one night since): the means are right-aligned, tonight last, so the nights since are the last
+    ``nights`` columns and the ``history_size`` before them their history."""
+    pvalues = np.full(len(means), np.nan)
+    after, before = columns["nights"].astype(int), columns["history_size"].astype(int)
+    usable = tested & (after >= 2) & (before >= 2)
+    if not usable.any():
+        return pvalues
+    width = means.shape[1]
+    column = np.arange(width)
+    since = column >= width - after[usable, None]
+    earlier = (column >= (width - after - before)[usable, None]) & ~since
+    chosen = means[usable]
+    # Every usable row holds at least 2 nights on each side, so nanvar never warns.
+    since_variance = np.nanvar(np.where(since, chosen, np.nan), axis=1, ddof=1)
+    earlier_variance = np.nanvar(np.where(earlier, chosen, np.nan), axis=1, ddof=1)
+    pvalues[usable] = stats.welch_test(columns["mean_after"][usable], since_variance, after[usable],
+                                       columns["mean_before"][usable], earlier_variance, before[usable]).pvalue
+    return pvalues
+
+
+def _shift_row(series: Series, earlier: Sequence[StoredNight], values: dict, *, starts: int,
+               pooled_since: bool) -> ComparisonRow:
+    if values["start"] < 0:
+        return _untested_shift(series, len(earlier), starts)
+    m, k = int(values["nights"]), int(values["history_size"])
+    first = len(earlier) + 1 - m  # index in earlier (+ tonight) of the shift's first night
+    after = [s.run_id for s in earlier[first:]] + [series.run_id]
+    before = [s.run_id for s in reversed(earlier[first - k:first])]  # newest first, as a history row's
+    pooled = float(values["pooled_variance"])
+    baseline = [float(values["mean_before"]), pooled, k, 1, True]
+    # The nights since with their own spread (Welch): a one-night spike is significant against the history's
+    # spread but not against its own, so it never confirms a new level (results.alerts).
+    welch = float(values["welch_pvalue"])
+    return comparing.comparison_row(
+        series, method=METHOD_SHIFT, alpha=ALPHA, numbers={**values, "df": k + m - 2},
+        verdict=str(values["verdict"]), baseline=Side(mean=baseline[0], variance=pooled, n=k),
+        candidate=Side(mean=float(values["mean_after"]), variance=pooled, n=m),
+        note=shift_note(m, k, int(values["starts_tried"])),
+        inputs={"first_run": after[0], "pooled_runs": after, "history_runs": before,
+                "starts_tried": int(values["starts_tried"]),
+                "nights_since": m, "carried": pooled_since,
+                "unadjusted_pvalue": float(values["unadjusted_pvalue"]), "baseline": baseline,
+                "welch_pvalue": None if math.isnan(welch) else welch})
+
+
+def shift_note(nights: int, history: int, starts: int = 1) -> str:
+    """A shift row's note: what it pooled, and that its p-value (not its interval) is adjusted for the first
+    nights tried."""
+    adjusted = f"; p adjusted for {starts} first nights tried, the interval not" if starts > 1 else ""
+    return f"{nights} night{'s' if nights != 1 else ''} pooled against {history} before{adjusted}"
+
+
+def _untested_shift(series: Series, found: int, starts: int) -> ComparisonRow:
+    why = (f"{found} earlier night{'s' if found != 1 else ''} since its last change, {SHIFT_MIN_HISTORY} needed"
+           if starts >= 1
+           else "no night since the last change judged on")
+    return ComparisonRow(
+        **comparing.identity(series), method=METHOD_SHIFT, baseline=Side(mean=None),
+        candidate=comparing.side_of(series, None), ratio=None, low=None, high=None, bounded=False, statistic=None,
+        df=None, pvalue=None, qvalue=None, verdict=INSUFFICIENT_HISTORY, threshold=series.threshold,
+        confidence_level=series.confidence_level, note=why, inputs={"starts_tried": 0})
+
+
+def _history_inputs(history: Sequence[StoredNight], columns: dict, row: int) -> dict:
+    return {"history_runs": [night.run_id for night in history],
+            "history": [[night.mean, night.variance, night.n] for night in history],
+            "between_variance": float(columns["between_variance"][row]), "baseline": float(columns["baseline"][row]),
+            "band": [float(columns["prediction_low"][row]), float(columns["prediction_high"][row])]}
+
+
+def night_series(candidate: Series, night: StoredNight) -> Series:
+    """An earlier night of a candidate's series as a series (names, threshold and level are the candidate's)."""
+    return Series(
+        benchmark=candidate.benchmark, metric=candidate.metric, unit=candidate.unit, direction=candidate.direction,
+        threshold=candidate.threshold, confidence_level=candidate.confidence_level, display_unit=candidate.display_unit,
+        summary=stats.SampleSummary(mean=night.mean, subsession_size=night.subsession_size, variance=night.variance,
+                                    n=night.n, sample_count=night.n * night.subsession_size, autocorrelation=math.nan,
+                                    independent=night.independent),
+        samples=None, metric_id=candidate.metric_id, result_id=night.result_id, run_id=night.run_id)
