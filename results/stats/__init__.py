@@ -29,7 +29,8 @@ _EXPORTS = {
     "_summary": ("VARIANCE_METHODS", "SampleSummary", "summarize_samples"),
     "_verdict": ("Direction", "Verdict", "format_change", "verdict"),
     # Warm-up / cool-down removal (spec §4): change points, stable phase, WPS model.
-    "_changepoint": ("EDMResult", "StablePhaseResult", "edm", "stable_phase"),
+    "_edm": ("EDMResult", "edm"),
+    "_stable_phase": ("StablePhaseResult", "stable_phase"),
     "_transient": ("TruncationResult", "mser_truncation"),
     "_wps": ("WPSResult", "round_increment", "work_amounts", "wps_fit"),
 }

@@ -246,9 +246,9 @@ def test_compare_files_imports_only_the_comparisons_part_of_the_numerical_core()
     core = {name for name in imported(child) if name.startswith("results.stats.")}
     assert child.returncode == 0 and {"results.stats._compare", "results.stats._ratio"} <= core
     # Warm-up removal, history, planning and the sequential test are for stored runs and sessions.
-    assert not core & {f"results.stats.{name}" for name in ("_changepoint", "_transient", "_wps", "_history",
-                                                             "_hierarchical", "_sequential", "_recent_shift",
-                                                             "_rank_shifts")}
+    assert not core & {f"results.stats.{name}" for name in (
+        "_edm", "_stable_phase", "_transient", "_wps", "_history", "_hierarchical", "_sequential", "_recent_shift",
+        "_rank_shifts")}
 
 
 @pytest.mark.parametrize(("arguments", "message"), [

@@ -72,7 +72,7 @@ def forbid_edm(monkeypatch):
         raise AssertionError("EDM ran while a run page was built")
 
     def forbid() -> None:
-        monkeypatch.setattr("results.stats._changepoint.edm", refuse)
+        monkeypatch.setattr("results.stats._stable_phase.edm", refuse)
         monkeypatch.setattr(session_loop, "round_stable_phase", refuse)
 
     return forbid

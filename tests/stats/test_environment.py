@@ -2,10 +2,12 @@
 known (each environment's effect on each series drawn here), never on independent series or an environment that
 stays."""
 
+import math
+
 import numpy as np
 import pytest
 
-from results.stats import environment_match, environment_offsets, level_deviations
+from results.stats import environment_match, environment_offsets, level_deviations, without_environment
 
 SERIES = 40
 
@@ -152,3 +154,10 @@ def test_level_deviations_are_the_log_distance_from_each_series_level():
         level_deviations(tonight, history[:, :3])
     with pytest.raises(ValueError, match="min_nights"):
         level_deviations(tonight, history, min_nights=0)
+
+
+def test_without_environment_divides_the_offset_out_on_the_log_scale():
+    # A night 10% up in its environment is brought back to its level; no offset changes nothing.
+    assert without_environment(math.log(1.10)) * 1.10 == pytest.approx(1.0, rel=1e-15)
+    assert without_environment(math.log(0.80)) * 0.80 == pytest.approx(1.0, rel=1e-15)
+    assert without_environment(None) == without_environment(0.0) == 1.0
