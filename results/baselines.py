@@ -27,7 +27,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from django.db.models import F, Q, QuerySet, Window
+from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 
 from .models import (
@@ -99,18 +99,15 @@ class SeriesBaseline:
         return max(0, min(limit, len(self.nights) - first + 1))
 
 
-def series_baselines(run: Run, metric_ids: list[int], *, history_size: int,
-                     selected: list[int] | QuerySet | None = None) -> dict[int, SeriesBaseline]:
+def series_baselines(run: Run, metric_ids: list[int], *, history_size: int) -> dict[int, SeriesBaseline]:
     """The baseline of each metric's series at ``run`` (a nightly, manual or imported run).
 
     Reads the series' alerts, then the runs that can matter: the last ``max(history_size, SHIFT_HISTORY +
     SHIFT_RECENT)`` nights, every night since the oldest first night of a change whose evidence is still pooled,
-    and ``SHIFT_HISTORY`` nights before it. Three to four queries, whatever the number of series. ``selected``,
-    the same metric ids as ``metric_ids`` as a list or a query, is what the alerts and change points are read by
-    (a query is a subquery instead of ten thousand parameters).
+    and ``SHIFT_HISTORY`` nights before it. Five to six queries, whatever the number of series.
     """
     series_runs = nights_before(run)
-    states = series_alerts(run, metric_ids if selected is None else selected)
+    states = series_alerts(run, metric_ids)
     window = max(history_size, SHIFT_HISTORY + SHIFT_RECENT)
     nights = {pk: started for pk, started in series_runs.values_list("pk", "started_at")[:window]}
     oldest = min((state.pooled_first for state in states.values() if state.pooled_first is not None), default=None)
@@ -191,23 +188,31 @@ class SeriesAlerts:
             carried_opened=None if opened is None else index(opened) - first, tried_after=tried)
 
 
-def series_alerts(run: Run, metric_ids: list[int] | QuerySet) -> dict[int, SeriesAlerts]:
-    """Per metric (its id among ``metric_ids``, a list or a query of them), what the alerts of its series (on
+def series_alerts(run: Run, metric_ids: list[int]) -> dict[int, SeriesAlerts]:
+    """Per metric (its id among ``metric_ids``), what the alerts of its series (on
     ``run``'s machine and project, outside pull requests, opened before ``run``) and its change points before
-    ``run`` say; two queries.
+    ``run`` say; three queries.
 
     An alert that is neither dismissed nor marked invalid is a change; the newest one's evidence is carried
     (pooled tonight) while it is untriaged and suspected, or confirmed within its first ``SHIFT_RECENT`` nights
     (decided where its nights are known, :meth:`SeriesAlerts.baseline`)."""
-    rows = (
-        Alert.objects.filter(comparison__candidate__metric_id__in=metric_ids, first_run__machine_id=run.machine_id,
-                             first_run__project_id=run.project_id, first_run__started_at__lt=run.started_at)
+    # The machine's alerts first, then their comparisons by id: no join from the alerts to every result of the
+    # series (on PostgreSQL with stale statistics that was planned as nested loops over whole tables, a minute
+    # a night), and the metrics matched here rather than by a subquery.
+    wanted = set(metric_ids)
+    alerts = list(
+        Alert.objects.filter(first_run__machine_id=run.machine_id, first_run__project_id=run.project_id,
+                             first_run__started_at__lt=run.started_at)
         .filter(series_nights("first_run__", branch=run.project.default_branch))
-        .filter(~Q(comparison__candidate__run_id=run.pk))
         .order_by("first_run__started_at", "pk")
-        .values_list("pk", "comparison__candidate__metric_id", "state", "status", "first_run__started_at",
-                     "comparison__verdict", "comparison__candidate__run__started_at")
-    )
+        .values_list("pk", "comparison_id", "state", "status", "first_run__started_at"))
+    compared = {pk: (metric_id, verdict, candidate_run, opened) for pk, metric_id, verdict, candidate_run, opened in
+                Comparison.objects.filter(pk__in=[alert[1] for alert in alerts]).values_list(
+                    "pk", "candidate__metric_id", "verdict", "candidate__run_id", "candidate__run__started_at")}
+    rows = [(pk, metric_id, state, status, first, verdict, opened)
+            for pk, comparison_id, state, status, first in alerts
+            for metric_id, verdict, candidate_run, opened in [compared[comparison_id]]
+            if metric_id in wanted and candidate_run != run.pk]
     found: dict[int, dict] = defaultdict(lambda: {"changes": []})
     for pk, metric_id, state, status, first, verdict, opened in rows:
         current = found[metric_id]
@@ -222,11 +227,13 @@ def series_alerts(run: Run, metric_ids: list[int] | QuerySet) -> dict[int, Serie
         current.update(carried_alert=pk if status in UNTRIAGED else None, carried_worse="regression" in verdict,
                        pooled_first=first if status in UNTRIAGED and not level else None)
     # The change points a scan found: an alert's own (a confirmed alert is a change point) is its change already.
-    points = (ChangePoint.objects.filter(metric_id__in=metric_ids, machine_id=run.machine_id, retracted_at__isnull=True,
+    points = (ChangePoint.objects.filter(machine_id=run.machine_id, retracted_at__isnull=True,
                                          run__project_id=run.project_id, run__started_at__lt=run.started_at,
                                          alert__isnull=True)
               .order_by("run__started_at").values_list("metric_id", "run__started_at"))
     for metric_id, started in points:
+        if metric_id not in wanted:
+            continue
         found[metric_id]["change_points"] = (*found[metric_id].get("change_points", ()), started)
     return {metric_id: SeriesAlerts(changes=tuple(values.pop("changes")), **values)
             for metric_id, values in found.items()}

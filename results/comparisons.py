@@ -278,7 +278,7 @@ def _nightly_entries(run: Run, candidates: list[Series], *,
     Every query is made before this returns; the rows are computed as they are iterated, without one."""
     metric_ids = [series.metric_id for series in candidates]
     selected = metric_ids if selected is None else selected
-    found = series_baselines(run, metric_ids, history_size=run.project.history_size, selected=selected)
+    found = series_baselines(run, metric_ids, history_size=run.project.history_size)
     offsets = dict(Result.objects.filter(run=run, metric_id__in=selected, environment_offset__isnull=False)
                    .values_list("pk", "environment_offset"))
     nights = _series_nights(candidates, found, selected, history_size=run.project.history_size, offsets=offsets)
