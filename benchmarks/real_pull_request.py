@@ -71,7 +71,7 @@ def measure(files: list[str]) -> dict:
     django.setup()
     from django.core.management import call_command
 
-    from results import comparing, comparisons, presentation, selectors, services
+    from results import comparing, comparisons, reports, selectors, services
     from results.access import SYSTEM
     from results.ingest import import_document, stated_overrides
     from results.models import Comparison, ComparisonMethod
@@ -111,7 +111,7 @@ def measure(files: list[str]) -> dict:
             rows = comparing.with_suspected(comparing.with_qvalues(comparing.pairwise_rows(pairs, method="pairwise")))
             found["within-run"] = {row.benchmark: [row.verdict, row.ratio, row.low, row.high] for row in rows}
             found["state"] = selectors.pr_review(run_id=pull, viewer=SYSTEM).state_differences
-            found["markdown"] = presentation.pr_markdown(selectors.pr_review(run_id=pull, viewer=SYSTEM))
+            found["markdown"] = reports.pr_markdown(selectors.pr_review(run_id=pull, viewer=SYSTEM))
     return found
 
 

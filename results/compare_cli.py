@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import comparing, decisions, presentation, series
+from . import comparing, decisions, reports, series
 from .ingest import ImportFormatError
 
 HELP = (
@@ -65,7 +65,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--format-a", choices=series.INPUT_FORMATS, help="Format of the baseline file "
                         "(default: told by its keys).")
     parser.add_argument("--format-b", choices=series.INPUT_FORMATS, help="Format of the candidate file.")
-    parser.add_argument("--format", choices=presentation.OUTPUT_FORMATS, default="text", dest="output",
+    parser.add_argument("--format", choices=reports.OUTPUT_FORMATS, default="text", dest="output",
                         help="Output format.")
     parser.add_argument("--alpha", type=float, default=decisions.ALPHA,
                         help="Significance level: q (two runs) or p (two files) at or above it is flagged.")
@@ -127,8 +127,8 @@ def compare_files(files: list[Path], *, formats: tuple[str | None, str | None], 
 
 def output(comparison, output_format: str) -> str:
     """What the command prints for a comparison (of two files, or of two runs: ``RunComparison``), in one of
-    :data:`results.presentation.OUTPUT_FORMATS`."""
-    return presentation.comparison_output(
+    :data:`results.reports.OUTPUT_FORMATS`."""
+    return reports.comparison_output(
         comparison.rows, output_format=output_format, only_baseline=comparison.only_baseline,
         only_candidate=comparison.only_candidate, not_compared=comparison.not_compared)
 

@@ -14,8 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import stats
-from .decisions import ALPHA, qvalues_by_method, suspected_verdict
-from .presentation import RUN_NOISE_UNKNOWN_KEY
+from .decisions import ALPHA, RUN_NOISE_UNKNOWN_KEY, qvalues_by_method, suspected_verdict
 from .rows import ComparisonRow, Interval, Side
 from .series import Series
 

@@ -29,7 +29,7 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from . import alerts, comparing, environment, machine_state, presentation, queue, stats
+from . import alerts, comparing, decisions, environment, machine_state, presentation, queue, stats
 from .baselines import (
     RunNoise,
     SeriesBaseline,
@@ -110,7 +110,7 @@ def stored_rows(items: Sequence[tuple[Result, Comparison | None]], *, machines: 
         elif comparison.method == ComparisonMethod.SHIFT:
             note = shift_note(len(inputs.get("pooled_runs") or []), len(inputs.get("history_runs") or []),
                               int(inputs.get("starts_tried") or 1))
-        elif presentation.RUN_NOISE_UNKNOWN_KEY in inputs:
+        elif decisions.RUN_NOISE_UNKNOWN_KEY in inputs:
             note = comparing.RUN_NOISE_UNKNOWN
         elif "within_runs" in inputs:
             note = BOOTSTRAP_WITHIN_RUNS

@@ -21,6 +21,7 @@ __all__ = [
     "NIGHTLY_ALERTS",
     "NOT_COMPARED",
     "PULL_REQUEST_ALERTS",
+    "RUN_NOISE_UNKNOWN_KEY",
     "SERIES_LEVEL",
     "SUSPECTED_IMPROVEMENT",
     "SUSPECTED_REGRESSION",
@@ -62,6 +63,10 @@ CHANGE_SIDES = {Verdict.REGRESSION: "regression", SUSPECTED_REGRESSION: "regress
 VERDICT_ORDER = {Verdict.REGRESSION: 0, SUSPECTED_REGRESSION: 1, Verdict.IMPROVEMENT: 2, SUSPECTED_IMPROVEMENT: 3,
                  Verdict.INCONCLUSIVE: 4, INSUFFICIENT_HISTORY: 5, Verdict.NO_CHANGE: 6, NOT_COMPARED: 7}
 """Worst first: the order of rows in every table. Inconclusive rows (no evidence either way) are quiet."""
+
+RUN_NOISE_UNKNOWN_KEY = "within_run_pvalue"
+"""The input a two-run comparison without a measured run-to-run component keeps: the p-value of its subsessions
+alone, which decides nothing (results.comparing.without_run_noise)."""
 
 PULL_REQUEST_ALERTS = (Verdict.REGRESSION, SUSPECTED_REGRESSION)
 """A pull request alerts on its regressions, decided or suspected."""

@@ -10,7 +10,7 @@ from django.http import Http404, HttpRequest
 from django.urls import reverse
 from ninja import Router, Schema
 
-from . import presentation, selectors
+from . import reports, selectors
 from .api import comparison_out
 from .api_framework import READ_AUTH, refusals
 from .models import Run
@@ -33,7 +33,7 @@ def pr_summary(request: HttpRequest, run_id: int):
     except Run.DoesNotExist:
         raise Http404(f"No pull-request run {run_id}.") from None
     url = request.build_absolute_uri(reverse("results:pr_review", args=[run_id]))
-    return {"markdown": presentation.pr_markdown(review, url=url), "summary": presentation.pr_summary(review),
+    return {"markdown": reports.pr_markdown(review, url=url), "summary": reports.pr_summary(review),
             "comparisons": [{**comparison_out(row), "baseline": _side(row.baseline), "candidate": _side(row.candidate),
                              "bootstrap_change": row.bootstrap_change or None} for row in review.rows]}
 

@@ -90,8 +90,8 @@ def imported_at_import_time(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("module", ["results.decisions", "results.presentation", "results.comparing",
-                                    "results.nightly_rows"])
+@pytest.mark.parametrize("module", ["results.decisions", "results.presentation", "results.reports",
+                                    "results.comparing", "results.nightly_rows"])
 def test_the_decision_rules_and_their_wording_import_no_django(module):
     # What `manage.py compare --files` decides and prints without starting Django: importing the module, and
     # every module of results it imports in turn, imports nothing of Django (presentation's HTML helpers import

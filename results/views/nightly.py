@@ -15,7 +15,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 
-from .. import comparisons, exports, nights, presentation, selectors
+from .. import comparisons, decisions, exports, nights, presentation, reports, selectors
 from ..access import readable
 from ..models import Run, Verdict
 from ..decisions import ALPHA, NOT_COMPARED, VERDICT_ORDER
@@ -166,7 +166,7 @@ def pr_review(request: HttpRequest, run_id: int, *, export: str | None) -> HttpR
                                            Verdict.SUSPECTED_IMPROVEMENT, Verdict.INCONCLUSIVE, Verdict.NO_CHANGE)
                            if review.counts.get(verdict) or not verdict.startswith("suspected")],
         "show_bootstrap": any(row.bootstrap is not None for row in review.rows),
-        "undecided": presentation.undecided_beyond_threshold(review.rows),
-        "noise_unknown": [row for row in review.rows if presentation.RUN_NOISE_UNKNOWN_KEY in row.inputs],
-        "markdown": presentation.pr_markdown(review, url=request.build_absolute_uri()),
+        "undecided": reports.undecided_beyond_threshold(review.rows),
+        "noise_unknown": [row for row in review.rows if decisions.RUN_NOISE_UNKNOWN_KEY in row.inputs],
+        "markdown": reports.pr_markdown(review, url=request.build_absolute_uri()),
     })

@@ -15,7 +15,7 @@ from celery import Celery
 from celery.app.task import Task
 from django.core.management import CommandError, call_command
 
-from results import comparing, comparisons, presentation
+from results import comparing, comparisons, presentation, reports
 from results.models import AlertGroup, Comparison, ComparisonMethod, Run
 from results.queue import enqueue
 from tests.factories import NIGHT_ZERO, compared_run, posted_run
@@ -212,7 +212,7 @@ def imported(child: subprocess.CompletedProcess) -> set[str]:
 
 
 @pytest.mark.parametrize(("baseline", "candidate"), PAIRS)
-@pytest.mark.parametrize("output", presentation.OUTPUT_FORMATS)
+@pytest.mark.parametrize("output", reports.OUTPUT_FORMATS)
 def test_compare_files_prints_what_the_django_command_prints_without_importing_django(baseline, candidate, output):
     arguments = ("--files", DATA / baseline, DATA / candidate, "--format", output)
     expected = StringIO()

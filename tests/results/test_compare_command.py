@@ -183,14 +183,14 @@ def test_markdown_lists_decided_series_worst_first_and_inconclusive_ones_apart(r
 
 
 def test_markdown_escapes_pipes_in_names():
-    from results import presentation
+    from results import reports
 
     side = Side(mean=1.0, variance=0.01, n=10, subsession_size=1, half_width=0.07)
     row = ComparisonRow(benchmark="a|b", metric="time", unit="s", direction="lower_is_better", method="files",
                         baseline=side, candidate=side, ratio=1.0, low=0.99, high=1.01, bounded=True, statistic=0.0,
                         df=18.0, pvalue=1.0, qvalue=None, verdict="no change", threshold=0.02, confidence_level=0.95)
 
-    markdown = presentation.markdown_table([row])
+    markdown = reports.markdown_table([row])
 
     assert "| `a\\|b (time)` | +0.0% [-1.0%, +1.0%] | 1.000 ~ | ≈ no change |" in markdown
     assert "Inconclusive" not in markdown

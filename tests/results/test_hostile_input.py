@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from django.test import Client
 
-from results import access, presentation, selectors
+from results import access, reports, selectors
 from results.ingest import ImportFormatError, import_document
 from results.models import Machine, Run
 from tests.factories import ComparisonFactory, ResultFactory, RunFactory, run_document
@@ -213,7 +213,7 @@ def test_names_stored_before_the_rule_cannot_inject_markdown_into_a_pull_request
                       ci_high=1.3, pvalue=0.001, qvalue=0.001)
     Run.objects.filter(pk=head.run_id).update(compared_at=head.run.started_at)
 
-    markdown = presentation.pr_markdown(selectors.pr_review(run_id=head.run_id, viewer=access.SYSTEM))
+    markdown = reports.pr_markdown(selectors.pr_review(run_id=head.run_id, viewer=access.SYSTEM))
 
     # Every line starts as the comment's own lines do: no name opened a heading or a list of its own.
     assert [line for line in markdown.splitlines() if line.startswith("#")] == [markdown.splitlines()[0]]

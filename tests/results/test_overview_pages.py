@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import include, path
 from ninja import NinjaAPI
 
-from results import access, comparisons, pr_api, presentation, selectors
+from results import access, comparisons, pr_api, reports, selectors
 from results.models import Comparison, Metric, Run
 from tests.expected import fieller, percent, welch_p
 from tests.factories import compared_run, posted_run
@@ -452,7 +452,7 @@ def test_each_pr_series_is_compared_with_its_newest_base_commit_result_whatever_
     html = Client().get(f"/runs/{head.pk}/pr/").content.decode()
     assert "Nothing to compare" not in html and f'href="/runs/{suite.pk}/"' in html
     assert f'href="/runs/{imported.pk}/"' in html and "not on the requested base" not in html
-    assert "**2 regressions**" in presentation.pr_markdown(review)
+    assert "**2 regressions**" in reports.pr_markdown(review)
 
 
 def test_a_pr_series_the_base_commit_lacks_falls_back_to_the_default_branch_and_says_so():
@@ -474,7 +474,7 @@ def test_a_pr_series_the_base_commit_lacks_falls_back_to_the_default_branch_and_
     assert hashed.baseline.run.started_at.day == 4 and hashed.inputs["base_fallback"] is True
     html = Client().get(f"/runs/{head.pk}/pr/").content.decode()
     assert "⚠ 1 series not on the requested base" in html
-    assert "1 of them compared with the newest default-branch result" in presentation.pr_markdown(review)
+    assert "1 of them compared with the newest default-branch result" in reports.pr_markdown(review)
 
 
 def test_the_pr_review_puts_the_verdict_first_then_the_comparisons_then_the_markdown():
@@ -496,7 +496,7 @@ def test_the_pr_review_puts_the_verdict_first_then_the_comparisons_then_the_mark
 def test_the_pr_markdown_lists_the_changed_benchmarks_and_counts_the_quiet_ones():
     head = pull_request_against_base()
 
-    markdown = presentation.pr_markdown(selectors.pr_review(run_id=head.pk, viewer=access.SYSTEM), url="https://example.org/runs/1/pr/")
+    markdown = reports.pr_markdown(selectors.pr_review(run_id=head.pk, viewer=access.SYSTEM), url="https://example.org/runs/1/pr/")
 
     assert markdown.startswith("### Performance: `cccccccccccc` against base `bbbbbbbbbbbb`")
     assert "**1 regression**, 1 improvement, 1 inconclusive, 1 no change" in markdown
@@ -519,8 +519,8 @@ def test_a_pr_without_changes_or_base_says_so():
     lonely = compared(posted_run(0, {"sort": 1.0}, project="Lonely", kind="pr", branch="feature", base_commit="d" * 40, sd=0.002))
     pending = posted_run(5, {"sort": 1.0}, kind="pr", branch="other", base_commit=f"{2:040x}", sd=0.002)
 
-    assert "No benchmark changed beyond its threshold." in presentation.pr_markdown(selectors.pr_review(run_id=same.pk, viewer=access.SYSTEM))
-    assert "Nothing to compare: no run of the base commit `dddddddddddd`" in presentation.pr_markdown(
+    assert "No benchmark changed beyond its threshold." in reports.pr_markdown(selectors.pr_review(run_id=same.pk, viewer=access.SYSTEM))
+    assert "Nothing to compare: no run of the base commit `dddddddddddd`" in reports.pr_markdown(
         selectors.pr_review(run_id=lonely.pk, viewer=access.SYSTEM))
     assert "No base run to compare with" in Client().get(f"/runs/{lonely.pk}/pr/").content.decode()
     assert "Not compared yet" in Client().get(f"/runs/{pending.pk}/pr/").content.decode()
@@ -557,7 +557,7 @@ def test_the_markdown_escapes_table_cells():
         compared_run(night, {"a|b": 1.0}, sd=0.002, seed=night + 3, commit=f"{night + 3:040x}")
     head = compared(posted_run(1, {"a|b": 1.5}, kind="pr", branch="feature", base_commit=f"{3:040x}", sd=0.002))
 
-    markdown = presentation.pr_markdown(selectors.pr_review(run_id=head.pk, viewer=access.SYSTEM))
+    markdown = reports.pr_markdown(selectors.pr_review(run_id=head.pk, viewer=access.SYSTEM))
 
     assert "| `a\\|b (time)` |" in markdown
 
@@ -572,7 +572,7 @@ def test_the_pr_summary_api_returns_markdown_counts_and_comparisons():
 
     assert response.status_code == 200
     body = response.json()
-    assert body["markdown"] == presentation.pr_markdown(selectors.pr_review(run_id=head.pk, viewer=access.SYSTEM),
+    assert body["markdown"] == reports.pr_markdown(selectors.pr_review(run_id=head.pk, viewer=access.SYSTEM),
                                               url=f"http://testserver/runs/{head.pk}/pr/")
     assert body["summary"]["counts"] == {"regression": 1, "inconclusive": 1, "improvement": 1, "no change": 1}
     assert body["summary"]["base_commit"] == "b" * 40 and body["summary"]["pull_request"] == 42

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from scipy import stats
 
-from results import comparisons, decisions, presentation, selectors
+from results import comparisons, decisions, reports, selectors
 from results.models import Alert, AlertState, Comparison, ComparisonMethod, Result, Run, Verdict
 from tests.factories import NIGHT_ZERO, posted_run
 
@@ -81,11 +81,11 @@ def test_without_nightly_history_a_pull_request_claims_nothing_and_says_why():
     assert stored.inputs["within_run_pvalue"] < 1e-6
     assert not Alert.objects.filter(comparison__candidate__run_id=head).exists()
     review = selectors.pr_review(run_id=head, viewer=None)
-    summary = presentation.pr_summary(review)
+    summary = reports.pr_summary(review)
     assert summary["regressions"] == 0
     assert "bench 0 (time)" in summary["beyond_threshold"]
     assert len(summary["run_noise_unknown"]) == len(BENCHMARKS)
-    markdown = presentation.pr_markdown(review)
+    markdown = reports.pr_markdown(review)
     assert "`bench 0 (time)`" in markdown
     assert "one run each, run-to-run noise unknown" in markdown
     page = Client().get(f"/runs/{head}/pr/").content.decode()
@@ -101,8 +101,8 @@ def test_an_undecided_change_beyond_the_threshold_is_named_in_the_comment_and_th
     review = selectors.pr_review(run_id=head, viewer=None)
     row = next(row for row in review.rows if row.benchmark == "bench 3")
     assert row.verdict == Verdict.INCONCLUSIVE and row.ratio > 1.04
-    assert "bench 3 (time)" in presentation.pr_summary(review)["beyond_threshold"]
-    markdown = presentation.pr_markdown(review)
+    assert "bench 3 (time)" in reports.pr_summary(review)["beyond_threshold"]
+    markdown = reports.pr_markdown(review)
     assert "`bench 3 (time)`" in markdown and "What would decide the suspected and undecided ones" in markdown
     quiet = [row.label for row in review.rows if abs(row.ratio - 1) <= row.threshold]
     assert quiet and not any(f"`{label}`" in markdown for label in quiet)
@@ -118,8 +118,8 @@ def test_a_busier_machine_for_the_head_is_said_on_the_page_the_comment_the_summa
 
     review = selectors.pr_review(run_id=head, viewer=None)
     said = "the machine's load differed: 3.3 for the base, 4.7 for the head"
-    assert presentation.pr_summary(review)["machine_state"][0].startswith(said)
-    assert "⚠ The machine's load differed: 3.3 for the base, 4.7 for the head" in presentation.pr_markdown(review)
+    assert reports.pr_summary(review)["machine_state"][0].startswith(said)
+    assert "⚠ The machine's load differed: 3.3 for the base, 4.7 for the head" in reports.pr_markdown(review)
     assert "The machine&#x27;s load differed: 3.3 for the base" in Client().get(f"/runs/{head}/pr/").content.decode()
     compare = Client().get("/compare/", {"baseline": base.pk, "candidate": head}).content.decode()
     assert "The machine&#x27;s load differed: 3.3 for the baseline, 4.7 for the candidate" in compare

@@ -5,7 +5,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from pydantic import ValidationError
 
-from results import access, comparisons, presentation, queue, selectors, services
+from results import access, comparisons, queue, reports, selectors, services
 from results.ingest import FORMATS, FormatMismatch, ImportFormatError, asv, import_document, stated_overrides
 from results.models import ComparisonMethod, FailedResult, Run, RunKind
 from results.rows import ComparisonRow
@@ -32,7 +32,7 @@ class Command(BaseCommand):
                             help="Compare the run at once, in this process, as the analysis worker would, and print "
                                  "its verdicts as manage.py compare prints a comparison (alone on stdout; the "
                                  "import's line goes to stderr).")
-        parser.add_argument("--compare-format", choices=presentation.OUTPUT_FORMATS, default="text",
+        parser.add_argument("--compare-format", choices=reports.OUTPUT_FORMATS, default="text",
                             help="With --compare: the format of the verdicts (--format is the file's).")
 
     def handle(self, *args, file: Path, format: str, project, machine, commit, branch, pull_request, base_commit,
@@ -72,7 +72,7 @@ class Command(BaseCommand):
             return
         self.stderr.write(line, style_func=self.style.SUCCESS)
         _compare_if_not_compared(outcome.run)
-        self.stdout.write(presentation.comparison_output(_verdict_rows(outcome.run), output_format=compare_format),
+        self.stdout.write(reports.comparison_output(_verdict_rows(outcome.run), output_format=compare_format),
                           ending="")
 
     def _import_asv_directory(self, directory: Path, *, format: str, overrides: dict) -> None:
