@@ -196,9 +196,10 @@ def series_alerts(run: Run, metric_ids: list[int]) -> dict[int, SeriesAlerts]:
     An alert that is neither dismissed nor marked invalid is a change; the newest one's evidence is carried
     (pooled tonight) while it is untriaged and suspected, or confirmed within its first ``SHIFT_RECENT`` nights
     (decided where its nights are known, :meth:`SeriesAlerts.baseline`)."""
-    # The machine's alerts first, then their comparisons by id: no join from the alerts to every result of the
-    # series (on PostgreSQL with stale statistics that was planned as nested loops over whole tables, a minute
-    # a night), and the metrics matched here rather than by a subquery.
+    # The machine's alerts first, then their comparisons by id (unordered: Comparison's default order joins five
+    # tables): no join from the alerts to every result of the series, and the metrics matched here rather than
+    # by a subquery. On PostgreSQL with stale statistics either was planned as nested loops over whole tables,
+    # a minute a night.
     wanted = set(metric_ids)
     alerts = list(
         Alert.objects.filter(first_run__machine_id=run.machine_id, first_run__project_id=run.project_id,
@@ -207,7 +208,7 @@ def series_alerts(run: Run, metric_ids: list[int]) -> dict[int, SeriesAlerts]:
         .order_by("first_run__started_at", "pk")
         .values_list("pk", "comparison_id", "state", "status", "first_run__started_at"))
     compared = {pk: (metric_id, verdict, candidate_run, opened) for pk, metric_id, verdict, candidate_run, opened in
-                Comparison.objects.filter(pk__in=[alert[1] for alert in alerts]).values_list(
+                Comparison.objects.filter(pk__in=[alert[1] for alert in alerts]).order_by().values_list(
                     "pk", "candidate__metric_id", "verdict", "candidate__run_id", "candidate__run__started_at")}
     rows = [(pk, metric_id, state, status, first, verdict, opened)
             for pk, comparison_id, state, status, first in alerts
