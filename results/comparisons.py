@@ -382,7 +382,8 @@ def delete_comparisons(run: Run) -> None:
     # tables when their statistics were stale (minutes a run, seen on PostgreSQL, twice).
     results = list(Result.objects.filter(run=run).values_list("pk", flat=True))
     for start in range(0, len(results), DELETE_BATCH):
-        stored = Comparison.objects.filter(candidate_id__in=results[start:start + DELETE_BATCH])
+        # Unordered: Comparison's default order joins five tables.
+        stored = Comparison.objects.filter(candidate_id__in=results[start:start + DELETE_BATCH]).order_by()
         ids = list(stored.values_list("pk", flat=True))
         for first in range(0, len(ids), DELETE_BATCH):
             batch = ids[first:first + DELETE_BATCH]
