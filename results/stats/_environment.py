@@ -10,14 +10,15 @@ match ran in the same environment; the series' deviations on those nights say wh
 of them, and that is removed before tonight is tested for a shift of its own.
 
 Only an environment the machine has *left again*, within a few nights, is recognised: a night is a usable
-neighbour only if its run of alike nights was short and ended. A new environment that stays (a runner image, a compiler) is therefore
-never removed: it is a shift of the machine's series, detected and reported as one (spec §8, machine-wide
-shifts), and once the series' levels follow it the fingerprints return to zero. A step of one series moves one
-coordinate of the fingerprint and does not change which nights match, so it stays in that series' adjusted
-values whole. Independent series (no shared environment) have fingerprints that match no night.
+neighbour only if its run of alike nights was short and ended. A new environment that stays (a runner image, a
+compiler) is therefore never removed: it is a shift of the machine's series, detected and reported as one
+(spec §8, machine-wide shifts), and once the series' levels follow it the fingerprints return to zero. A step of one
+series moves one coordinate of the fingerprint and does not change which nights match, so it stays in that series'
+adjusted values whole. Independent series (no shared environment) have fingerprints that match no night.
 """
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,8 +73,9 @@ def environment_match(deviations, past, *, ratio=0.6, neighbours=5, min_neighbou
     median over the series both have of ``|d_i − d'_i|`` (a median, so that the series that stepped on either
     night do not decide it). An earlier night j matches tonight when its distance is below ``ratio · s`` and the
     machine left its environment afterwards: the run of consecutive nights whose distance from j is below
-    ``ratio`` times j's own size, j among them, lasted at most `longest` nights and a night follows it. With at least `min_neighbours` such nights (the nearest `neighbours` used),
-    each series' offset is the median of its deviations on them.
+    ``ratio`` times j's own size, j among them, lasted at most `longest` nights and a night follows it. With at
+    least `min_neighbours` such nights (the nearest `neighbours` used), each series' offset is the median of its
+    deviations on them.
 
     The rule is a classification, not a test: on nights whose environment is new, nothing is removed and every
     series is compared as it is. Measured on django's asv runs (levels of 20 nights, the last 60 searched) with
@@ -100,9 +102,10 @@ def environment_match(deviations, past, *, ratio=0.6, neighbours=5, min_neighbou
         Fingerprints no larger than this (log scale) are an ordinary night: nothing is removed.
     longest : int, optional
         The most consecutive nights an environment may have lasted to be recognised. A series' level follows a
-        change after about half the nights it is the median of (10 of 20, :mod:`results.environment`), after which the fingerprint of a
-        change of level fades just as that of an environment left does: without the bound, a second step of
-        the same series (or a change of level that recurs) would look like an environment seen before.
+        change after about half the nights it is the median of (10 of 20, :mod:`results.environment`), after
+        which the fingerprint of a change of level fades just as that of an environment left does: without the
+        bound, a second step of the same series (or a change of level that recurs) would look like an environment seen
+        before.
 
     Returns
     -------
@@ -113,13 +116,7 @@ def environment_match(deviations, past, *, ratio=0.6, neighbours=5, min_neighbou
     Kalibera, T. and Jones, R. "Rigorous Benchmarking in Reasonable Time", ISMM 2013, §8 (the run-to-run level and
     its causes). Spec §8, revised 2026-11-26 (machine-wide shifts; many modes on hosted runners).
     """
-    tonight = np.asarray(deviations, dtype=float)
-    earlier = np.asarray(past, dtype=float)
-    if tonight.ndim != 1:
-        raise ValueError(f"`deviations` must be one-dimensional; got {tonight.ndim} dimensions.")
-    if earlier.ndim != 2 or earlier.shape[1] != tonight.size:
-        raise ValueError(f"`past` must have shape (nights, {tonight.size}) to match `deviations`; "
-                         f"got {earlier.shape}.")
+    tonight, earlier = _night_and_earlier(deviations, past, "deviations", "past")
     if np.isinf(tonight).any() or np.isinf(earlier).any():
         raise ValueError("`deviations` and `past` must be finite or NaN.")
     if not 0 < ratio < 1:
@@ -196,13 +193,7 @@ def level_deviations(values, history, *, min_nights=5):
     -------
     ndarray, shape (S,)
     """
-    tonight = np.asarray(values, dtype=float)
-    earlier = np.asarray(history, dtype=float)
-    if tonight.ndim != 1:
-        raise ValueError(f"`values` must be one-dimensional; got {tonight.ndim} dimensions.")
-    if earlier.ndim != 2 or earlier.shape[1] != tonight.size:
-        raise ValueError(f"`history` must have shape (nights, {tonight.size}) to match `values`; "
-                         f"got {earlier.shape}.")
+    tonight, earlier = _night_and_earlier(values, history, "values", "history")
     min_nights = check_positive_int(min_nights, "min_nights")
     with np.errstate(all="ignore"):
         logs = np.log(np.where(earlier > 0, earlier, np.nan))
@@ -240,18 +231,25 @@ def environment_offsets(matched):
     return np.where(measured, offsets, fallback)
 
 
+def _night_and_earlier(night, earlier, night_name: str, earlier_name: str) -> tuple[np.ndarray, np.ndarray]:
+    """One night's values of S series and the earlier nights' (nights × S), as float arrays, checked."""
+    tonight, past = np.asarray(night, dtype=float), np.asarray(earlier, dtype=float)
+    if tonight.ndim != 1:
+        raise ValueError(f"`{night_name}` must be one-dimensional; got {tonight.ndim} dimensions.")
+    if past.ndim != 2 or past.shape[1] != tonight.size:
+        raise ValueError(f"`{earlier_name}` must have shape (nights, {tonight.size}) to match `{night_name}`; "
+                         f"got {past.shape}.")
+    return tonight, past
+
+
 def _median_distances(rows: np.ndarray, target: np.ndarray, min_series: int) -> np.ndarray:
     """Median |row − target| over the columns both have, per row (`target` one row, or one per row); +inf where
     fewer than `min_series` do."""
     differences = np.abs(rows - target)
     shared = (~np.isnan(differences)).sum(axis=1)
-    with np.errstate(all="ignore"):
-        filled = np.where(np.isnan(differences), np.inf, differences)
-        # The median of the shared columns: sort with the missing ones (inf) last.
-        ordered = np.sort(filled, axis=1)
-        low = np.take_along_axis(ordered, np.maximum((shared - 1) // 2, 0)[:, None], axis=1)[:, 0]
-        high = np.take_along_axis(ordered, np.maximum(shared // 2, 0)[:, None], axis=1)[:, 0]
-        median = (low + high) / 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # rows with no shared column: inf below
+        median = np.nanmedian(differences, axis=1)
     return np.where(shared >= min_series, median, np.inf)
 
 
