@@ -266,7 +266,7 @@ def _untested(inputs: dict) -> dict:
 
 
 def _tested(numbers: dict, i: int, verdict: str, inputs: dict) -> dict:
-    """A row's stored numbers from one entry of the core's columns, as comparing.comparison_row takes them."""
+    """A row's stored numbers from one entry of the core's columns, as pairwise_rows.comparison_row takes them."""
     bounded = bool(numbers["bounded"][i])
     ratio, statistic = float(numbers["ratio"][i]), float(numbers["statistic"][i])
     return {"ratio": ratio if math.isfinite(ratio) else None,
@@ -324,7 +324,7 @@ def _history(night: int, truth: dict, run_ids: list[int]) -> list[dict]:
 
 
 def _previous(night: int, truth: dict, run_ids: list[int]) -> list[dict]:
-    """Each series against the previous night alone, naively (Welch and Fieller: comparing.pairwise_rows)."""
+    """Each series against the previous night alone, naively (Welch and Fieller: pairwise_rows.pairwise_rows)."""
 
     from results import stats
     from results.result_schema import DEFAULT_THRESHOLD

@@ -49,7 +49,7 @@ def measure(*, projects: int, series: int, nights: int, level: float, seed: int)
     django.setup()
     from django.core.management import call_command
 
-    from results import comparing, comparisons, decisions, services
+    from results import comparisons, decisions, pairwise_rows, services
     from results.models import Comparison, ComparisonMethod
     from results.schemas import RunIn
 
@@ -93,7 +93,7 @@ def measure(*, projects: int, series: int, nights: int, level: float, seed: int)
             [c.candidate if side else c.baseline for c in stored.select_related(
                 "candidate__metric__benchmark", "baseline__metric__benchmark").order_by("pk")], with_samples=False)
             for side in (True, False)))]
-        rows = comparing.with_suspected(comparing.with_qvalues(comparing.pairwise_rows(
+        rows = pairwise_rows.with_suspected(pairwise_rows.with_qvalues(pairwise_rows.pairwise_rows(
             pairs, method=ComparisonMethod.PAIRWISE)))
         count("within-run", {row.benchmark: row.verdict for row in rows})
         # No nightly history: the base run alone, then the same pull request.

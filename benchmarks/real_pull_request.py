@@ -71,7 +71,7 @@ def measure(files: list[str]) -> dict:
     django.setup()
     from django.core.management import call_command
 
-    from results import comparing, comparisons, reports, selectors, services
+    from results import comparisons, pairwise_rows, reports, selectors, services
     from results.access import SYSTEM
     from results.ingest import import_document, stated_overrides
     from results.models import Comparison, ComparisonMethod
@@ -108,7 +108,7 @@ def measure(files: list[str]) -> dict:
                 [c.candidate if side else c.baseline for c in stored.select_related(
                     "candidate__metric__benchmark", "baseline__metric__benchmark").order_by("pk")],
                 with_samples=False) for side in (True, False)))]
-            rows = comparing.with_suspected(comparing.with_qvalues(comparing.pairwise_rows(pairs, method="pairwise")))
+            rows = pairwise_rows.with_suspected(pairwise_rows.with_qvalues(pairwise_rows.pairwise_rows(pairs, method="pairwise")))
             found["within-run"] = {row.benchmark: [row.verdict, row.ratio, row.low, row.high] for row in rows}
             found["state"] = selectors.pr_review(run_id=pull, viewer=SYSTEM).state_differences
             found["markdown"] = reports.pr_markdown(selectors.pr_review(run_id=pull, viewer=SYSTEM))

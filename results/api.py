@@ -17,7 +17,8 @@ from ninja.pagination import paginate
 from pydantic import Field
 from pydantic import ValidationError as PydanticValidationError
 
-from . import comparisons, selectors, services
+from . import selectors, services
+from .stored_rows import stored_rows
 from .alerts import set_alert_status, triage_incident
 from .api_framework import (
     READ_AUTH,
@@ -333,7 +334,7 @@ class ComparisonOut(Schema):
 
 
 def comparison_out(row: ComparisonRow) -> dict:
-    """A stored comparison's row (:func:`results.comparisons.stored_rows`) as the API shows it."""
+    """A stored comparison's row (:func:`results.stored_rows.stored_rows`) as the API shows it."""
     return {
         "id": row.comparison_id, "metric_id": row.metric_id, "benchmark": row.benchmark, "metric": row.metric,
         "unit": row.unit, "direction": row.direction, "method": row.method, "ratio": row.ratio, "ci_low": row.low,
@@ -353,7 +354,7 @@ def run_comparisons(request: HttpRequest, run_id: int, method: str | None = None
         found = selectors.run_comparisons(run_id=run_id, viewer=request.user, method=method)
     except Run.DoesNotExist:
         raise Http404(f"No run {run_id}.") from None
-    rows = comparisons.stored_rows([(comparison.candidate, comparison) for comparison in found])
+    rows = stored_rows([(comparison.candidate, comparison) for comparison in found])
     # Worst first needs every row's verdict and change: the rows are ordered whole, converted by the page.
     return PageOf(sorted(rows, key=lambda row: row.sort_key), lambda page: [comparison_out(row) for row in page])
 
@@ -387,7 +388,7 @@ class AlertStatusIn(Schema):
 def alert_outs(alerts: list[Alert]) -> list[dict]:
     """Alerts as the API shows them, from a fixed number of queries for the page (rows read in one call, the
     confirmation sessions through :mod:`results.extensions`)."""
-    rows = comparisons.stored_rows([(alert.comparison.candidate, alert.comparison) for alert in alerts])
+    rows = stored_rows([(alert.comparison.candidate, alert.comparison) for alert in alerts])
     sessions = alert_sessions(alerts)
     return [{
         "id": alert.pk, "status": alert.status, "run_id": alert.group.run.pk, "project": alert.group.run.project.slug,

@@ -1,7 +1,7 @@
 """The command line of ``manage.py compare``: its options, their checks, and the comparison of two result files.
 
 The Django command (``results/management/commands/compare.py``) adds these options and runs these checks for
-both of its forms; two files are read and compared here, through :mod:`results.comparing`, with nothing that needs
+both of its forms; two files are read and compared here, through :mod:`results.pairwise_rows`, with nothing that needs
 Django or a database. ``manage.py`` runs ``compare --files`` by :func:`main`, before Django starts.
 """
 
@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import comparing, decisions, reports, series
+from . import decisions, pairwise_rows, reports, series
 from .ingest import ImportFormatError
 
 HELP = (
@@ -51,7 +51,7 @@ def main(argv: Sequence[str]) -> bool:
                                   bootstrap=arguments.bootstrap, resamples=arguments.resamples, seed=arguments.seed)
         comparison = compare_files(arguments.files, formats=formats, alpha=arguments.alpha,
                                    threshold=arguments.threshold, bootstrap=bootstrap)
-    except (_ForDjango, Refused, comparing.NothingToCompare):
+    except (_ForDjango, Refused, pairwise_rows.NothingToCompare):
         return False
     sys.stdout.write(output(comparison, arguments.output))
     return True
@@ -73,13 +73,13 @@ def add_arguments(parser) -> None:
                         help="Practical-significance threshold θ for every series (default: each metric's).")
     parser.add_argument("--bootstrap", action="store_true",
                         help="Also the hierarchical bootstrap ratio interval where both sides kept samples.")
-    parser.add_argument("--resamples", type=int, help=f"Bootstrap replicates (default {comparing.DEFAULT_RESAMPLES}).")
+    parser.add_argument("--resamples", type=int, help=f"Bootstrap replicates (default {pairwise_rows.DEFAULT_RESAMPLES}).")
     parser.add_argument("--seed", type=int, help="Seed of the bootstrap, for reproducible intervals.")
 
 
 def check_options(*, runs: list[int], files: list[Path] | None, formats: tuple[str | None, str | None],
                   alpha: float, threshold: float | None, bootstrap: bool, resamples: int | None,
-                  seed: int | None) -> comparing.Bootstrap | None:
+                  seed: int | None) -> pairwise_rows.Bootstrap | None:
     """The bootstrap's options (None without ``--bootstrap``) once the command line is checked.
 
     Raises
@@ -102,11 +102,11 @@ def check_options(*, runs: list[int], files: list[Path] | None, formats: tuple[s
         raise Refused("--resamples and --seed set up the bootstrap: they need --bootstrap.")
     if resamples is not None and resamples < 100:
         raise Refused(f"--resamples must be at least 100; got {resamples}.")
-    return comparing.Bootstrap(resamples=resamples or comparing.DEFAULT_RESAMPLES, seed=seed) if bootstrap else None
+    return pairwise_rows.Bootstrap(resamples=resamples or pairwise_rows.DEFAULT_RESAMPLES, seed=seed) if bootstrap else None
 
 
 def compare_files(files: list[Path], *, formats: tuple[str | None, str | None], alpha: float,
-                  threshold: float | None, bootstrap: comparing.Bootstrap | None) -> comparing.SeriesComparison:
+                  threshold: float | None, bootstrap: pairwise_rows.Bootstrap | None) -> pairwise_rows.SeriesComparison:
     """Two result files compared (each format told by its keys unless given). Two files stand alone: no run,
     so no q-value; the p-value decides (spec §7).
 
@@ -121,8 +121,8 @@ def compare_files(files: list[Path], *, formats: tuple[str | None, str | None], 
     (baseline_format, baseline), (candidate_format, candidate) = read
     if baseline_format == candidate_format == series.PLAIN:
         baseline, candidate = series.pair_plain_files(baseline, candidate)
-    return comparing.compare_series(baseline, candidate, alpha=alpha, threshold=threshold, bootstrap=bootstrap,
-                                    qvalues=False, method=comparing.METHOD_FILES)
+    return pairwise_rows.compare_series(baseline, candidate, alpha=alpha, threshold=threshold, bootstrap=bootstrap,
+                                    qvalues=False, method=pairwise_rows.METHOD_FILES)
 
 
 def output(comparison, output_format: str) -> str:

@@ -1,15 +1,15 @@
 """The one comparison service. Every comparison the dashboard shows is computed here or in its pure part,
-:mod:`results.comparing`, through :mod:`results.stats`, as :class:`results.rows.ComparisonRow` rows:
+:mod:`results.pairwise_rows`, through :mod:`results.stats`, as :class:`results.rows.ComparisonRow` rows:
 
 * a nightly against the last K runs of its branch, run-to-run variance included (spec §8), and beside
   it, naively, against the previous run alone;
 * a pull request against its base run, with the hierarchical bootstrap where both kept samples;
 * any two stored runs, on the fly (the compare page and ``manage.py compare RUN RUN``);
-* two result files (``manage.py compare --files``: :func:`results.comparing.compare_series` alone, without Django).
+* two result files (``manage.py compare --files``: :func:`results.pairwise_rows.compare_series` alone, without Django).
 
 :func:`compare_run` stores a run's rows as :class:`results.models.Comparison` rows (and opens its alerts);
-:func:`stored_rows` reads stored comparisons back as rows, so stored and computed comparisons are shown
-the same way. One confidence level per comparison, decided when it is computed (the candidate metric's),
+:func:`results.stored_rows.stored_rows` reads stored comparisons back as rows, so stored and computed comparisons are
+shown the same way. One confidence level per comparison, decided when it is computed (the candidate metric's),
 is the level of its interval and of both sides' half-widths.
 """
 
@@ -29,7 +29,7 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from . import alerts, comparing, decisions, environment, machine_state, presentation, queue, stats
+from . import alerts, environment, machine_state, pairwise_rows, presentation, queue, stats
 from .baselines import (
     RunNoise,
     SeriesBaseline,
@@ -37,20 +37,18 @@ from .baselines import (
     run_to_run_noise,
     series_baselines,
 )
-from .comparing import SMALL_SIDES, Bootstrap, NothingToCompare, compare_series, pairwise_rows
+from .pairwise_rows import BOOTSTRAP_WITHIN_RUNS, Bootstrap, NothingToCompare, compare_series
 from .models import Alert, Comparison, ComparisonChunk, ComparisonMethod, Result, Run, RunKind, RunStatus, Verdict
 from .decisions import ALPHA, final_verdicts
 from .nightly_rows import (
     MIN_HISTORY,
-    SINGLE_VALUES,
     Carried,
     StoredNight,
     history_rows,
     night_series,
-    shift_note,
     shift_rows,
 )
-from .rows import ComparisonRow, Interval, Side
+from .rows import ComparisonRow, Interval
 from .series import Series
 from .bulk import bulk_inserter, bulk_update_values
 
@@ -60,92 +58,6 @@ BOOTSTRAP_MAX_SERIES = 200
 
 
 # --- Computing -------------------------------------------------------------------------------------------
-
-
-# --- Stored comparisons read back as rows ----------------------------------------------------------------
-
-
-def stored_rows(items: Sequence[tuple[Result, Comparison | None]], *, machines: dict[int, str] | None = None,
-                alerts_by_comparison: dict[int, tuple[int, str]] | None = None) -> list[ComparisonRow]:
-    """Results with their stored comparison (or None: not compared yet) as rows, in their order.
-
-    The results need their metric (and its benchmark) loaded; ``machines`` gives machine names by run id,
-    ``alerts_by_comparison`` (alert id, status) by comparison id. Each side's half-width is computed at the
-    comparison's stored confidence level; the baseline of a history comparison is the mean of its K
-    run means, with their variance (so its interval carries the night-to-night variation).
-    """
-    machines = machines or {}
-    alerts_by_comparison = alerts_by_comparison or {}
-    levels = np.array([(comparison or result.metric).confidence_level for result, comparison in items], dtype=float)
-    candidates = comparing.half_width([r.variance for r, _ in items], [r.n for r, _ in items], levels) if items else []
-    baselines = [_stored_baseline(comparison) for _, comparison in items]
-    baseline_widths = comparing.half_width([b.variance or 0.0 for b in baselines], [b.n or 0 for b in baselines],
-                                           levels) if items else []
-    rows = []
-    for (result, comparison), width, baseline, baseline_width in zip(items, candidates, baselines, baseline_widths):
-        metric = result.metric
-        common = {
-            "benchmark": metric.benchmark.name, "metric": metric.name, "unit": metric.unit,
-            "direction": metric.direction, "metric_id": metric.pk, "run_id": result.run_id,
-            "display_unit": metric.display_unit,
-            "machine": machines.get(result.run_id, ""),
-            "candidate": Side(mean=result.mean, variance=result.variance, n=result.n,
-                              subsession_size=result.subsession_size, half_width=width,
-                              independent=result.independent),
-        }
-        if comparison is None:
-            rows.append(ComparisonRow(
-                **common, method="", baseline=Side(mean=None), ratio=None, low=None, high=None, bounded=False,
-                statistic=None, df=None, pvalue=None, qvalue=None, verdict="not compared",
-                threshold=metric.threshold, confidence_level=metric.confidence_level,
-                note="the run has not been compared yet"))
-            continue
-        inputs = comparison.inputs or {}
-        if comparison.verdict == Verdict.INSUFFICIENT_HISTORY:
-            found = len(inputs.get("history_runs", []))
-            note = f"{found} earlier night{'s' if found != 1 else ''}, {inputs.get('needed', MIN_HISTORY)} needed"
-        elif comparison.method == ComparisonMethod.HISTORY:
-            single = result.n == 1 and all(entry[2] == 1 for entry in inputs.get("history") or [])
-            note = f"mean of {baseline.n} nights" + (SINGLE_VALUES if single else "")
-        elif comparison.method == ComparisonMethod.SHIFT:
-            note = shift_note(len(inputs.get("pooled_runs") or []), len(inputs.get("history_runs") or []),
-                              int(inputs.get("starts_tried") or 1))
-        elif decisions.RUN_NOISE_UNKNOWN_KEY in inputs:
-            note = comparing.RUN_NOISE_UNKNOWN
-        elif "within_runs" in inputs:
-            note = BOOTSTRAP_WITHIN_RUNS
-        else:
-            note = SMALL_SIDES if inputs.get("df_rule") == "hsu" else ""
-        alert = alerts_by_comparison.get(comparison.pk) or (None, None)
-        rows.append(ComparisonRow(
-            **common, method=comparison.method,
-            baseline=replace(baseline, half_width=baseline_width if baseline.mean is not None else None),
-            ratio=comparison.ratio, low=comparison.ci_low, high=comparison.ci_high, bounded=comparison.bounded,
-            statistic=comparison.statistic, df=comparison.df, pvalue=comparison.pvalue, qvalue=comparison.qvalue,
-            verdict=comparison.verdict, threshold=comparison.threshold, confidence_level=comparison.confidence_level,
-            note=note, comparison_id=comparison.pk, alert_id=alert[0], alert_status=alert[1], inputs=inputs,
-            verdict_from="bootstrap" if comparison.method == ComparisonMethod.BOOTSTRAP else "fieller"))
-    return rows
-
-
-def _stored_baseline(comparison: Comparison | None) -> Side:
-    """The baseline side a stored comparison was computed from (its inputs), without a half-width."""
-    if comparison is None:
-        return Side(mean=None)
-    inputs = comparison.inputs or {}
-    if comparison.method == ComparisonMethod.HISTORY:
-        history = inputs.get("history") or []
-        if len(history) < 2:
-            return Side(mean=None)
-        means = np.array([entry[0] for entry in history], dtype=float)
-        return Side(mean=float(means.mean()), variance=float(means.var(ddof=1)), n=len(history))
-    baseline = inputs.get("baseline")
-    if isinstance(baseline, list) and len(baseline) >= 3:
-        # [mean, variance, n], and since the comparison service, [..., subsession size, independent].
-        size, independent = (baseline[3], bool(baseline[4])) if len(baseline) == 5 else (None, True)
-        return Side(mean=float(baseline[0]), variance=float(baseline[1]), n=int(baseline[2]),
-                    subsession_size=size, independent=independent)
-    return Side(mean=None)
 
 
 # --- Comparing a stored run, and storing it --------------------------------------------------------------
@@ -526,13 +438,10 @@ def _against_results(candidates: list[Series], found: dict[int, Series], *, meth
         return {"inputs": {**numbers, "base_fallback": True} if cand.metric_id in fallbacks else numbers}
 
     measured = None if noise is None else [noise.get(cand.metric_id) for _, cand in pairs]
-    rows = pairwise_rows(pairs, method=method, context=inputs, run_noise=None if measured is None else [
+    rows = pairwise_rows.pairwise_rows(pairs, method=method, context=inputs, run_noise=None if measured is None else [
         None if found is None else (found.variance, found.df) for found in measured])
     return [(row, cand.result_id, base.result_id) for row, (base, cand) in zip(rows, pairs)]
 
-
-BOOTSTRAP_WITHIN_RUNS = ("the two runs' readings resampled: run-to-run noise is not in this interval, so it decides "
-                         "nothing; the pairwise row is the verdict")
 
 
 def _bootstrap_against_results(run: Run, baselines: dict[int, int]) -> list[Entry]:
@@ -553,7 +462,7 @@ def _bootstrap_against_results(run: Run, baselines: dict[int, int]) -> list[Entr
             continue
         base, cand = series_from_results([baselines[metric], result], with_samples=True)
         shapes = [list(cand.samples.shape), list(base.samples.shape)]
-        resampled = comparing.bootstrap_ratio(base, cand, confidence=cand.confidence_level, options=options)
+        resampled = pairwise_rows.bootstrap_ratio(base, cand, confidence=cand.confidence_level, options=options)
         inputs: dict = {"baseline_run": baselines[metric].run_id, "shapes": shapes}
         if resampled is None:
             inputs["skipped"] = ("not resampled: a side has fewer than 2 units at a level (shapes "
@@ -565,11 +474,12 @@ def _bootstrap_against_results(run: Run, baselines: dict[int, int]) -> list[Entr
             inputs.update(resamples=STORED_RESAMPLES, seed=run.pk,
                           within_runs=str(stats.verdict(resampled.low, resampled.high, threshold=cand.threshold,
                                                         direction=cand.direction)))
-            interval = comparing.interval_of(resampled)
+            interval = pairwise_rows.interval_of(resampled)
             verdict = Verdict.INCONCLUSIVE
         row = ComparisonRow(
-            **comparing.identity(cand), method=ComparisonMethod.BOOTSTRAP, baseline=comparing.side_of(base, None),
-            candidate=comparing.side_of(cand, None), ratio=interval.ratio, low=interval.low, high=interval.high,
+            **pairwise_rows.identity(cand), method=ComparisonMethod.BOOTSTRAP,
+            baseline=pairwise_rows.side_of(base, None),
+            candidate=pairwise_rows.side_of(cand, None), ratio=interval.ratio, low=interval.low, high=interval.high,
             bounded=interval.bounded, statistic=None, df=None, pvalue=None, qvalue=None, verdict=str(verdict),
             threshold=cand.threshold, confidence_level=cand.confidence_level, bootstrap=interval,
             verdict_from="bootstrap", inputs=inputs, note=BOOTSTRAP_WITHIN_RUNS)

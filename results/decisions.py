@@ -66,7 +66,7 @@ VERDICT_ORDER = {Verdict.REGRESSION: 0, SUSPECTED_REGRESSION: 1, Verdict.IMPROVE
 
 RUN_NOISE_UNKNOWN_KEY = "within_run_pvalue"
 """The input a two-run comparison without a measured run-to-run component keeps: the p-value of its subsessions
-alone, which decides nothing (results.comparing.without_run_noise)."""
+alone, which decides nothing (results.pairwise_rows.without_run_noise)."""
 
 PULL_REQUEST_ALERTS = (Verdict.REGRESSION, SUSPECTED_REGRESSION)
 """A pull request alerts on its regressions, decided or suspected."""

@@ -1,7 +1,7 @@
 """The nightly comparison's rows, computed: each series against its history, and the accumulated evidence of a
 shift (spec §8, its revisions of 2026-11-23 and 2026-11-26), as :class:`results.rows.ComparisonRow` rows.
 
-Pure, as :mod:`results.comparing` is: it takes :class:`results.series.Series` and the stored nights before
+Pure, as :mod:`results.pairwise_rows` is: it takes :class:`results.series.Series` and the stored nights before
 them, and needs no database and no Django. :mod:`results.baselines` decides which nights those are (and whether a
 change's evidence is carried); :mod:`results.comparisons` reads them, calls these builders, and stores what they
 return.
@@ -16,8 +16,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import comparing, stats
-from .comparing import METHOD_HISTORY, METHOD_SHIFT
+from . import pairwise_rows, stats
+from .pairwise_rows import METHOD_HISTORY, METHOD_SHIFT
 from .decisions import ALPHA, INSUFFICIENT_HISTORY, NIGHTLY_ALERTS, SERIES_LEVEL, suspected_verdict
 from .rows import ComparisonRow, Side
 from .series import Series
@@ -75,8 +75,8 @@ def history_rows(candidates: Sequence[Series], histories: Sequence[Sequence[Stor
     for i in set(range(len(candidates))) - set(usable):
         found = len(histories[i])
         rows[i] = ComparisonRow(
-            **comparing.identity(candidates[i]), method=METHOD_HISTORY, baseline=Side(mean=None),
-            candidate=comparing.side_of(candidates[i], None), ratio=None, low=None, high=None, bounded=False,
+            **pairwise_rows.identity(candidates[i]), method=METHOD_HISTORY, baseline=Side(mean=None),
+            candidate=pairwise_rows.side_of(candidates[i], None), ratio=None, low=None, high=None, bounded=False,
             statistic=None, df=None, pvalue=None, qvalue=None, verdict=INSUFFICIENT_HISTORY,
             threshold=candidates[i].threshold, confidence_level=candidates[i].confidence_level,
             note=f"{found} earlier night{'s' if found != 1 else ''}, {MIN_HISTORY} needed")
@@ -91,23 +91,23 @@ def history_rows(candidates: Sequence[Series], histories: Sequence[Sequence[Stor
             [(night.mean, night.variance, night.n) for i in usable for night in histories[i]]).T
         levels = np.array([series.confidence_level for series in chosen])
         result = stats.compare_with_history(
-            *comparing.summary_arrays([series.summary for series in chosen]), *padded,
+            *pairwise_rows.summary_arrays([series.summary for series in chosen]), *padded,
             threshold=np.array([series.threshold for series in chosen]),
             direction=np.array([series.direction for series in chosen], dtype=object), confidence=levels)
-        columns = comparing.result_columns(result, (
+        columns = pairwise_rows.result_columns(result, (
             "ratio", "low", "high", "bounded", "statistic", "pvalue", "df", "verdict", "baseline", "history_variance",
             "history_size", "between_variance", "prediction_low", "prediction_high"))
-        candidate_widths = comparing.half_widths([series.summary for series in chosen], levels)
-        baseline_widths = comparing.half_width(columns["history_variance"], columns["history_size"], levels)
+        candidate_widths = pairwise_rows.half_widths([series.summary for series in chosen], levels)
+        baseline_widths = pairwise_rows.half_width(columns["history_variance"], columns["history_size"], levels)
         listed = {name: values.tolist() for name, values in columns.items()}
         for row, i in enumerate(usable):
             size = int(listed["history_size"][row])
             baseline = Side(mean=float(listed["baseline"][row]), variance=float(listed["history_variance"][row]),
                             n=size, half_width=baseline_widths[row])
-            rows[i] = comparing.comparison_row(
+            rows[i] = pairwise_rows.comparison_row(
                 candidates[i], method=METHOD_HISTORY, alpha=ALPHA,
                 numbers={name: values[row] for name, values in listed.items()}, verdict=str(listed["verdict"][row]),
-                baseline=baseline, candidate=comparing.side_of(candidates[i], candidate_widths[row]),
+                baseline=baseline, candidate=pairwise_rows.side_of(candidates[i], candidate_widths[row]),
                 note=f"mean of {size} nights" + (SINGLE_VALUES if _single_values(candidates[i], histories[i]) else ""),
                 inputs=_history_inputs(histories[i], listed, row))
     return rows
@@ -368,7 +368,7 @@ def _shift_row(series: Series, earlier: Sequence[StoredNight], values: dict, *, 
     # The nights since with their own spread (Welch): a one-night spike is significant against the history's
     # spread but not against its own, so it never confirms a new level (results.alerts).
     welch = float(values["welch_pvalue"])
-    return comparing.comparison_row(
+    return pairwise_rows.comparison_row(
         series, method=METHOD_SHIFT, alpha=ALPHA, numbers={**values, "df": k + m - 2},
         verdict=str(values["verdict"]), baseline=Side(mean=baseline[0], variance=pooled, n=k),
         candidate=Side(mean=float(values["mean_after"]), variance=pooled, n=m),
@@ -392,8 +392,8 @@ def _untested_shift(series: Series, found: int, starts: int) -> ComparisonRow:
            if starts >= 1
            else "no night since the last change judged on")
     return ComparisonRow(
-        **comparing.identity(series), method=METHOD_SHIFT, baseline=Side(mean=None),
-        candidate=comparing.side_of(series, None), ratio=None, low=None, high=None, bounded=False, statistic=None,
+        **pairwise_rows.identity(series), method=METHOD_SHIFT, baseline=Side(mean=None),
+        candidate=pairwise_rows.side_of(series, None), ratio=None, low=None, high=None, bounded=False, statistic=None,
         df=None, pvalue=None, qvalue=None, verdict=INSUFFICIENT_HISTORY, threshold=series.threshold,
         confidence_level=series.confidence_level, note=why, inputs={"starts_tried": 0})
 

@@ -22,7 +22,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from . import outbound
-from .comparisons import stored_rows
+from .stored_rows import stored_rows
 from .models import (
     AlertGroup,
     Channel,

@@ -8,7 +8,7 @@ from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
 from . import access, charts, presentation, selectors, stats
-from .comparisons import stored_rows
+from .stored_rows import stored_rows
 from .extensions import MetricSection, run_page_additions
 from .models import Result
 from .templatetags.figures import json_data

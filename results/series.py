@@ -1,7 +1,7 @@
 """Series to compare: one (benchmark, metric) of one side, from stored results or from a results file.
 
 :func:`read_series` reads any importer format (or plain numbers, one per line); :mod:`results.comparisons`
-reads stored results as series. :mod:`results.comparing` compares them. Nothing here needs Django, queries the
+reads stored results as series. :mod:`results.pairwise_rows` compares them. Nothing here needs Django, queries the
 database or writes.
 """
 

@@ -91,7 +91,7 @@ def imported_at_import_time(path: Path) -> set[str]:
 
 
 @pytest.mark.parametrize("module", ["results.decisions", "results.presentation", "results.reports",
-                                    "results.comparing", "results.nightly_rows"])
+                                    "results.pairwise_rows", "results.nightly_rows"])
 def test_the_decision_rules_and_their_wording_import_no_django(module):
     # What `manage.py compare --files` decides and prints without starting Django: importing the module, and
     # every module of results it imports in turn, imports nothing of Django (presentation's HTML helpers import

@@ -16,7 +16,7 @@ from django.db.models import (
     Subquery,
 )
 
-from ..comparisons import stored_rows
+from ..stored_rows import stored_rows
 from ..extensions import alert_additions
 from ..notifications import incident_line
 from ..models import (

@@ -14,7 +14,7 @@ from django.db.models import (
 )
 
 from ..baselines import pull_request_bases
-from ..comparisons import stored_rows
+from ..stored_rows import stored_rows
 from ..models import (
     Comparison,
     ComparisonMethod,

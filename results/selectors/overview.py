@@ -21,7 +21,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Abs, Coalesce, RowNumber
 
-from ..comparisons import stored_rows
+from ..stored_rows import stored_rows
 from ..notifications import incident_line
 from ..models import (
     Comparison,

@@ -26,7 +26,7 @@ from ..rows import ComparisonRow, Sparkline
 # The results pages: nightly overview, any two runs compared, pull-request review.
 #
 # All three show the same table, one results.rows.ComparisonRow per series, read by the comparison
-# service (results.comparisons.stored_rows). Each selector below issues a fixed number of queries (the
+# service (results.stored_rows.stored_rows). Each selector below issues a fixed number of queries (the
 # sparklines of every row come from one windowed query).
 
 SPARKLINE_POINTS = 20

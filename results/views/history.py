@@ -15,7 +15,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date
 
 from .. import charts, decisions, exports, nights, presentation, selectors
-from ..comparisons import stored_rows
+from ..stored_rows import stored_rows
 from ..access import readable
 from ..models import Metric, Run
 from ..run_page import run_page

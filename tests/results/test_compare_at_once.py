@@ -15,7 +15,7 @@ from celery import Celery
 from celery.app.task import Task
 from django.core.management import CommandError, call_command
 
-from results import comparing, comparisons, presentation, reports
+from results import comparisons, pairwise_rows, presentation, reports
 from results.models import AlertGroup, Comparison, ComparisonMethod, Run
 from results.queue import enqueue
 from tests.factories import NIGHT_ZERO, compared_run, posted_run
@@ -188,8 +188,8 @@ def test_a_session_still_goes_to_its_machines_queue(no_broker, monkeypatch):
 # The comparison's pure part
 
 def test_the_pure_part_names_the_pairwise_method_as_the_models_do():
-    assert comparing.METHOD_PAIRWISE == ComparisonMethod.PAIRWISE
-    assert comparisons.compare_series is comparing.compare_series
+    assert pairwise_rows.METHOD_PAIRWISE == ComparisonMethod.PAIRWISE
+    assert comparisons.compare_series is pairwise_rows.compare_series
 
 
 # compare --files without Django

@@ -11,9 +11,10 @@ from django.core import mail
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from results import alerts, comparing, comparisons, decisions, notifications, services
+from results import alerts, comparisons, decisions, notifications, pairwise_rows, services
 from results.models import Alert, AlertGroup, Comparison, ComparisonMethod, Project, Run, Verdict
 from results.schemas import RunIn
+from results.stored_rows import stored_rows
 from tests.factories import NIGHT_ZERO, UserFactory, compared_run, posted_run
 
 pytestmark = pytest.mark.django_db
@@ -290,7 +291,7 @@ def test_a_pull_request_with_raw_samples_also_gets_a_seeded_hierarchical_bootstr
     # Beyond the band within the two runs, but one run against one run decides nothing without the run-to-run
     # noise (spec §8): the row says what the resampling alone would have said.
     assert first.verdict == "inconclusive" and first.inputs["within_runs"] == "regression"
-    (shown,) = [row for row in comparisons.stored_rows([(first.candidate, first)]) if row.method == "bootstrap"]
+    (shown,) = [row for row in stored_rows([(first.candidate, first)]) if row.method == "bootstrap"]
     assert shown.note == comparisons.BOOTSTRAP_WITHIN_RUNS
     # Close to the t interval of the ratio of the process means (6 units a side).
     fieller = Comparison.objects.get(candidate__run=pull, method="pairwise")
@@ -350,7 +351,7 @@ def test_an_unreachable_broker_is_logged_not_raised(caplog):
 
 
 def test_the_pure_row_builders_name_the_stored_methods_and_verdicts():
-    # results.comparing and results.nightly_rows name methods and verdicts without the models: the same strings.
-    assert (comparing.METHOD_HISTORY, comparing.METHOD_SHIFT, comparing.METHOD_PAIRWISE) == (
+    # results.pairwise_rows and results.nightly_rows name methods and verdicts without the models: the same strings.
+    assert (pairwise_rows.METHOD_HISTORY, pairwise_rows.METHOD_SHIFT, pairwise_rows.METHOD_PAIRWISE) == (
         ComparisonMethod.HISTORY, ComparisonMethod.SHIFT, ComparisonMethod.PAIRWISE)
     assert list(Verdict.values) == list(decisions.VERDICTS)

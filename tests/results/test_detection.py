@@ -8,6 +8,7 @@ import pytest
 
 from results import comparisons, confirmations
 from results.alerts import set_alert_status
+from results.stored_rows import stored_rows
 from results.models import Alert, AlertState, ChangePoint, Comparison, Run
 from tests.factories import NIGHT_ZERO, post_results
 
@@ -133,7 +134,7 @@ def test_one_value_per_night_is_compared_on_the_run_to_run_spread_alone():
 
     history = latest("single", "history")
     assert history.ratio is not None and history.pvalue is not None
-    row = comparisons.stored_rows([(history.candidate, history)])[0]
+    row = stored_rows([(history.candidate, history)])[0]
     assert "one value per night, so the run-to-run spread alone" in row.note
     alert, *later = alerts_of("single")
     assert (first_night(alert), opened_on(alert), alert.state) == (20, 21, AlertState.CONFIRMED)

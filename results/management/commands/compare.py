@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from results import compare_cli, comparing, comparisons
+from results import compare_cli, comparisons, pairwise_rows
 from results.models import Run
 
 
@@ -22,13 +22,13 @@ class Command(BaseCommand):
                                                    threshold=threshold, bootstrap=resampling)
             else:
                 result = _run_comparison(runs, alpha=alpha, threshold=threshold, bootstrap=resampling)
-        except (compare_cli.Refused, comparing.NothingToCompare) as error:
+        except (compare_cli.Refused, pairwise_rows.NothingToCompare) as error:
             raise CommandError(str(error)) from None
         self.stdout.write(compare_cli.output(result, output), ending="")
 
 
 def _run_comparison(run_ids: list[int], *, alpha: float, threshold: float | None,
-                    bootstrap: comparing.Bootstrap | None) -> comparisons.RunComparison:
+                    bootstrap: pairwise_rows.Bootstrap | None) -> comparisons.RunComparison:
     """Two stored runs, as the compare page compares them (q-values across the series)."""
     try:
         return comparisons.compare_stored_runs(baseline_id=run_ids[0], candidate_id=run_ids[1], alpha=alpha,

@@ -5,10 +5,11 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from pydantic import ValidationError
 
-from results import access, comparisons, queue, reports, selectors, services
+from results import access, queue, reports, selectors, services
 from results.ingest import FORMATS, FormatMismatch, ImportFormatError, asv, import_document, stated_overrides
 from results.models import ComparisonMethod, FailedResult, Run, RunKind
 from results.rows import ComparisonRow
+from results.stored_rows import stored_rows
 from results.schemas import RunIn, describe_errors
 
 
@@ -135,7 +136,7 @@ def _verdict_rows(run: Run) -> list[ComparisonRow]:
         rows = selectors.pr_review(run_id=run.pk, viewer=access.SYSTEM).rows
     else:
         found = selectors.run_comparisons(run_id=run.pk, viewer=access.SYSTEM, method=ComparisonMethod.HISTORY)
-        rows = comparisons.stored_rows([(comparison.candidate, comparison) for comparison in found])
+        rows = stored_rows([(comparison.candidate, comparison) for comparison in found])
     return sorted(rows, key=lambda row: row.sort_key)
 
 

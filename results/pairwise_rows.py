@@ -163,6 +163,10 @@ SMALL_SIDES = ("a side has fewer than 5 subsessions: ν = min(n) − 1 (Hsu), fo
                "since Welch's ν would overstate the certainty")
 
 
+BOOTSTRAP_WITHIN_RUNS = ("the two runs' readings resampled: run-to-run noise is not in this interval, so it decides "
+                         "nothing; the pairwise row is the verdict")
+
+
 def with_qvalues(rows: Sequence[ComparisonRow]) -> list[ComparisonRow]:
     """The rows with their q-values (:func:`qvalues_by_method`)."""
     return [row if qvalue is None else replace(row, qvalue=qvalue)
