@@ -591,7 +591,7 @@ def seed_session(rounds: int) -> tuple[int, int]:
     from django.utils import timezone as django_timezone
 
     from results.models import Machine, Project
-    from runner import services
+    from runner import execution
     from runner import session as session_loop
     from runner.models import Job, Session
 
@@ -615,9 +615,9 @@ def seed_session(rounds: int) -> tuple[int, int]:
     clock = iter(range(10**9))
     outcome = session_loop.run_session(
         {"A": workload}, job.metric_specs(), job.session_targets(), clock=lambda: next(clock) * 1e-3,
-        on_round=lambda record, progress: services._store_round(session, record, progress, None))
-    session = services._finish(Session.objects.select_related("job__project", "job__machine").get(pk=session.pk),
-                               outcome)
+        on_round=lambda record, progress: execution._store_round(session, record, progress, None))
+    session = execution._finish(Session.objects.select_related("job__project", "job__machine").get(pk=session.pk),
+                                outcome)
     return session.runs.get().pk, session.pk
 
 

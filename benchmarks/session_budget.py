@@ -4,7 +4,7 @@ analysis included, within 10%").
     .venv/bin/python benchmarks/session_budget.py                 # 30 s budgets, 2 repetitions
     .venv/bin/python benchmarks/session_budget.py --budget 60 --repetitions 3
 
-Each workload's session runs through ``runner.services.execute_session`` as a bench worker runs it (SQLite in a
+Each workload's session runs through ``runner.execution.execute_session`` as a bench worker runs it (SQLite in a
 temporary directory, no broker), with a target no session reaches, so that the budget ends it. Printed per
 workload: the budget, the machine time from claiming the session to its stored runs (min and median of the
 repetitions), the share over budget, and the same session stored the obvious way: the stable phase of every
@@ -44,19 +44,19 @@ def measure(*, workload: str, budget: float, obvious: bool) -> dict:
     from django.core.management import call_command
 
     from results.models import Machine, Project
-    from runner import services
+    from runner import execution, services
     from runner.models import Session
 
     call_command("migrate", verbosity=0)
     if obvious:
         # Before: the session's phases were not kept, so storing it found every round's stable phase again.
-        finish = services._finish
+        finish = execution._finish
 
         def without_phases(session, outcome):
             outcome.phases.clear()
             return finish(session, outcome)
 
-        services._finish = without_phases
+        execution._finish = without_phases
     staff = get_user_model().objects.create(username="staff", is_staff=True, is_superuser=True)
     job = services.create_job(user=staff, project=Project.objects.create(name="Budget", slug="budget"),
                               name="budget", benchmark="budget", machine=Machine.objects.create(
@@ -65,7 +65,7 @@ def measure(*, workload: str, budget: float, obvious: bool) -> dict:
                               **WORKLOADS[workload])
     session = Session.objects.create(job=job)
     began = time.perf_counter()
-    services.execute_session(session_id=session.pk, attempt=0)
+    execution.execute_session(session_id=session.pk, attempt=0)
     machine_time = time.perf_counter() - began
     session.refresh_from_db()
     return {"machine_time": machine_time, "status": session.status, "rounds": session.rounds.count(),

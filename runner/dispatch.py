@@ -3,7 +3,7 @@
 A session's message carries a task id derived from the session and its attempt, so recovery can tell
 whether the broker still holds it (waiting in the machine's queue, or delivered and not yet acknowledged)
 or lost it (a Redis restarted without persistence). Sending a session twice is harmless: a worker runs a
-delivery only if it can claim the session for that attempt (:func:`runner.services.execute_session`).
+delivery only if it can claim the session for that attempt (:func:`runner.execution.execute_session`).
 """
 
 import json

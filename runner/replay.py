@@ -15,7 +15,7 @@ import numpy as np
 from results.charts import NarrowingPoint
 
 from . import session as session_loop
-from .session.analysis import MSER_BATCH_SIZE
+from .session.estimates import MSER_BATCH_SIZE
 
 MAX_PREFIXES = 200
 MIN_PREFIXES = 12

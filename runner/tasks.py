@@ -2,14 +2,14 @@
 
 from celery import shared_task
 
-from . import services
+from . import execution, services
 from .models import Job, SessionTrigger
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def run_session(session_id: int, attempt: int) -> None:
     """Execute one session. Delivered to the session's machine queue; a worker there runs one at a time."""
-    services.execute_session(session_id=session_id, attempt=attempt)
+    execution.execute_session(session_id=session_id, attempt=attempt)
 
 
 @shared_task(ignore_result=True)

@@ -10,23 +10,20 @@ would have reached.
 - :mod:`.targets`: what a session aims for (metrics, level, width, budget, warm-up removal);
 - :mod:`.rounds`: one round's outcome and its stored record;
 - :mod:`.plan`: how much work the next round does;
-- :mod:`.analysis`: the rounds analysed (:func:`analyse`, :func:`compare`, :func:`progress`; pages
-  replay stored rounds with them): each metric's interval on the variance of the mean of spec §2a, and
-  A/B pairs decided by an anytime-valid sequential rule (spec §5);
+- :mod:`.estimates`: what one metric's estimate holds (:class:`MetricEstimate`: its interval on the
+  variance of the mean of spec §2a, the samples still needed) and a round's stable phase
+  (:func:`round_stable_phase`);
+- :mod:`.comparison`: A/B pairs (:class:`PairComparison`) decided by :func:`compare`, by default with an
+  anytime-valid sequential rule (spec §5);
+- :mod:`.analysis`: the rounds analysed (:func:`analyse`, :func:`analysed_samples`, :func:`progress`; pages
+  replay stored rounds with them): every metric estimated, and the state after each round that the loop
+  decides from;
 - :mod:`.loop`: :func:`run_session`, the loop itself.
 """
 
-from .analysis import (
-    MetricEstimate,
-    MetricProgress,
-    PairComparison,
-    Progress,
-    analyse,
-    analysed_samples,
-    compare,
-    progress,
-    round_stable_phase,
-)
+from .analysis import MetricProgress, Progress, analyse, analysed_samples, progress
+from .comparison import PairComparison, compare
+from .estimates import MetricEstimate, round_stable_phase
 from .loop import SessionOutcome, SessionStatus, run_session
 from .plan import work_amount_plan
 from .rounds import RoundOutcome, RoundRecord, Workload

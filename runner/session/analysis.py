@@ -2,189 +2,41 @@
 merged into subsessions, each metric's interval, the A/B comparisons and the progress toward the targets.
 
 Everything here is a function of the rounds, so a resumed session and a page replaying stored rounds reach
-the decisions an uninterrupted session reached."""
+the decisions an uninterrupted session reached.
+
+:class:`Analyser` estimates every metric from the rounds (an estimate is :class:`.estimates.MetricEstimate`);
+its state after a round is what the loop decides from: the estimates, the pairs :func:`.comparison.compare`
+decided, whether the session is done, and what is still needed (:class:`Progress`). :func:`analyse`,
+:func:`analysed_samples` and :func:`progress` replay stored rounds through the same :class:`Analyser`."""
 
 import functools
-import itertools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from results.stats import (
-    DIFFERENT,
-    EQUIVALENT,
-    UNDECIDED,
     Direction,
-    compare_summaries,
     NotEnoughSamples,
     StatisticsError,
     mean_interval,
-    required_subsessions,
-    sequential_comparison,
-    sequential_half_width,
-    stable_phase,
     summarize_samples,
     welch_required_subsessions,
     wps_fit,
 )
 
+from .comparison import _growth_to_decide, compare
+from .estimates import MetricEstimate, round_stable_phase
 from .targets import ComparisonRule, MetricSpec, WarmupMethod, check_metrics
 
 NO_UNIT_READINGS = "No unit readings: warm-up could not be removed by EDM."
 
-
-MSER_BATCH_SIZE = 5  # MSER-5 (White, Cobb & Spratt 2000)
-WARMUP_GUARD = MSER_BATCH_SIZE  # readings dropped past a warm-up found in a round (round_stable_phase)
 MIN_VALID_SAMPLES = 11  # the fewest for which the variance of the mean (spec §2a) can be estimated
 MIN_BATCHED_DF = 15
 """Degrees of freedom of batch means a session needs before it may stop on autocorrelated readings: at 11 (a
 first round of 61 readings) AR(1) ρ = 0.7 sessions covered 0.913; at 15, 0.936 for 1.36× the oracle*
 (benchmarks/time_to_decision.py, 1,000 sessions). An upper bound of the variance (0.914 at 1.44×) or a
 minimum effective sample size (0.919 at 1.41×) did not close it."""
-
-
-@dataclass(frozen=True)
-class MetricEstimate:
-    """The state of one metric of one workload after a round (spec §2, §3, §4).
-
-    Attributes
-    ----------
-    metric : str
-    mean : float or None
-        Mean of the subsession means (WPS: the stable per-unit value); None before any sample.
-    subsession_size : int
-        Pilot's q, the diagnostic the pages show (1 where no size qualified; WPS: rounds merged into one
-        regression point).
-    variance : float
-        ``n`` times the variance of the mean (spec §2a; WPS: ``n`` times the squared standard error), so
-        ``variance / n`` is the variance of the mean as for every stored result.
-    n : int
-        The count whose ``n − 1`` is the degrees of freedom of the interval (WPS: regression points).
-    sample_count : int
-        Samples analysed: stable unit readings, round readings, or rounds for WPS.
-    ci_low, ci_high : float or None
-        The CI, None while it cannot be computed (or, WPS, is unbounded).
-    autocorrelation : float or None
-        Pilot's r₁ of the subsession means at q.
-    warmup_removed : int
-        Samples dropped as non-stable (unit readings outside the stable phase; WPS: rounds below
-        α·v).
-    converged : bool
-        Full width ≤ ``target_width · |mean|``: the stop rule of a session.
-    stable_phase : bool
-        False when some round had no dominant stable phase (its unit readings are not used).
-    message : str
-        Why the estimate is not valid, or what was flagged; empty when nothing to say.
-    target_half_width : float or None
-        ``target_width · |mean| / 2``; None before any sample.
-    confidence : float
-        Level of the CI.
-    shortfall : int or None
-        While the CI cannot be computed: the further samples the variance of the mean needs (None for WPS).
-    method : str
-        ``"samples"`` or ``"wps"`` (regression).
-    variance_method : str
-        How the variance of the mean was estimated (a key of :data:`results.stats.VARIANCE_METHODS`).
-    """
-
-    metric: str
-    mean: float | None
-    subsession_size: int
-    variance: float
-    n: int
-    sample_count: int
-    ci_low: float | None
-    ci_high: float | None
-    autocorrelation: float | None
-    warmup_removed: int
-    converged: bool
-    stable_phase: bool
-    message: str
-    target_half_width: float | None = None
-    confidence: float = 0.95
-    shortfall: int | None = None
-    method: str = "samples"
-    variance_method: str = "readings"
-
-    @property
-    def valid(self):
-        """True when the CI could be computed."""
-        return self.ci_low is not None
-
-    @functools.cached_property
-    def needed_samples(self):
-        """Further samples needed to reach the target width (spec §3); 0 when converged, None if unknown.
-
-        The §3 count of units at the target width, each worth ``sample_count / n`` samples, beyond those
-        measured (at least one while not converged); the shortfall while the CI cannot be computed. WPS
-        counts rounds, assuming the width shrinks as ``1/sqrt(rounds)``. Computed on first use: it
-        iterates t quantiles, which a loop that only needs `converged` should not pay for after every round.
-        """
-        if self.converged:
-            return 0
-        if not self.valid:
-            return self.shortfall
-        if not self.target_half_width or not math.isfinite(self.ci_high - self.ci_low):
-            return None
-        if self.method == "wps":
-            ratio = (self.ci_high - self.ci_low) / (2.0 * self.target_half_width)
-            return max(math.ceil(self.sample_count * (ratio * ratio - 1.0)), self.subsession_size)
-        # Units of the variance of the mean (n of them) needed at the target, each worth sample_count / n samples.
-        m = int(required_subsessions(self.variance, self.target_half_width, confidence=self.confidence))
-        return max(math.ceil((m - self.n) * self.sample_count / self.n), 1)
-
-    @property
-    def relative_width(self):
-        """Full CI width over |mean|, None when unknown."""
-        if not self.valid or not self.mean:
-            return None
-        return (self.ci_high - self.ci_low) / abs(self.mean)
-
-
-@dataclass(frozen=True)
-class PairComparison:
-    """Two adjacent workloads in the ranking of one metric (Pilot §III-F; spec §5).
-
-    Attributes
-    ----------
-    metric : str
-    first, second : str
-        Workloads in the order of their means in the metric's direction (lower first for lower-is-better).
-        The order claims nothing: only ``decision == "different"`` says that `first` is better.
-    first_mean, second_mean : float
-    ratio, ratio_low, ratio_high : float or None
-        ``second_mean / first_mean`` and its interval: the anytime rule's confidence sequence (valid
-        whenever the session stopped), or Fieller's at the session's confidence with Welch's ν under the
-        pilot rule; None where unbounded.
-    pvalue : float
-        The rule's evidence of a difference: the anytime-valid p-value, or (pilot) Welch's p at this look.
-    overlap : bool
-        Whether the two CIs overlap.
-    decision : {"different", "equivalent", "undecided"}
-        Different: the workloads differ (the ratio's interval excludes 1). Equivalent (anytime rule only):
-        the ratio's interval lies within ``1 ± threshold``, no difference that matters. Undecided: neither
-        yet; never "equal".
-    rule : {"anytime", "pilot"}
-    """
-
-    metric: str
-    first: str
-    second: str
-    first_mean: float
-    second_mean: float
-    ratio: float | None
-    ratio_low: float | None
-    ratio_high: float | None
-    pvalue: float
-    overlap: bool
-    decision: str
-    rule: str
-
-    @property
-    def resolved(self):
-        """A decision was reached (a difference, or none that matters)."""
-        return self.decision != UNDECIDED
 
 
 @dataclass(frozen=True)
@@ -260,61 +112,6 @@ def analysed_samples(rounds, metric, workload, targets, *, phases=None):
     return analyser.samples(mine, spec)[0]
 
 
-def compare(estimates, metrics, targets):
-    """Rank workloads per metric and decide every adjacent pair (Pilot §III-F; spec §5).
-
-    Workloads are ordered by mean in the metric's direction. Under ``targets.comparison_rule``
-    ``"anytime"`` a pair is decided by :func:`results.stats.sequential_comparison` at level
-    ``targets.alpha`` (different, or equivalent within ``targets.threshold``), a decision that holds
-    however many rounds were looked at; under ``"pilot"``, as Pilot does, when its CIs do not overlap or
-    Welch's p < ``targets.alpha``. Metrics where some workload has no valid CI yet give no pairs (rule 1
-    not met).
-
-    Parameters
-    ----------
-    estimates : dict of str to dict of str to MetricEstimate
-        As returned by :func:`analyse`.
-    metrics : sequence of MetricSpec
-    targets : SessionTargets
-
-    Returns
-    -------
-    list of PairComparison
-    """
-    pairs = []
-    for spec in check_metrics(metrics):
-        column = {name: per_metric[spec.name] for name, per_metric in estimates.items()}
-        if len(column) < 2 or not all(estimate.valid for estimate in column.values()):
-            continue
-        sign = 1.0 if spec.direction is Direction.LOWER_IS_BETTER else -1.0
-        ranked = sorted(column, key=lambda name: sign * column[name].mean)
-        for first, second in itertools.pairwise(ranked):
-            a, b = column[first], column[second]
-            overlap = a.ci_low <= b.ci_high and b.ci_low <= a.ci_high
-            if targets.comparison_rule is ComparisonRule.PILOT:
-                # The comparison every other page shows: Welch's test and Fieller's interval with the test's ν.
-                pilot = compare_summaries(b.mean, b.variance, b.n, a.mean, a.variance, a.n,
-                                          confidence=targets.confidence, direction=spec.direction)
-                pvalue, bounded = float(pilot.pvalue), bool(pilot.bounded)
-                limits = (pilot.low, pilot.high)
-                decision = DIFFERENT if not overlap or pvalue < targets.alpha else UNDECIDED
-            else:
-                sequential = sequential_comparison(a.mean, a.variance, a.n, b.mean, b.variance, b.n,
-                                                   alpha=targets.alpha, mixture_scale=targets.mixture_scale,
-                                                   threshold=targets.threshold)
-                pvalue, bounded = float(sequential.pvalue), bool(sequential.ratio_bounded)
-                limits = (sequential.ratio_low, sequential.ratio_high)
-                decision = DIFFERENT if sequential.different else EQUIVALENT if sequential.equivalent \
-                    else UNDECIDED
-            pairs.append(PairComparison(
-                metric=spec.name, first=first, second=second, first_mean=a.mean, second_mean=b.mean,
-                ratio=b.mean / a.mean if a.mean else None,
-                ratio_low=float(limits[0]) if bounded else None, ratio_high=float(limits[1]) if bounded else None,
-                pvalue=pvalue, overlap=overlap, decision=decision, rule=str(targets.comparison_rule),
-            ))
-    return pairs
-
-
 def progress(rounds, metrics, targets, *, elapsed=None):
     """Progress after the given stored rounds (what :func:`run_session` passes to ``on_round``).
 
@@ -336,45 +133,6 @@ def progress(rounds, metrics, targets, *, elapsed=None):
     if elapsed is None:
         elapsed = sum(record.outcome.duration for record in rounds)
     return state.progress(len(rounds), elapsed)
-
-
-def round_stable_phase(units, targets):
-    """The stable phase of one round's unit readings (spec §4): EDM with the session's minimum
-    segment and BreakoutDetection's default penalty, each change point confirmed on its two
-    segments alone, then MSER-5 inside the dominant segment for a warm-up too weak for EDM's
-    penalty. The session and the run page both call this.
-
-    Unconfirmed change points: EDM's statistic favours segments of equal length, so a warm-up of
-    the first 20% drew a second change point near 40% (``results.stats.stable_phase``, Notes). A
-    round then lost twice its warm-up, and rounds of 100–120 readings had no dominant phase at all
-    (66–97% of them under 10% noise) and were left out; confirmed, under 1% are, and a round keeps
-    75–78% of its readings instead of 55–60%. In ``benchmarks/time_to_decision.py`` the noisy
-    warm-up row went from 1.51× to 1.37× the oracle*.
-
-    EDM alone missed the warm-up (+50% for the first 20%, 30% noise) in 11–24% of 250–400-unit
-    rounds, and those rounds' warm-ups were averaged in: the session's coverage was 0.69 in
-    ``benchmarks/time_to_decision.py``. Measured and not chosen: Pilot's penalty (``percent=0.25`` on
-    the raw scale) raised it to 0.90 but splits stationary readings on noise, and the longest of
-    those segments is biased (0.5% low at a 1% target width in ``tests/runner/test_session.py``).
-    MSER truncates only a start that widens the interval of the rest, so a stationary round loses a
-    few readings and keeps an unbiased mean.
-
-    Guard batch: where a warm-up is found (the phase starts after reading 0), one more batch of
-    :data:`WARMUP_GUARD` readings is dropped past it (`start` and `truncated` include it). MSER-5 ends a transient
-    only on a batch boundary and keeps a batch that straddles its end, and EDM's change point is an estimate:
-    warm-up readings left in bias the mean (White 1997), a stable batch dropped costs only variance. In rounds of
-    61–74 readings with a 12–14-reading warm-up in 30% noise, MSER-5 stopped short of it in 40% of rounds.
-    ``benchmarks/time_to_decision.py``'s warm-up row (30% noise) went from 0.922 and 0.930 to 0.935 and 0.948
-    coverage over two blocks of 3,000 seeds, at 1.43× the oracle* (1.35× before). A common cut for all rounds
-    (Kalibera & Jones), from their readings averaged by position, did worse (0.931–0.939): two or three rounds
-    make a profile hardly less noisy than one round.
-    """
-    phase = stable_phase(units, min_size=targets.edm_min_size, mser_batch_size=MSER_BATCH_SIZE, confirm=True)
-    if not phase.dominant or phase.start == 0:
-        return phase
-    # The dominant segment holds more than half the round and MSER keeps more than half of it, so the guard
-    # always leaves readings.
-    return replace(phase, start=phase.start + WARMUP_GUARD, truncated=phase.truncated + WARMUP_GUARD)
 
 
 class _State:
@@ -671,30 +429,8 @@ class Analyser:
         )
 
 
-def _growth_to_decide(a, b, targets):
-    """How many times the samples so far both workloads need before the anytime rule's confidence sequence
-    is narrow enough to decide a difference of θ (``targets.threshold``) either way: its half-width at
-    most θ·|mean| (the sequence's own τ is ``targets.mixture_scale``). None when the variance is unknown or
-    zero. A fixed point, since the sequence's critical value grows slowly (as sqrt(log)) as the variance of
-    the difference shrinks."""
-    variance = a.variance / a.n + b.variance / b.n
-    middle = abs(a.mean + b.mean) / 2.0
-    scale, tau = targets.threshold * middle, targets.mixture_scale * middle
-    if not variance > 0.0 or not scale > 0.0:
-        return None
-    growth = 1.0
-    for _ in range(20):
-        critical = float(sequential_half_width(variance / growth, tau**2, alpha=targets.alpha))
-        updated = max(1.0, (critical * math.sqrt(variance) / scale) ** 2)
-        if abs(updated - growth) <= 1e-3 * growth:
-            break
-        growth = updated
-    return updated
-
-
 def _group(rounds):
     grouped = {}
     for record in rounds:
         grouped.setdefault(record.workload, []).append(record)
     return grouped
-

@@ -23,8 +23,7 @@ from results.models import (
     Revision,
     Run,
 )
-from runner import monitor
-from runner import services as runner_services
+from runner import execution, monitor
 from runner import session as session_loop
 from runner.models import Job, Session
 from tests.factories import (
@@ -100,12 +99,12 @@ def session_run(*, rounds: int = 12, overhead: bool = True, benchmark: str = "so
                                                   mean=1e6, max=2e6)}
         warnings = tuple(monitor.bottleneck_warnings(usage, under_test="cpu"))
         summary = monitor.MonitorSummary(usage=usage, warnings=warnings, samples=5, duration=record.outcome.duration)
-        runner_services._store_round(session, record, progress, summary)
+        execution._store_round(session, record, progress, summary)
 
     outcome = session_loop.run_session({"A": workload}, job.metric_specs(), job.session_targets(),
                                        on_round=on_round, clock=lambda: float(next(clock)) * 1e-3)
-    session = runner_services._finish(Session.objects.select_related("job__project", "job__machine")
-                                      .get(pk=session.pk), outcome)
+    session = execution._finish(Session.objects.select_related("job__project", "job__machine")
+                                .get(pk=session.pk), outcome)
     return session.runs.get()
 
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from results.models import Run
-from runner import services
+from runner import execution, services
 from runner import session as session_loop
 from runner.forms import shell_words, split_command
 from runner.models import Job, Session, SessionStatus
@@ -144,7 +144,7 @@ def test_a_finishing_session_analyses_outside_any_transaction(staff, monkeypatch
 
     real = session_loop.analysed_samples
     monkeypatch.setattr(session_loop, "analysed_samples", spy)
-    services.execute_session(session_id=session.pk, attempt=0)
+    execution.execute_session(session_id=session.pk, attempt=0)
 
     session.refresh_from_db()
     assert session.status == SessionStatus.CONVERGED, (session.error, session.outcome.get("message"))
@@ -165,7 +165,7 @@ def test_a_plain_session_labels_its_workload_by_its_job(staff):
     job = noise_job(staff, name="noise nightly", target_width=0.05)
     session = Session.objects.create(job=job)
 
-    services.execute_session(session_id=session.pk, attempt=0)
+    execution.execute_session(session_id=session.pk, attempt=0)
 
     session.refresh_from_db()
     assert session.status == SessionStatus.CONVERGED, session.error
@@ -178,15 +178,15 @@ def test_a_plain_session_labels_its_workload_by_its_job(staff):
 def test_a_session_cancelled_between_rounds_stores_its_runs_as_cancelled(staff, monkeypatch):
     job = noise_job(staff, target_width=0.0001)  # a target no session reaches: only the cancel ends it
     session = Session.objects.create(job=job)
-    store_round = services._store_round
+    store_round = execution._store_round
 
     def cancel_after_the_third_round(session, record, progress, summary):
         store_round(session, record, progress, summary)
         if record.index == 2:
             services.cancel_session(session=session, user=staff)
 
-    monkeypatch.setattr(services, "_store_round", cancel_after_the_third_round)
-    services.execute_session(session_id=session.pk, attempt=0)
+    monkeypatch.setattr(execution, "_store_round", cancel_after_the_third_round)
+    execution.execute_session(session_id=session.pk, attempt=0)
 
     session.refresh_from_db()
     assert session.status == SessionStatus.CANCELLED and session.rounds.count() == 3
@@ -228,7 +228,7 @@ def test_a_command_of_known_start_up_and_cost_per_unit_reports_the_cost_per_unit
         work_min=100, work_max=1000, min_round_duration=0.0, budget_seconds=60, target_width=0.02))
     session = Session.objects.create(job=job)
 
-    services.execute_session(session_id=session.pk, attempt=0)
+    execution.execute_session(session_id=session.pk, attempt=0)
 
     session.refresh_from_db()
     assert session.status == SessionStatus.CONVERGED, (session.error, session.outcome.get("message"))
@@ -247,7 +247,7 @@ def test_storing_a_finished_session_finds_no_stable_phase_again(staff, monkeypat
     session = Session.objects.create(job=job)
     calls = {"loop": 0, "after": 0}
     finishing = []
-    real_phase, real_finish = analysis.round_stable_phase, services._finish
+    real_phase, real_finish = analysis.round_stable_phase, execution._finish
 
     def counted(*args, **kwargs):
         calls["after" if finishing else "loop"] += 1
@@ -259,8 +259,8 @@ def test_storing_a_finished_session_finds_no_stable_phase_again(staff, monkeypat
 
     monkeypatch.setattr(analysis, "round_stable_phase", counted)
     monkeypatch.setattr(session_loop, "round_stable_phase", counted)
-    monkeypatch.setattr(services, "_finish", finish)
-    services.execute_session(session_id=session.pk, attempt=0)
+    monkeypatch.setattr(execution, "_finish", finish)
+    execution.execute_session(session_id=session.pk, attempt=0)
 
     session.refresh_from_db()
     assert session.status == SessionStatus.BUDGET_EXHAUSTED and session.runs.get().results.get().n > 1

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from results.models import Alert, Result, Revision, Run
-from runner import services, workloads
+from runner import execution, services, workloads
 from runner.models import Session, SessionStatus, SessionTrigger
 from tests.factories import MachineFactory, ProjectFactory, RevisionFactory, run_document
 
@@ -96,7 +96,7 @@ def test_a_confirmation_session_of_a_revision_stored_before_validation_runs_noth
         job=job, trigger=SessionTrigger.CONFIRMATION,
         revisions=[{"label": "baseline", "commit": commit}, {"label": "candidate", "commit": stored.commit}])
 
-    services.execute_session(session_id=session.pk, attempt=0)
+    execution.execute_session(session_id=session.pk, attempt=0)
 
     session.refresh_from_db()
     assert session.status == SessionStatus.FAILED
@@ -118,7 +118,7 @@ def test_a_stored_revision_of_another_shape_fails_the_session_before_anything_ru
     session = Session.objects.create(job=job, trigger=SessionTrigger.CONFIRMATION,
                                      revisions=[{"label": "candidate", "commit": revision}])
 
-    services.execute_session(session_id=session.pk, attempt=0)
+    execution.execute_session(session_id=session.pk, attempt=0)
 
     session.refresh_from_db()
     assert session.status == SessionStatus.FAILED and "must be a commit hash" in session.error

@@ -14,7 +14,7 @@ from django.test import Client
 from django.utils import timezone
 
 from results.models import Machine, Project, Run
-from runner import replay, services
+from runner import execution, replay
 from runner import session as session_loop
 from runner.models import Job, Round, Session, SessionAnalysis
 
@@ -45,10 +45,10 @@ def finished_session(*, rounds: int = 10, resolution: float | None = None, seed:
                                          unit_readings={"time": values.tolist()})
 
     outcome = session_loop.run_session({"A": workload}, job.metric_specs(), job.session_targets(),
-                                       on_round=lambda record, progress: services._store_round(
+                                       on_round=lambda record, progress: execution._store_round(
                                            session, record, progress, None),
                                        clock=lambda: float(next(clock)) * 1e-3)
-    return services._finish(Session.objects.select_related("job__project", "job__machine").get(pk=session.pk),
+    return execution._finish(Session.objects.select_related("job__project", "job__machine").get(pk=session.pk),
                             outcome)
 
 

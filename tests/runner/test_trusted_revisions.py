@@ -16,7 +16,7 @@ from django.test import Client
 
 from results import services as result_services
 from results.models import Alert, AlertGroup, Membership, Role, Run, RunKind, TokenScope
-from runner import services, trust
+from runner import execution, services, trust
 from runner.models import Session, SessionStatus, SessionTrigger
 from tests.factories import (
     ComparisonFactory,
@@ -233,7 +233,7 @@ def test_a_scheduled_session_records_the_commit_its_checkout_measured_as_a_night
     job = command_job(staff, machine, repositories, setup_command=[], work_min=50, work_max=500, budget_seconds=60)
     session = Session.objects.create(job=job, trigger=SessionTrigger.SCHEDULE, run_kind=RunKind.NIGHTLY)
 
-    services.execute_session(session_id=session.pk, attempt=0)
+    execution.execute_session(session_id=session.pk, attempt=0)
 
     session.refresh_from_db()
     assert session.status == SessionStatus.CONVERGED, (session.error, session.outcome)
