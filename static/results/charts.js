@@ -1,5 +1,5 @@
 // Charts: every <div data-figure="KEY"> is drawn from the figures in <script id="pilotweb-figures">
-// (Django's json_script), built server-side by results/charts.py. Charts are drawn as they scroll
+// (Django's json_script), built server-side by results/charts/. Charts are drawn as they scroll
 // into view, so a run with many metrics stays quick. A chart with data-run-url opens the run of a
 // clicked point; the history's permalink follows the range zoomed to.
 (function () {
