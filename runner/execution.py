@@ -23,7 +23,8 @@ from results import confirmations
 from results import services as result_services
 from results.identifiers import check_commit
 from results.machine_state import NEIGHBOUR_CORES
-from results.models import SAMPLE_DTYPE, Run
+from results.models import Run
+from results.result_schema import SAMPLE_DTYPE
 from results.schemas import RunIn
 
 from . import monitor, replay, trust, workloads

@@ -15,7 +15,8 @@ from django.db.models import F, Q
 from django_celery_beat.models import PeriodicTask
 
 from results.identifiers import BRANCH_MAX_LENGTH, validate_branch, validate_name
-from results.models import SAMPLE_DTYPE, Alert, Direction, Machine, Project, Run, RunKind
+from results.models import Alert, Direction, Machine, Project, Run, RunKind
+from results.result_schema import SAMPLE_DTYPE
 
 from . import replay
 from . import session as session_loop

@@ -13,8 +13,6 @@ Callers import ``from results.models import X``; the names are re-exported here 
 models through this package).
 """
 
-# The dtype of Result.samples, defined with the result schema; the runner reads it from here.
-from ..result_schema import SAMPLE_DTYPE
 from .alerts import (
     Alert,
     AlertEvent,
@@ -45,7 +43,6 @@ from .runs import (
 )
 
 __all__ = [
-    "SAMPLE_DTYPE",
     "Alert", "AlertEvent", "AlertGroup", "AlertState", "AlertStatus", "ChangePoint", "Channel", "Delivery",
     "DeliveryStatus", "Incident", "IncidentKind",
     "Benchmark", "Direction", "Metric",
