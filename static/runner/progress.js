@@ -1,6 +1,6 @@
 // Live progress of benchmark sessions: every [data-session-progress] block that is queued or running
 // polls its JSON (GET /api/v1/sessions/{id}) every 2 s and redraws its bar, figures and per-metric
-// CI widths from the `display` the server worded (runner/progress.py renders the same block, so the
+// CI widths from the `display` the server worded (the runner's progress module renders the same block, so the
 // page is complete without JavaScript and nothing is formatted twice). A session page's rounds table
 // ([data-rounds]) gets the rows of new rounds as the server renders them (runner:session_rounds). When a
 // session finishes the page reloads once to show its outcome and runs.
