@@ -1,0 +1,244 @@
+"""Bisection, simulated: how often it names the right culprit, how often a wrong one, and the machine time it takes,
+beside a binary search with fixed-size samples and measuring every commit (issue 32).
+
+    .venv/bin/python benchmarks/bisection.py            # the grid (200 bisections a cell) and the target cell (1,000)
+    .venv/bin/python benchmarks/bisection.py --quick    # 60 a cell, 300 for the target
+
+The bisection is the product's plan (:func:`runner.bisection.plan.next_step`) driven with simulated sessions:
+each session reads three commits (the reference at the good level, the candidate, the first bad commit) in
+interleaved rounds, one reading of each a round with normal noise of the given relative sd, and is decided as the
+runner decides it: by :func:`results.stats.bracketed_level_test` (the ends' readings of earlier sessions given as
+``earlier``), and where the plan asks, stopped as *not reproduced* once the reference and the first bad commit are
+equivalent by :func:`results.stats.sequential_comparison` (τ = the alert's effect, θ = half of it). A range of N
+commits holds one culprit (uniform among them) whose commit and every later one are slower by the effect.
+
+Baselines, both told the true noise and effect (the most favourable sizing they could have): *fixed binary*, the
+plain halving, ⌈log₂ N⌉ A/B comparisons of n readings a side, each deciding "bad" when the difference of the
+means exceeds half the effect, n the smallest that makes each wrong with probability at most α / ⌈log₂ N⌉;
+*every commit*, each of the N + 1 commits read n times and classed by the same midpoint, n making each wrong
+with probability at most α / N. Their machine time is computed; their share naming the right culprit is
+simulated too. Machine time is counted in readings (a reading of the synthetic workload is the unit).
+
+Printed per cell: the share naming the right culprit with its 95% Wilson lower bound (target ≥ 1 − α), the
+share naming a wrong one with its upper bound (target ≤ α), the share not isolated, our median readings and
+sessions, the baselines' readings, and ours over fixed binary. Then: ranges without a regression (the share
+naming none), ranges where 10% of the commits fail to build, and the issue's target (a 5% regression in 32
+commits at 5% noise in no more machine time than ⌈log₂ 32⌉ fixed-size comparisons at the same error rate).
+"""
+
+import argparse
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from results import stats  # noqa: E402
+from runner.bisection.plan import NOT_REPRODUCED, Measure, Step, next_step  # noqa: E402
+
+ALPHA = 0.05
+MAX_ROUNDS = 40_000
+RANGES = (8, 32, 256)
+EFFECTS = (0.02, 0.05, 0.10)
+NOISES = (0.01, 0.05, 0.10)
+TARGET = (32, 0.05, 0.05)
+
+
+def wilson(successes: int, trials: int, *, level: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial share."""
+    z = scipy_stats.norm.isf((1 - level) / 2)
+    share = successes / trials
+    centre = (share + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    return centre - half, centre + half
+
+
+def session(rng, levels: tuple[float, float, float], noise: float, measure: Measure, expected: float,
+            earlier: dict[int, np.ndarray]) -> tuple[Step, dict[int, np.ndarray]]:
+    """One interleaved session of three commits (true levels: reference, candidate, moved) until its rule
+    decides; the step and the readings it took, by commit."""
+    arms = np.empty((3, 0))
+    prior = (earlier.get(measure.reference, np.empty(0)), earlier.get(measure.moved, np.empty(0)))
+    chunk = 64
+    while arms.shape[1] < MAX_ROUNDS:
+        arms = np.concatenate([arms, np.asarray(levels)[:, None] * (1 + noise * rng.standard_normal((3, chunk)))],
+                              axis=1)
+        found = stats.bracketed_level_test(*arms, alpha=measure.alpha, earlier=prior)
+        decision, rounds = found.decision, found.rounds
+        if measure.check_ends:
+            ends = _running(arms[0], arms[2], measure.alpha, expected)
+            equivalent = np.flatnonzero(ends.equivalent)
+            if equivalent.size and (decision == stats.UNDECIDED or equivalent[0] + 2 < rounds):
+                decision, rounds = NOT_REPRODUCED, int(equivalent[0]) + 2
+        chunk = min(2 * chunk, 4096)
+        if decision != stats.UNDECIDED:
+            break
+    else:
+        decision, rounds = stats.UNDECIDED, arms.shape[1]
+    interval = (None, None)
+    if rounds >= 2:
+        change = _running(arms[0, :rounds], arms[1, :rounds], measure.alpha, expected, last_only=True)
+        interval = (float(change.ratio_low[-1]) - 1, float(change.ratio_high[-1]) - 1)
+    step = Step(measure.role, measure.reference, measure.candidate, measure.moved, str(decision),
+                change=float(arms[1, :rounds].mean() / arms[0, :rounds].mean()) - 1, low=interval[0],
+                high=interval[1], rounds=rounds)
+    taken = {measure.reference: arms[0, :rounds], measure.candidate: arms[1, :rounds], measure.moved: arms[2, :rounds]}
+    return step, taken
+
+
+def _running(first: np.ndarray, second: np.ndarray, alpha: float, expected: float, *, last_only: bool = False):
+    """The anytime-valid comparison of `second` against `first` after each round from the second (or the last)."""
+    counts = np.arange(1, first.size + 1)
+    means = [np.cumsum(side) / counts for side in (first, second)]
+    variances = [np.maximum(np.cumsum(side**2) - counts * mean**2, 0.0) / np.maximum(counts - 1, 1)
+                 for side, mean in zip((first, second), means)]
+    looks = slice(first.size - 1, None) if last_only else slice(1, None)
+    return stats.sequential_comparison(means[0][looks], variances[0][looks], counts[looks], means[1][looks],
+                                       variances[1][looks], counts[looks], alpha=alpha, mixture_scale=expected,
+                                       threshold=expected / 2)
+
+
+def bisect(rng, commits: int, culprit: int | None, effect: float, noise: float, *, expected: float,
+           failures: float = 0.0) -> tuple[int | None, int, int, bool]:
+    """One simulated bisection: the culprit named (None: not isolated), the readings, the sessions, and whether
+    the culprit and its parent built (without both no bisection can name it)."""
+    failed = {index for index in range(1, commits - 1) if rng.random() < failures}
+
+    def level(index: int) -> float:
+        return 1.0 + (effect if culprit is not None and index >= culprit else 0.0)
+
+    steps: list[Step] = []
+    earlier: dict[int, np.ndarray] = {}
+    readings = 0
+    while True:
+        planned = next_step(commits=commits, steps=steps, failed=failed, alpha=ALPHA)
+        if not isinstance(planned, Measure):
+            isolatable = culprit is None or not {culprit, culprit - 1} & failed
+            return planned.culprit, readings, len(steps), isolatable
+        step, taken = session(rng, (level(planned.reference), level(planned.candidate), level(planned.moved)), noise,
+                              planned, expected, earlier)
+        for index, values in taken.items():
+            earlier[index] = np.concatenate([earlier.get(index, np.empty(0)), values])
+        steps.append(step)
+        readings += 3 * step.rounds
+
+
+def fixed_size(error: float, effect: float, noise: float) -> int:
+    """Readings a side for a comparison deciding at the midpoint, wrong with probability at most `error`."""
+    return max(2, math.ceil(2 * (scipy_stats.norm.isf(error) * noise / (effect / 2)) ** 2))
+
+
+def fixed_binary(rng, candidates: int, effect: float, noise: float, trials: int) -> tuple[int, float]:
+    """The plain halving's readings and its simulated share naming the right culprit."""
+    halvings = math.ceil(math.log2(candidates))
+    size = fixed_size(ALPHA / halvings, effect, noise)
+    right = 0
+    for _ in range(trials):
+        culprit = int(rng.integers(1, candidates + 1))
+        good, bad = 0, candidates
+        while bad - good > 1:
+            middle = (good + bad) // 2
+            moved = effect if middle >= culprit else 0.0
+            difference = moved + noise * math.sqrt(2 / size) * rng.standard_normal()
+            good, bad = (good, middle) if difference > effect / 2 else (middle, bad)
+        right += bad == culprit
+    return halvings * 2 * size, right / trials
+
+
+def every_commit(candidates: int, effect: float, noise: float) -> int:
+    """Readings to class every commit of the range at the midpoint, each wrong with probability ≤ α / N."""
+    return (candidates + 1) * max(2, math.ceil((scipy_stats.norm.isf(ALPHA / candidates) * noise / (effect / 2)) ** 2))
+
+
+def cell(rng, candidates: int, effect: float, noise: float, trials: int, *, failures: float = 0.0,
+         regression: bool = True) -> dict:
+    outcomes, readings, sessions, isolatable = [], [], [], []
+    for _ in range(trials):
+        culprit = int(rng.integers(1, candidates + 1)) if regression else None
+        named, used, count, built = bisect(rng, candidates + 1, culprit, effect if regression else 0.0, noise,
+                                    expected=effect, failures=failures)
+        outcomes.append((named == culprit and named is not None, named is not None and named != culprit,
+                         named is None))
+        readings.append(used)
+        sessions.append(count)
+        isolatable.append(built)
+    outcomes = np.array(outcomes)
+    return {"right": int(outcomes[:, 0].sum()), "wrong": int(outcomes[:, 1].sum()), "none": int(outcomes[:, 2].sum()),
+            "trials": trials, "readings": float(np.median(readings)), "sessions": float(np.median(sessions)),
+            "isolatable": int(np.sum(isolatable)), "right_isolatable": int(outcomes[np.array(isolatable), 0].sum())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trials", type=int, default=200, help="Bisections a cell of the grid.")
+    parser.add_argument("--target-trials", type=int, default=1000)
+    parser.add_argument("--quick", action="store_true", help="60 a cell, 300 for the target.")
+    parser.add_argument("--seed", type=int, default=32)
+    options = parser.parse_args()
+    if options.quick:
+        options.trials, options.target_trials = 60, 300
+    rng = np.random.default_rng(options.seed)
+    began, load = time.perf_counter(), os.getloadavg()[0]
+    print(f"bisection, simulated: α = {ALPHA}, sessions of three commits looked at after every round; "
+          f"{options.trials} bisections a cell, seed {options.seed}; load {load:.1f} on {os.cpu_count()} cores")
+    print(f"{'N':>4} {'effect':>6} {'noise':>5} | {'right [Wilson low]':>18} {'wrong [up]':>12} {'none':>5} | "
+          f"{'readings':>9} {'sessions':>8} | {'fixed binary (right)':>21} {'every commit':>12} | {'ours/fixed':>10}")
+    for candidates in RANGES:
+        for effect in EFFECTS:
+            for noise in NOISES:
+                found = cell(rng, candidates, effect, noise, options.trials)
+                print_row(rng, candidates, effect, noise, found)
+    print("\nno regression in the range (the alert said +5%): the share naming no culprit, target ≥ 1 − α")
+    for candidates, noise in ((32, 0.05), (256, 0.10)):
+        found = cell(rng, candidates, 0.05, noise, options.trials, regression=False)
+        low, _ = wilson(found["none"], found["trials"])
+        print(f"  N = {candidates:>3}, noise {noise:.0%}: none {found['none'] / found['trials']:.1%} "
+              f"[{low:.1%}], wrong {found['wrong']}, median readings {found['readings']:.0f}")
+    print("\n10% of the commits fail to build (stepped over): N = 32, effect 5%, noise 5%")
+    found = cell(rng, 32, 0.05, 0.05, options.trials, failures=0.10)
+    print_row(rng, 32, 0.05, 0.05, found)
+    print(f"  the culprit and its parent built in {found['isolatable']} of {found['trials']}; of those, the "
+          f"right culprit named in {found['right_isolatable'] / max(found['isolatable'], 1):.1%}")
+    print(f"\ntarget: N = {TARGET[0]}, effect {TARGET[1]:.0%}, noise {TARGET[2]:.0%}, "
+          f"{options.target_trials} bisections")
+    found = cell(rng, *TARGET, options.target_trials)
+    print_row(rng, *TARGET, found)
+    fixed, _ = fixed_binary(rng, TARGET[0], TARGET[1], TARGET[2], 1)
+    right_low, _ = wilson(found["right"], found["trials"])
+    _, wrong_high = wilson(found["wrong"], found["trials"])
+    print(f"  right culprit {found['right'] / found['trials']:.1%} (Wilson lower {right_low:.1%}; target ≥ "
+          f"{1 - ALPHA:.0%}: {'met' if right_low >= 1 - ALPHA else 'not met'}); "
+          f"wrong {found['wrong'] / found['trials']:.1%} "
+          f"(upper {wrong_high:.1%}; target ≤ {ALPHA:.0%}: {'met' if wrong_high <= ALPHA else 'not met'})")
+    print(f"  median machine time {found['readings']:.0f} readings against {fixed} for ⌈log₂ {TARGET[0]}⌉ = "
+          f"{math.ceil(math.log2(TARGET[0]))} fixed-size comparisons: ratio {found['readings'] / fixed:.2f} "
+          f"({'met' if found['readings'] <= fixed else 'not met'})")
+    halvings = math.ceil(math.log2(TARGET[0]))
+    share = found["right"] / found["trials"]
+    if share < 1:
+        matched = halvings * 2 * fixed_size((1 - share) / halvings, TARGET[1], TARGET[2])
+        print(f"  fixed-size comparisons sized to reach our measured share of right culprits ({share:.1%}): "
+              f"{matched} readings; ours over theirs {found['readings'] / matched:.2f}")
+    print(f"\n{time.perf_counter() - began:.0f} s; load {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
+
+
+def print_row(rng, candidates: int, effect: float, noise: float, found: dict) -> None:
+    trials = found["trials"]
+    right_low, _ = wilson(found["right"], trials)
+    _, wrong_high = wilson(found["wrong"], trials)
+    fixed, fixed_right = fixed_binary(rng, candidates, effect, noise, 2000)
+    every = every_commit(candidates, effect, noise)
+    print(f"{candidates:>4} {effect:>6.0%} {noise:>5.0%} | {found['right'] / trials:>7.1%} [{right_low:>6.1%}]    "
+          f"{found['wrong'] / trials:>5.1%} [{wrong_high:>4.1%}] {found['none'] / trials:>5.1%} | "
+          f"{found['readings']:>9.0f} {found['sessions']:>8.0f} | {fixed:>12.0f} ({fixed_right:>5.1%}) "
+          f"{every:>12.0f} | {found['readings'] / fixed:>10.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+"""Which commit a bisection measures next, and what its finished sessions name: a pure function of the steps so far.
+
+A confirmed regression lies between the last good night's commit and the first bad night's. The range is the
+commits between them on the trusted branch, oldest first: index 0 is the last good commit, the last index the
+first bad one, and every index after 0 may be the culprit. A bisection is a sequence of interleaved sessions of
+three commits each, a reference at the good level, a candidate, and the first bad commit (the moved end), each
+decided by :func:`results.stats.bracketed_level_test`:
+
+1. *middle*: the commit nearest the middle of the range left (that did not fail to build) against the last good
+   commit and the first bad one: at the good level, the culprit is later; at the moved level, it is this commit
+   or earlier. The first session also checks that the ends still differ (where they are equivalent, by the
+   session's anytime-valid comparison, the regression does not reproduce on this machine).
+2. *verify*: the commit the halving named against its parent and the first bad commit: it must have moved, and
+   its parent must not be at the bad level already.
+
+Every level decision gets the same share of the error budget, α / (⌈log₂ candidates⌉ + 1 + SPARE_DECISIONS), so
+the named culprit is wrong with probability at most α (Bonferroni over the decisions it rests on: a wrong one can
+mislead the halving, and the verification rejects most of those). Because the plan is a function of the finished
+steps, a bisection whose worker died resumes by calling it again with the steps stored so far.
+"""
+
+import math
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from results.stats import AT_LEVEL, MOVED
+
+__all__ = ["MIDDLE", "NOT_REPRODUCED", "VERIFY", "Measure", "Outcome", "Step", "decision_alpha", "next_step"]
+
+MIDDLE, VERIFY = "middle", "verify"
+"""The two kinds of session of a bisection (the module's docstring)."""
+
+NOT_REPRODUCED = "not reproduced"
+"""A session's decision where its reference and its moved end are at one level (equivalent)."""
+
+SPARE_DECISIONS = 1
+"""Decisions beyond the halving's ⌈log₂ candidates⌉ and the verification that the budget is shared with: commits
+that fail to build push the middle off centre, and the halving may need a step more."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """A finished session: commit `candidate` against commits `reference` (good level) and `moved` (bad level),
+    indexes into the range.
+
+    ``decision`` is :data:`results.stats.MOVED`, :data:`results.stats.AT_LEVEL`, :data:`NOT_REPRODUCED` or
+    ``UNDECIDED`` (its budget ran out). ``change``, ``low`` and ``high`` are the candidate's relative change over
+    the reference and its interval (None where the session had none); ``rounds`` and ``seconds`` what it took."""
+
+    role: str
+    reference: int
+    candidate: int
+    moved: int
+    decision: str
+    change: float | None = None
+    low: float | None = None
+    high: float | None = None
+    rounds: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Measure:
+    """The next session: `candidate` between `reference` and `moved`, decided at `alpha`; ``check_ends`` asks it
+    to stop as *not reproduced* where the reference and the moved end are equivalent."""
+
+    role: str
+    reference: int
+    candidate: int
+    moved: int
+    alpha: float
+    check_ends: bool = False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a bisection found: the culprit's index with its change over its parent (from the verify session), or
+    None with the range left (``last_good`` … ``first_bad``) and why it is not isolated."""
+
+    culprit: int | None
+    last_good: int
+    first_bad: int
+    change: float | None = None
+    low: float | None = None
+    high: float | None = None
+    reason: str = ""
+
+
+def decision_alpha(commits: int, alpha: float) -> float:
+    """Each level decision's share of the error budget `alpha` in a range of `commits` (both ends included)."""
+    if isinstance(commits, bool) or not isinstance(commits, int) or commits < 2:
+        raise ValueError(f"`commits` must be a whole number of at least 2 (the last good and the first bad); "
+                         f"got {commits!r}.")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"`alpha` must be strictly between 0 and 1; got {alpha!r}.")
+    return alpha / (_halvings(commits) + 1 + SPARE_DECISIONS)
+
+
+def next_step(*, commits: int, steps: Sequence[Step], failed: Collection[int] = (), alpha: float) -> Measure | Outcome:
+    """The next session of a bisection, or its outcome, from the steps finished so far.
+
+    Parameters
+    ----------
+    commits : int
+        The range's length, both ends included (at least 2).
+    steps : sequence of Step
+        The finished sessions, in the order they ran.
+    failed : collection of int
+        Indexes of commits that failed to build (never chosen again; no step of theirs).
+    alpha : float
+        The probability that the named culprit is wrong.
+    """
+    share = decision_alpha(commits, alpha)
+    last = commits - 1
+    good, bad = 0, last
+    for step in steps:
+        if step.decision == NOT_REPRODUCED:
+            if step.role == VERIFY:
+                return Outcome(None, good, bad, step.change, step.low, step.high, reason=(
+                    f"commit {step.reference}, the parent of the commit the halving named, is at the bad level: the "
+                    f"range holds several changes, or a step was decided wrongly"))
+            return Outcome(None, 0, last, reason="the regression does not reproduce between the ends on this machine")
+        if step.decision not in (AT_LEVEL, MOVED):
+            return Outcome(None, good, bad, reason=f"the {step.role} session of commit {step.candidate} decided "
+                                                   f"nothing within its budget: too noisy for this effect")
+        if step.role == VERIFY:
+            if step.decision == MOVED:
+                return Outcome(bad, good, bad, step.change, step.low, step.high)
+            return Outcome(None, good, bad, step.change, step.low, step.high, reason=(
+                "the commit the halving named is at its parent's level: the range holds several changes, or a "
+                "step was decided wrongly"))
+        if step.decision == MOVED:
+            bad = step.candidate
+        else:
+            good = step.candidate
+    middle = _middle(good, bad, failed)
+    if middle is not None:
+        if len(steps) >= _halvings(commits) + SPARE_DECISIONS:
+            return Outcome(None, good, bad, reason="the error budget's decisions are spent (build failures kept "
+                                                   "the halving off centre)")
+        return Measure(MIDDLE, 0, middle, last, share, check_ends=not steps)
+    if bad - good > 1:
+        return Outcome(None, good, bad, reason=f"commits {good + 1}–{bad - 1} failed to build: the culprit is one "
+                                               f"of them or commit {bad}")
+    return Measure(VERIFY, good, bad, last, share, check_ends=True)
+
+
+def _halvings(commits: int) -> int:
+    return max(1, math.ceil(math.log2(commits - 1)))
+
+
+def _middle(good: int, bad: int, failed: Collection[int]) -> int | None:
+    """The commit strictly between `good` and `bad` nearest their middle that did not fail to build (the earlier
+    of two as near); None where there is none."""
+    candidates = [index for index in range(good + 1, bad) if index not in failed]
+    if not candidates:
+        return None
+    centre = (good + bad) / 2
+    return min(candidates, key=lambda index: (abs(index - centre), index))
