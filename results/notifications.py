@@ -9,6 +9,7 @@ address (``PILOTWEB_SITE_URL``), there being no request to take it from.
 
 import http.client
 import smtplib
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import date
 from datetime import timedelta
@@ -16,6 +17,7 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.core.mail import send_mail
+from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.urls import reverse
 from django.utils import timezone
@@ -24,6 +26,7 @@ from django.utils.html import format_html, format_html_join
 from . import outbound
 from .stored_rows import stored_rows
 from .models import (
+    Alert,
     AlertGroup,
     Channel,
     Comparison,
@@ -100,11 +103,12 @@ def _site_url(path: str) -> str:
     return f"{settings.PILOTWEB_SITE_URL}{path}" if settings.PILOTWEB_SITE_URL else ""
 
 
-def alert_group_summary(group: AlertGroup) -> AlertGroupSummary:
-    """A group's alerts as rows (the change and verdict formatted as on every page), with their addresses; every
-    name on one line (:func:`results.presentation.single_line`), so none adds a line to a text or an e-mail."""
+def alert_group_summary(group: AlertGroup, *, alert_ids: Collection[int] | None = None) -> AlertGroupSummary:
+    """A group's alerts (those of `alert_ids` only, where given: the ones not announced yet) as rows (the change
+    and verdict formatted as on every page), with their addresses; every name on one line
+    (:func:`results.presentation.single_line`), so none adds a line to a text or an e-mail."""
     run = group.run
-    every = list(group.alerts.all())
+    every = [alert for alert in group.alerts.all() if alert_ids is None or alert.pk in alert_ids]
     alerts = [alert for alert in every if alert.incident_id is None]
     rows = stored_rows([(alert.comparison.candidate, alert.comparison) for alert in alerts])
     alerts_path = f"{reverse('results:alerts')}?{urlencode({'project': run.project.slug})}"
@@ -230,11 +234,16 @@ CLAIM = timedelta(minutes=10)
 
 
 def pending_groups(*, older_than: timedelta = timedelta(minutes=2)) -> list[int]:
-    """Alert groups with a channel still to try now (or none made yet: their enqueue was lost), oldest first."""
+    """Alert groups with a channel still to try now (or none made yet, or alerts joined since they were announced:
+    their enqueue was lost), oldest first."""
     now = timezone.now()
     due = Delivery.objects.filter(group=OuterRef("pk"), status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
-    return list(AlertGroup.objects.filter(notified_at__isnull=True, created_at__lt=now - older_than)
-                .filter(Q(Exists(due)) | ~Q(Exists(Delivery.objects.filter(group=OuterRef("pk")))))
+    unannounced = Alert.objects.filter(group=OuterRef("pk"), announced_at__isnull=True,
+                                       updated_at__lt=now - older_than)
+    none_made = ~Q(Exists(Delivery.objects.filter(group=OuterRef("pk"))))
+    waiting = Q(notified_at__isnull=True) & (Q(Exists(due)) | none_made)
+    joined = Q(notified_at__isnull=False) & Q(Exists(unannounced))
+    return list(AlertGroup.objects.filter(created_at__lt=now - older_than).filter(waiting | joined)
                 .order_by("created_at").values_list("pk", flat=True))
 
 
@@ -246,8 +255,10 @@ def notify_alert_group(*, group_id: int) -> None:
     is pending."""
     group = (AlertGroup.objects.select_related("run__project", "run__machine", "run__revision")
              .prefetch_related("alerts__comparison__candidate__metric__benchmark").get(pk=group_id))
+    fresh = [alert.pk for alert in group.alerts.all() if alert.announced_at is None]
     if group.notified_at is not None:
-        return
+        if not fresh or not _reopened(group):
+            return
     project = group.run.project
     recipients = [address.strip() for address in project.notify_emails.split(",") if address.strip()]
     now = timezone.now()
@@ -263,7 +274,7 @@ def notify_alert_group(*, group_id: int) -> None:
                                                                             next_attempt_at=now + CLAIM)
         if not claimed:
             continue
-        summary = summary or alert_group_summary(group)
+        summary = summary or alert_group_summary(group, alert_ids=fresh)
         try:
             _send(delivery.channel, project=project, summary=summary, recipients=recipients, run_id=group.run_id)
         except (OSError, smtplib.SMTPException, http.client.HTTPException, outbound.OutboundHTTPError,
@@ -277,7 +288,23 @@ def notify_alert_group(*, group_id: int) -> None:
             Delivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.SENT, sent_at=timezone.now(),
                                                            error="")
     if not Delivery.objects.filter(group=group, status=DeliveryStatus.PENDING).exists():
-        AlertGroup.objects.filter(pk=group.pk, notified_at__isnull=True).update(notified_at=timezone.now())
+        done = timezone.now()
+        with transaction.atomic():
+            AlertGroup.objects.filter(pk=group.pk, notified_at__isnull=True).update(notified_at=done)
+            Alert.objects.filter(pk__in=fresh, announced_at__isnull=True).update(announced_at=done)
+
+
+def _reopened(group: AlertGroup) -> bool:
+    """A group already announced that alerts have joined since (the daily scan opens a change point's alert in
+    its series' newest group): its channels are made pending again, to announce the new ones. False where
+    another worker reopened it first."""
+    with transaction.atomic():
+        if not AlertGroup.objects.filter(pk=group.pk, notified_at=group.notified_at).update(notified_at=None):
+            return False
+        Delivery.objects.filter(group=group).update(status=DeliveryStatus.PENDING, attempts=0, error="",
+                                                    next_attempt_at=timezone.now())
+    group.notified_at = None
+    return True
 
 
 def _send(channel: str, *, project, summary: AlertGroupSummary, recipients: list[str], run_id: int) -> None:

@@ -166,6 +166,10 @@ class Alert(models.Model):
     bug_url = models.URLField("bug", max_length=500, blank=True, help_text="The issue that follows the change up.")
     assignee = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                                  related_name="assigned_alerts", help_text="Who follows the change up.")
+    announced_at = models.DateTimeField(
+        null=True, blank=True, help_text="When its group's notification named it (every channel done): an alert "
+                                         "that joins a group already announced, as the daily scan's do, is announced "
+                                         "anew.")
     updated_at = models.DateTimeField(auto_now=True)
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                                    related_name="+")

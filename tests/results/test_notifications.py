@@ -3,6 +3,7 @@ each change and links to its alert and run, which chat webhooks post as it is; S
 
 import json
 import threading
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
@@ -252,3 +253,27 @@ def test_names_stored_with_line_breaks_add_no_line_to_the_text_or_the_email(sett
     (message,) = mail.outbox
     assert "\n" not in message.subject and len(message.body.splitlines()) == 2
     assert message.body.splitlines()[1].startswith("- sort - fake alert (time) +")
+
+
+def test_an_alert_that_joins_a_group_already_announced_is_announced_on_its_own(settings):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    settings.PILOTWEB_SITE_URL = SITE
+    group = regressed_group()
+    Project.objects.update(notify_emails="perf@example.com")
+    first, joining = Alert.objects.filter(group=group).order_by("pk")
+    # The second alert is the daily scan's, opened after the night's group was announced: kept apart until then.
+    elsewhere = AlertGroup.objects.create(run=group.run.project.runs.exclude(pk=group.run_id).first())
+    Alert.objects.filter(pk=joining.pk).update(group=elsewhere)
+
+    notifications.notify_alert_group(group_id=group.pk)
+    Alert.objects.filter(pk=joining.pk).update(group=group)
+    elsewhere.delete()
+    assert notifications.pending_groups(older_than=timedelta(0)) == [group.pk]
+    notifications.notify_alert_group(group_id=group.pk)
+    notifications.notify_alert_group(group_id=group.pk)  # once announced, not again
+
+    assert [len(message.body.split(f"#alert-{first.pk}")) - 1 for message in mail.outbox] == [1, 0]
+    assert [len(message.body.split(f"#alert-{joining.pk}")) - 1 for message in mail.outbox] == [0, 1]
+    assert set(Alert.objects.filter(group=group).values_list("announced_at", flat=True)) != {None}
+    assert not Alert.objects.filter(group=group, announced_at__isnull=True).exists()
+    assert notifications.pending_groups(older_than=timedelta(0)) == []
