@@ -17,7 +17,7 @@ from ninja.pagination import paginate
 from pydantic import Field
 from pydantic import ValidationError as PydanticValidationError
 
-from . import selectors, services
+from . import exports, selectors, services
 from .stored_rows import stored_rows
 from .alerts import set_alert_status, triage_incident
 from .api_framework import (
@@ -445,6 +445,39 @@ def incident_outs(incidents: list[Incident]) -> list[dict]:
              "machine": incident.machine.name, "night": incident.night.isoformat(), "status": incident.status,
              "first_run_id": incident.first_run_id, "text": incident_line(incident).text,
              "alert_ids": members.get(incident.pk, [])} for incident in incidents]
+
+
+class SheriffWeekOut(Schema):
+    week: str
+    alerts: int
+    incidents: int
+    false_alerts: int
+    false_share: float | None
+    regressions_confirmed: int
+    median_hours_to_alert: float | None
+    median_hours_to_triage: float | None
+
+
+class SheriffOut(Schema):
+    project: str
+    weeks: list[SheriffWeekOut]
+    total: SheriffWeekOut
+    untriaged: int
+
+
+@api.get("/projects/{slug}/sheriff", response={200: SheriffOut, **refusals(401, 404, 422)}, auth=READ_AUTH,
+         url_name="project_sheriff", summary="A project's sheriff numbers, week by week")
+def project_sheriff(request: HttpRequest, slug: Annotated[str, Field(max_length=100)],
+                    weeks: Annotated[int, Field(ge=1, le=260)] = selectors.SHERIFF_WEEKS):
+    """Alerts and incidents opened each week, those later found false (invalid, or dismissed by later nights),
+    regressions confirmed, and the median hours from a change's first bad night to its alert and from the alert to
+    its triage; ``total`` over the weeks asked for."""
+    try:
+        numbers = selectors.sheriff_numbers(viewer=request.user, project=slug, weeks=weeks)
+    except Project.DoesNotExist:
+        raise Http404(f"No project {slug}.") from None
+    return {"project": numbers.project.slug, "weeks": exports.sheriff_records(numbers),
+            "total": exports.sheriff_record(numbers.total), "untriaged": numbers.untriaged}
 
 
 @api.get("/incidents", response={200: list[IncidentOut], **READ_REFUSALS}, auth=READ_AUTH, url_name="incident_list",

@@ -178,3 +178,16 @@ def run_records(entries, *, url: str) -> list[dict]:
         "failed": entry.failed,
         "changes": entry.counts, "url": f"{url}{entry.run.pk}/",
     } for entry in entries]
+
+
+def sheriff_records(numbers) -> list[dict]:
+    """A project's sheriff numbers, a row a week (:func:`results.selectors.sheriff_numbers`), oldest first."""
+    return [sheriff_record(week) for week in numbers.weeks]
+
+
+def sheriff_record(week) -> dict:
+    """One week's sheriff numbers (or the period's total) as a row."""
+    return {"week": week.start.isoformat(), "alerts": week.alerts, "incidents": week.incidents,
+            "false_alerts": week.false_alerts, "false_share": week.false_share,
+            "regressions_confirmed": week.regressions_confirmed, "median_hours_to_alert": week.hours_to_alert,
+            "median_hours_to_triage": week.hours_to_triage}

@@ -5,6 +5,7 @@ from .views import alerts as alert_views
 from .views import history
 from .views import nightly
 from .views import runs
+from .views import sheriff
 
 app_name = "results"
 
@@ -13,6 +14,7 @@ urlpatterns = [
     path("alerts/", alert_views.alerts, name="alerts"),
     path("compare/", nightly.compare, name="compare"),
     path("runs/", runs.runs, name="runs"),
+    path("projects/<slug:slug>/sheriff/", sheriff.sheriff, name="sheriff"),
     path("runs/<id:run_id>/pr/", nightly.pr_review, name="pr_review"),
     path("history/<id:metric_id>/", history.history, name="history"),
     path("runs/<id:run_id>/", history.run, name="run"),

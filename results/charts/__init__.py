@@ -10,6 +10,7 @@ entities back for display, so a name like ``<b>x</b>`` shows as typed and never 
 
 - :mod:`.history`: a metric's history (run means over time, bands, change points, alerts);
 - :mod:`.run`: one run in detail (readings, autocorrelation, CI narrowing, utilisation, monitoring overhead);
+- :mod:`.sheriff`: a project's sheriff numbers week by week;
 - :mod:`.axes`: the y ranges both draw (the bulk of the values, outliers at the edge, a linear/log switch);
 - :mod:`.style`: the look every figure shares (palette, font, layout, escaped labels).
 
@@ -25,11 +26,13 @@ from .run import (
     samples_figure,
     utilisation_figure,
 )
+from .sheriff import SheriffPoint, sheriff_figure
 from .style import Figure
 
 __all__ = [
     "AlertMarker", "ChangePointRow", "HistoryPoint", "history_bands", "history_figure",
     "NarrowingPoint", "autocorrelation_figure", "ci_narrowing_figure", "overhead_figure", "samples_figure",
     "utilisation_figure",
+    "SheriffPoint", "sheriff_figure",
     "Figure",
 ]

@@ -5,6 +5,7 @@
 - :mod:`.compare`: two runs compared, tonight's baseline, a pull request's review;
 - :mod:`.alert_page`: the alerts page;
 - :mod:`.history`: a metric's history, one run in detail;
+- :mod:`.sheriff`: a project's sheriff numbers, week by week;
 - :mod:`.table_rows`: what their comparison tables share (the row limit, sparklines).
 
 Views call them as ``selectors.<name>``; the names are re-exported here.
@@ -59,6 +60,7 @@ from .overview import (
     ProjectOverview,
     nightly_overview,
 )
+from .sheriff import SHERIFF_WEEKS, SheriffNumbers, SheriffWeek, sheriff_numbers
 from .table_rows import ROW_LIMIT, SPARKLINE_POINTS
 
 __all__ = [
@@ -72,5 +74,6 @@ __all__ = [
     "run_with_results", "runs",
     "PROJECTS_PER_PAGE", "WITHOUT_NIGHT_NAMED", "NightlyOverview", "OverviewGroup", "ProjectOverview",
     "nightly_overview",
+    "SHERIFF_WEEKS", "SheriffNumbers", "SheriffWeek", "sheriff_numbers",
     "ROW_LIMIT", "SPARKLINE_POINTS",
 ]

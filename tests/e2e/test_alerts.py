@@ -58,3 +58,21 @@ def test_an_alert_seen_on_two_machines_is_triaged_with_a_bug_link_and_an_assigne
     expect(page.locator("tr.alert-row")).to_have_id(f"alert-{first.pk}")
     # Its sibling on the other machine is still named, and linked to its series' history.
     expect(page.locator("tr.shift-head")).to_contain_text("bench-2: alert #")
+
+
+def test_the_sheriff_numbers_open_from_the_alerts_page_with_their_chart(page, screenshot):
+    from tests.results.test_sheriff import opened_alerts
+
+    opened_alerts()
+    slug = Project.objects.get().slug
+
+    page.goto("/alerts/")
+    page.get_by_role("link", name="sheriff numbers").first.click()
+    page.wait_for_url(re.compile(rf"/projects/{slug}/sheriff/$"))
+    page.wait_for_selector(".js-plotly-plot .main-svg")
+
+    expect(page.locator('dd[data-total="alerts"]')).to_have_text("3")
+    names = page.evaluate("document.querySelector('.js-plotly-plot').data.map(trace => trace.name)")
+    assert names[:2] == ["alerts opened", "later found false (invalid or dismissed)"]
+    assert page.locator(".js-plotly-plot .barlayer .point").count() >= 1
+    screenshot("sheriff")
