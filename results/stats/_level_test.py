@@ -1,14 +1,14 @@
-"""Is a commit at the good level or at the bad one? Two adaptive sequential probability ratio tests, run together.
+"""Is a commit at the good level or at the bad one? Two sequential tests, run together, exact for any noise.
 
 A bisection asks this of every commit it measures. Its session reads three commits in each round: the reference
-(last good), the candidate and the moved end (first bad). Whether the candidate is at the reference's level is a
-simple hypothesis about ``c − r`` (mean zero), whatever the effect; whether it is at the moved level is one about
-``c − m``. Each is tested against the other level by Wald's likelihood ratio with the unknown effect replaced by
-its estimate from the earlier rounds (Robbins & Siegmund 1974, the adaptive SPRT): the ratio stays a martingale
-under the hypothesis it tests, so by Ville's inequality it ever reaches ``1/α`` with probability at most α, however
-often it is looked at and however wrong the effect's estimate (which only slows it). The first ratio to reach
-``1/α`` decides. Known or precisely estimated variance makes both bounds exact; a variance estimated from few
-rounds is inflated by ``ν/(ν − 2)``, a t variable's variance, so that they hold as measured (the tests).
+(last good), the candidate and the moved end (first bad). A candidate at the reference's level reads like the
+reference, so in each round ``d = c − r`` is as likely to be positive as negative (symmetric about zero, whatever the
+noise's distribution and spread); a candidate at the moved level makes ``e = c − m`` symmetric likewise. For a
+symmetric ``d``, ``exp(λd − λ²d²/2)`` has expectation at most one for any λ fixed before it is read (de la Peña
+1999), so the product over the rounds is a nonnegative supermartingale, and by Ville's inequality it ever reaches
+``1/α`` with probability at most α, however often it is looked at. Each test bets λ in the direction of the other
+level, sized from the rounds before (the move and the spread estimated so far, and the ends' earlier readings):
+the estimates set its speed, never its level. The first test to reach ``1/α`` decides.
 """
 
 from dataclasses import dataclass
@@ -58,15 +58,16 @@ class LevelTest:
 def bracketed_level_test(reference, candidate, moved, *, alpha=0.01, direction=1, earlier=None, burn_in=5):
     """Decide whether `candidate` is at the level of `reference` or at that of `moved`, from interleaved rounds.
 
-    With ``d_i = c_i − r_i`` and ``e_i = c_i − m_i`` in round i, ``Δ_i`` the estimate of ``m − r`` from the
-    rounds before i (and the `earlier` readings), kept on the regression's side, and ``v`` the variances of
-    ``d`` and ``e`` estimated from the rounds before i:
+    With ``d_i = c_i − r_i``, ``e_i = c_i − m_i``, ``Δ_i`` the estimate of ``m − r`` from the rounds before i (and
+    the `earlier` readings), kept on the regression's side, and ``v`` the variance of ``d`` (``e``) before round i:
 
-        ``log Λ_moved = Σ (Δ_i d_i − Δ_i²/2) / v_d``  (tests ``E d = 0``: the candidate at the reference's level),
-        ``log Λ_level = Σ (−Δ_i e_i − Δ_i²/2) / v_e``  (tests ``E e = 0``: the candidate at the moved level).
+        ``log Λ_moved = Σ (λ_i d_i − λ_i² d_i²/2)`` with ``λ_i = Δ_i / (v_d + Δ_i²)`` (tests "at the reference's
+        level": ``d`` symmetric about zero),
+        ``log Λ_level = Σ (−μ_i e_i − μ_i² e_i²/2)`` with ``μ_i = Δ_i / (v_e + Δ_i²)`` (tests "at the moved level").
 
-    The first round at which either reaches ``log(1/α)`` decides (*moved*, resp. *at level*; the larger where
-    both do).
+    λ maximises the expected gain ``λΔ − λ²(v + Δ²)/2`` of a round under the other level: ``Δ²/(2(v + Δ²))``,
+    Wald's ``Δ²/2v`` where the move is small beside the spread. The first round at which either ratio reaches
+    ``log(1/α)`` decides (*moved*, resp. *at level*; the larger where both do).
 
     Parameters
     ----------
@@ -74,17 +75,16 @@ def bracketed_level_test(reference, candidate, moved, *, alpha=0.01, direction=1
         The three commits' readings, one of each a round, in the order the rounds ran.
     alpha : float, optional
         The probability of each wrong decision: *moved* for a candidate at the reference's level, *at level*
-        for one at the moved level.
+        for one at the moved level. Exact for any noise symmetric in the two commits compared (the same code
+        read in the same rounds), by the supermartingale above.
     direction : {1, -1}, optional
         The side of the move: +1 where the moved end reads higher (times). An estimate on the other side
-        counts as no move yet.
+        counts as no move yet (no bet).
     earlier : tuple of array_like, optional
         ``(reference_readings, moved_readings)`` from earlier sessions of the same two commits: the move and the
-        spread are estimated from them from the first round on (the test stays valid: they are fixed before
-        it starts).
+        spread are estimated from them from the first round on.
     burn_in : int, optional
-        Rounds read before the ratios start to accumulate where there are no earlier readings (the spread is
-        not yet known).
+        Rounds read before the first bet where there are no earlier readings (the move is not yet known).
 
     Returns
     -------
@@ -92,9 +92,11 @@ def bracketed_level_test(reference, candidate, moved, *, alpha=0.01, direction=1
 
     References
     ----------
-    Wald, A. (1947). *Sequential Analysis*. Wiley, ch. 3. Robbins, H. & Siegmund, D. (1974). The expected sample
-    size of some tests of power one. *Ann. Statist.* 2, 415–436 (the adaptive likelihood ratio, a martingale
-    under the null). Ville, J. (1939). *Étude critique de la notion de collectif*, the maximal inequality.
+    de la Peña, V. H. (1999). A general class of exponential inequalities for martingales and ratios. *Ann.
+    Probab.* 27, 537–564 (the bound for symmetric increments). Howard, S. R., Ramdas, A., McAuliffe, J. &
+    Sekhon, J. (2020). Time-uniform Chernoff bounds via nonnegative supermartingales. *Probab. Surveys* 17,
+    257–317. Wald, A. (1947). *Sequential Analysis*. Wiley, ch. 3. Ville, J. (1939). *Étude critique de la notion
+    de collectif*.
     """
     alpha = check_confidence(alpha, "alpha")
     if direction not in (1, -1):
@@ -114,26 +116,25 @@ def bracketed_level_test(reference, candidate, moved, *, alpha=0.01, direction=1
             earlier_reference, earlier_moved = (_readings(values, "earlier") for values in earlier)
         except (TypeError, ValueError):
             raise ValueError("`earlier` must be (reference readings, moved readings).") from None
-    start = 0 if min(earlier_reference.size, earlier_moved.size) >= burn_in else burn_in
+    start = 0 if min(earlier_reference.size, earlier_moved.size) >= 2 else burn_in
 
-    # Running sums before each round (round i sees rounds < i and the earlier readings).
-    mean_r, var_r, count_r = _before_each(reference, earlier_reference)
-    mean_m, var_m, count_m = _before_each(moved, earlier_moved)
-    _, var_c, count_c = _before_each(candidate, np.empty(0))
+    # What round i bets with is computed from the rounds before it and the earlier readings only.
+    mean_r, count_r = _mean_before_each(reference, earlier_reference)
+    mean_m, count_m = _mean_before_each(moved, earlier_moved)
     shift = direction * np.maximum(direction * (mean_m - mean_r), 0.0)
-    # One spread for the three commits of one benchmark on one machine, pooled (each about its own mean): the
-    # candidate's few first rounds then borrow the ends' many readings.
-    parts = [(var_r, count_r), (var_m, count_m), (var_c, count_c)]
-    sums = sum(np.where(count >= 2, variance * (count - 1), 0.0) for variance, count in parts)
-    df = sum(np.where(count >= 2, count - 1, 0) for _, count in parts)
+    # Before the session has spread of its own: the ends' earlier readings (two commits' variances add).
+    fallback = (np.var(earlier_reference, ddof=1) + np.var(earlier_moved, ddof=1)
+                if min(earlier_reference.size, earlier_moved.size) >= 2 else np.nan)
+    below = candidate - reference  # mean zero, and symmetric, for a candidate at the reference's level
+    above = candidate - moved  # likewise for a candidate at the moved level
     with np.errstate(divide="ignore", invalid="ignore"):
-        pooled = np.where(df > 0, sums / df, np.nan) * _inflation(df + 1)
-    var_d = var_e = 2.0 * pooled
-    with np.errstate(divide="ignore", invalid="ignore"):
-        live = (np.arange(reference.size) >= start) & np.isfinite(var_d) & np.isfinite(var_e) \
-            & (var_d > 0) & (var_e > 0) & np.isfinite(shift)
-        step_moved = np.where(live, (shift * (candidate - reference) - shift**2 / 2) / var_d, 0.0)
-        step_level = np.where(live, (-shift * (candidate - moved) - shift**2 / 2) / var_e, 0.0)
+        bet_moved = shift / (_variance_before_each(below, fallback) + shift**2)
+        bet_level = shift / (_variance_before_each(above, fallback) + shift**2)
+    live = (np.arange(reference.size) >= start) & (count_r > 0) & (count_m > 0)
+    bet_moved = np.where(live & np.isfinite(bet_moved), bet_moved, 0.0)
+    bet_level = np.where(live & np.isfinite(bet_level), bet_level, 0.0)
+    step_moved = bet_moved * below - (bet_moved * below) ** 2 / 2
+    step_level = -bet_level * above - (bet_level * above) ** 2 / 2
     log_moved, log_level = np.cumsum(step_moved), np.cumsum(step_level)
     bound = np.log(1.0 / alpha)
     crossed = np.flatnonzero((log_moved >= bound) | (log_level >= bound))
@@ -141,13 +142,16 @@ def bracketed_level_test(reference, candidate, moved, *, alpha=0.01, direction=1
     decision = UNDECIDED if not crossed.size else MOVED if log_moved[at] >= log_level[at] else AT_LEVEL
     seen = slice(0, at + 1)
     reference_mean = np.concatenate([earlier_reference, reference[seen]]).mean()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shift_seen = np.concatenate([earlier_moved, moved[seen]]).mean() / reference_mean - 1.0
+        change_seen = candidate[seen].mean() / reference[seen].mean() - 1.0
     return LevelTest(
         decision=decision,
         rounds=at + 1,
         log_ratio_moved=float(log_moved[at]),
         log_ratio_at_level=float(log_level[at]),
-        shift=float(np.concatenate([earlier_moved, moved[seen]]).mean() / reference_mean - 1.0),
-        change=float(candidate[seen].mean() / reference[seen].mean() - 1.0),
+        shift=float(shift_seen),
+        change=float(change_seen),
         alpha=alpha,
     )
 
@@ -162,20 +166,21 @@ def _readings(values, name):
     return array
 
 
-def _before_each(values, earlier):
-    """The mean, variance (ddof 1) and count of `earlier` and the session's readings before each round."""
-    cumulative = np.concatenate([[0.0], np.cumsum(values)])[:-1] + earlier.sum()
-    squares = np.concatenate([[0.0], np.cumsum(values**2)])[:-1] + (earlier**2).sum()
+def _mean_before_each(values, earlier):
+    """The mean and count of `earlier` and the session's readings before each round (NaN before any)."""
+    sums = np.concatenate([[0.0], np.cumsum(values)])[:-1] + earlier.sum()
     counts = np.arange(values.size) + earlier.size
     with np.errstate(divide="ignore", invalid="ignore"):
-        means = cumulative / counts
-        variances = np.maximum(squares - counts * means**2, 0.0) / (counts - 1)
-    return means, np.where(counts >= 2, variances, np.nan), counts
+        return sums / counts, counts
 
 
-def _inflation(counts):
-    """``ν/(ν − 2)`` for ν = counts − 1 (∞ below ν = 3): a variance estimated from few readings, made large
-    enough that the plug-in ratio keeps its level."""
-    df = counts - 1.0
+def _variance_before_each(values, fallback):
+    """The variance (ddof 1) of the session's `values` before each round, `fallback` before two; sums taken about
+    the first value, so a large level does not cancel a small spread away."""
+    centred = values - values[0]
+    counts = np.arange(values.size)
+    sums = np.concatenate([[0.0], np.cumsum(centred)])[:-1]
+    squares = np.concatenate([[0.0], np.cumsum(centred**2)])[:-1]
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(df > 2, df / (df - 2), np.inf)
+        variances = np.maximum(squares - sums**2 / counts, 0.0) / (counts - 1)
+    return np.where(counts >= 2, variances, fallback)

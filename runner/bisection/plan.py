@@ -13,10 +13,13 @@ decided by :func:`results.stats.bracketed_level_test`:
 2. *verify*: the commit the halving named against its parent and the first bad commit: it must have moved, and
    its parent must not be at the bad level already.
 
-Every level decision gets the same share of the error budget, α / (⌈log₂ candidates⌉ + 1 + SPARE_DECISIONS), so
-the named culprit is wrong with probability at most α (Bonferroni over the decisions it rests on: a wrong one can
-mislead the halving, and the verification rejects most of those). Because the plan is a function of the finished
-steps, a bisection whose worker died resumes by calling it again with the steps stored so far.
+Every test a bisection makes gets the same share of the error budget α: the halving's ⌈log₂ candidates⌉ level
+decisions, the verification's, SPARE_DECISIONS more for halvings that build failures push off centre, and the two
+checks of the ends (:func:`decision_alpha`). So a bisection names the right culprit with probability at least
+1 − α when its sessions decide; and it names a wrong one only if its verification errs (a commit and its parent
+at one level, decided moved): with probability at most one share. Because the plan is a function of the finished
+steps (each checked to be the one the plan asked for), a bisection whose worker died resumes by calling it again
+with the steps stored so far.
 """
 
 import math
@@ -36,6 +39,9 @@ NOT_REPRODUCED = "not reproduced"
 SPARE_DECISIONS = 1
 """Decisions beyond the halving's ⌈log₂ candidates⌉ and the verification that the budget is shared with: commits
 that fail to build push the middle off centre, and the halving may need a step more."""
+ENDS_CHECKS = 2
+"""Tests of the ends that share the budget: the first session's (do the ends still differ?) and the verification's
+(is the named commit's parent not at the bad level already?)."""
 
 
 @dataclass(frozen=True)
@@ -87,13 +93,13 @@ class Outcome:
 
 
 def decision_alpha(commits: int, alpha: float) -> float:
-    """Each level decision's share of the error budget `alpha` in a range of `commits` (both ends included)."""
+    """Each test's share of the error budget `alpha` in a range of `commits` (both ends included)."""
     if isinstance(commits, bool) or not isinstance(commits, int) or commits < 2:
         raise ValueError(f"`commits` must be a whole number of at least 2 (the last good and the first bad); "
                          f"got {commits!r}.")
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"`alpha` must be strictly between 0 and 1; got {alpha!r}.")
-    return alpha / (_halvings(commits) + 1 + SPARE_DECISIONS)
+    return alpha / (_halvings(commits) + 1 + SPARE_DECISIONS + ENDS_CHECKS)
 
 
 def next_step(*, commits: int, steps: Sequence[Step], failed: Collection[int] = (), alpha: float) -> Measure | Outcome:
@@ -113,9 +119,14 @@ def next_step(*, commits: int, steps: Sequence[Step], failed: Collection[int] = 
     share = decision_alpha(commits, alpha)
     last = commits - 1
     good, bad = 0, last
-    for step in steps:
+    for position, step in enumerate(steps):
+        asked = _planned(good, bad, last, failed, share, first=position == 0)
+        if not isinstance(asked, Measure) or (step.role, step.reference, step.candidate, step.moved) != (
+                asked.role, asked.reference, asked.candidate, asked.moved):
+            raise ValueError(f"step {position} ({step.role} of commit {step.candidate}) is not the one the plan asked "
+                             f"for: the steps belong to another range or another order")
         if step.decision == NOT_REPRODUCED:
-            if step.role == VERIFY:
+            if step.role == VERIFY and position > 0:
                 return Outcome(None, good, bad, step.change, step.low, step.high, reason=(
                     f"commit {step.reference}, the parent of the commit the halving named, is at the bad level: the "
                     f"range holds several changes, or a step was decided wrongly"))
@@ -133,12 +144,18 @@ def next_step(*, commits: int, steps: Sequence[Step], failed: Collection[int] = 
             bad = step.candidate
         else:
             good = step.candidate
+    if len(steps) >= _halvings(commits) + SPARE_DECISIONS and _middle(good, bad, failed) is not None:
+        return Outcome(None, good, bad, reason="the error budget's decisions are spent (build failures kept the "
+                                               "halving off centre)")
+    return _planned(good, bad, last, failed, share, first=not steps)
+
+
+def _planned(good: int, bad: int, last: int, failed: Collection[int], share: float, *, first: bool
+             ) -> Measure | Outcome:
+    """The session the plan asks for with the range narrowed to `good` … `bad`."""
     middle = _middle(good, bad, failed)
     if middle is not None:
-        if len(steps) >= _halvings(commits) + SPARE_DECISIONS:
-            return Outcome(None, good, bad, reason="the error budget's decisions are spent (build failures kept "
-                                                   "the halving off centre)")
-        return Measure(MIDDLE, 0, middle, last, share, check_ends=not steps)
+        return Measure(MIDDLE, 0, middle, last, share, check_ends=first)
     if bad - good > 1:
         return Outcome(None, good, bad, reason=f"commits {good + 1}–{bad - 1} failed to build: the culprit is one "
                                                f"of them or commit {bad}")

@@ -50,7 +50,7 @@ def test_every_culprit_is_named_in_log2_halvings_and_one_verification(commits):
 
 def test_the_first_session_checks_the_ends_and_every_decision_shares_the_budget():
     first = next_step(commits=33, steps=[], alpha=0.05)
-    assert first == Measure(MIDDLE, 0, 16, 32, 0.05 / (5 + 1 + SPARE_DECISIONS), check_ends=True)
+    assert first == Measure(MIDDLE, 0, 16, 32, 0.05 / (5 + 1 + SPARE_DECISIONS + 2), check_ends=True)
     second = next_step(commits=33, steps=[Step(MIDDLE, 0, 16, 32, MOVED)], alpha=0.05)
     assert (second.candidate, second.check_ends) == (8, False)
 
@@ -87,12 +87,27 @@ def test_a_culprit_whose_parent_failed_to_build_is_a_range():
     assert "19–19 failed to build" in outcome.reason
 
 
-def test_the_halving_stops_when_its_decisions_are_spent():
-    # Halvings far off centre (as many build failures could force): the budget's decisions run out first.
-    steps = [Step(MIDDLE, 0, index, 32, AT_LEVEL) for index in range(1, 5 + SPARE_DECISIONS + 1)]
-    outcome = next_step(commits=33, steps=steps, alpha=0.05)
-    assert outcome.culprit is None and "spent" in outcome.reason
-    assert (outcome.last_good, outcome.first_bad) == (5 + SPARE_DECISIONS, 32)
+def test_the_halving_stops_when_its_decisions_are_spent(monkeypatch):
+    # Build failures push this halving off centre: 5 halvings of 16 candidates, one more than log2. Without the
+    # spare decision the budget does not cover the fifth, and the plan stops before it.
+    failed = {2, 4, 5, 9, 12}
+    outcome, steps = run(17, 16, failed=failed)
+    assert outcome.culprit == 16 and [step.candidate for step in steps] == [8, 11, 13, 14, 15, 16]
+    monkeypatch.setattr("runner.bisection.plan.SPARE_DECISIONS", 0)
+    outcome, steps = run(17, 16, failed=failed)
+    assert outcome.culprit is None and "spent" in outcome.reason and (outcome.last_good, outcome.first_bad) == (14, 16)
+    assert len(steps) == 4
+
+
+def test_steps_that_are_not_the_plans_are_refused():
+    steps = [Step(MIDDLE, 0, 5, 32, MOVED)]
+    with pytest.raises(ValueError, match="step 0 .middle of commit 5. is not the one the plan asked for"):
+        next_step(commits=33, steps=steps, alpha=0.05)
+
+
+def test_a_single_commit_range_that_does_not_reproduce_says_so():
+    outcome = next_step(commits=2, steps=[Step(VERIFY, 0, 1, 1, NOT_REPRODUCED)], alpha=0.05)
+    assert outcome.culprit is None and "does not reproduce" in outcome.reason
 
 
 def test_build_failures_cost_at_most_one_halving_more_than_log2():
