@@ -30,6 +30,7 @@ __all__ = [
     "bh_qvalues",
     "contradicts",
     "final_verdicts",
+    "is_false_alert",
     "is_high_p",
     "is_significant",
     "qvalues_by_method",
@@ -77,6 +78,16 @@ NIGHTLY_ALERTS = (Verdict.REGRESSION, SUSPECTED_REGRESSION, Verdict.IMPROVEMENT,
 def contradicts(verdict: str, side: str | None) -> bool:
     """A verdict that dismisses a change to ``side``: no change, or a change the other way."""
     return verdict == Verdict.NO_CHANGE or CHANGE_SIDES.get(verdict, side) != side
+
+
+INVALID_STATUS, REAL_STATUSES, DISMISSED_STATE = "invalid", ("fixed", "wont_fix"), "dismissed"
+"""The alert statuses and state :func:`is_false_alert` reads (``results.models.AlertStatus``, ``AlertState``)."""
+
+
+def is_false_alert(status: str, state: str) -> bool:
+    """An alert later found false, as its users see it: marked invalid, or dismissed by later nights unless a person
+    said it was real (fixed, won't fix)."""
+    return status == INVALID_STATUS or (state == DISMISSED_STATE and status not in REAL_STATUSES)
 
 
 def is_significant(pvalue: float | None, qvalue: float | None, alpha: float = ALPHA) -> bool:

@@ -239,7 +239,7 @@ def pending_groups(*, older_than: timedelta = timedelta(minutes=2)) -> list[int]
     now = timezone.now()
     due = Delivery.objects.filter(group=OuterRef("pk"), status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
     unannounced = Alert.objects.filter(group=OuterRef("pk"), announced_at__isnull=True,
-                                       updated_at__lt=now - older_than)
+                                       created_at__lt=now - older_than)
     none_made = ~Q(Exists(Delivery.objects.filter(group=OuterRef("pk"))))
     waiting = Q(notified_at__isnull=True) & (Q(Exists(due)) | none_made)
     joined = Q(notified_at__isnull=False) & Q(Exists(unannounced))
@@ -255,15 +255,22 @@ def notify_alert_group(*, group_id: int) -> None:
     is pending."""
     group = (AlertGroup.objects.select_related("run__project", "run__machine", "run__revision")
              .prefetch_related("alerts__comparison__candidate__metric__benchmark").get(pk=group_id))
-    fresh = [alert.pk for alert in group.alerts.all() if alert.announced_at is None]
-    if group.notified_at is not None:
-        if not fresh or not _reopened(group):
-            return
     project = group.run.project
     recipients = [address.strip() for address in project.notify_emails.split(",") if address.strip()]
-    now = timezone.now()
     wanted = [channel for channel, given in ((Channel.EMAIL, recipients), (Channel.WEBHOOK, project.webhook_url))
               if given]
+    if group.notified_at is not None:
+        if all(alert.announced_at is not None for alert in group.alerts.all()) or not _reopened(group, wanted):
+            return
+    if group.announcing_through is None:
+        # The announcement names the alerts the group holds now; those that join while it is under way (a channel
+        # waiting to be retried) are announced by the next one, on every channel.
+        newest = max((alert.pk for alert in group.alerts.all()), default=0)
+        AlertGroup.objects.filter(pk=group.pk, announcing_through__isnull=True).update(announcing_through=newest)
+        group.refresh_from_db(fields=["announcing_through"])
+    named = [alert.pk for alert in group.alerts.all()
+             if alert.announced_at is None and alert.pk <= group.announcing_through]
+    now = timezone.now()
     Delivery.objects.bulk_create([Delivery(group=group, channel=channel, next_attempt_at=now) for channel in wanted],
                                  ignore_conflicts=True)
     summary = None
@@ -274,7 +281,7 @@ def notify_alert_group(*, group_id: int) -> None:
                                                                             next_attempt_at=now + CLAIM)
         if not claimed:
             continue
-        summary = summary or alert_group_summary(group, alert_ids=fresh)
+        summary = summary or alert_group_summary(group, alert_ids=named)
         try:
             _send(delivery.channel, project=project, summary=summary, recipients=recipients, run_id=group.run_id)
         except (OSError, smtplib.SMTPException, http.client.HTTPException, outbound.OutboundHTTPError,
@@ -291,19 +298,21 @@ def notify_alert_group(*, group_id: int) -> None:
         done = timezone.now()
         with transaction.atomic():
             AlertGroup.objects.filter(pk=group.pk, notified_at__isnull=True).update(notified_at=done)
-            Alert.objects.filter(pk__in=fresh, announced_at__isnull=True).update(announced_at=done)
+            Alert.objects.filter(group=group, pk__lte=group.announcing_through, announced_at__isnull=True).update(
+                announced_at=done)
 
 
-def _reopened(group: AlertGroup) -> bool:
+def _reopened(group: AlertGroup, wanted: list[str]) -> bool:
     """A group already announced that alerts have joined since (the daily scan opens a change point's alert in
-    its series' newest group): its channels are made pending again, to announce the new ones. False where
-    another worker reopened it first."""
+    its series' newest group): the channels the project still has are made pending again, and the next
+    announcement names the alerts not announced yet. False where another worker reopened it first."""
     with transaction.atomic():
-        if not AlertGroup.objects.filter(pk=group.pk, notified_at=group.notified_at).update(notified_at=None):
+        if not AlertGroup.objects.filter(pk=group.pk, notified_at=group.notified_at).update(
+                notified_at=None, announcing_through=None):
             return False
-        Delivery.objects.filter(group=group).update(status=DeliveryStatus.PENDING, attempts=0, error="",
-                                                    next_attempt_at=timezone.now())
-    group.notified_at = None
+        Delivery.objects.filter(group=group, channel__in=wanted).update(
+            status=DeliveryStatus.PENDING, attempts=0, error="", next_attempt_at=timezone.now())
+    group.notified_at = group.announcing_through = None
     return True
 
 

@@ -26,13 +26,13 @@ from .run import (
     samples_figure,
     utilisation_figure,
 )
-from .sheriff import SheriffPoint, sheriff_figure
+from .sheriff import sheriff_figure
 from .style import Figure
 
 __all__ = [
     "AlertMarker", "ChangePointRow", "HistoryPoint", "history_bands", "history_figure",
     "NarrowingPoint", "autocorrelation_figure", "ci_narrowing_figure", "overhead_figure", "samples_figure",
     "utilisation_figure",
-    "SheriffPoint", "sheriff_figure",
+    "sheriff_figure",
     "Figure",
 ]

@@ -4,6 +4,7 @@ announced through deliveries, gathered into incidents) and their status changes.
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from .benchmarks import Metric
 from .comparisons import Comparison
@@ -57,6 +58,9 @@ class AlertGroup(models.Model):
     run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="alert_group")
     created_at = models.DateTimeField(auto_now_add=True)
     notified_at = models.DateTimeField(null=True, blank=True)
+    announcing_through = models.BigIntegerField(
+        null=True, blank=True, help_text="The newest alert its announcement under way names (alerts that join later "
+                                         "are announced next): set when the announcement starts.")
 
     class Meta:
         ordering = ["-created_at"]
@@ -170,6 +174,7 @@ class Alert(models.Model):
         null=True, blank=True, help_text="When its group's notification named it (every channel done): an alert "
                                          "that joins a group already announced, as the daily scan's do, is announced "
                                          "anew.")
+    created_at = models.DateTimeField(default=timezone.now, editable=False, help_text="When it was opened.")
     updated_at = models.DateTimeField(auto_now=True)
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                                    related_name="+")
@@ -178,6 +183,8 @@ class Alert(models.Model):
         ordering = ["group", "id"]
         constraints = [models.CheckConstraint(condition=Q(status__in=AlertStatus.values), name="alert_status_valid"),
                        models.CheckConstraint(condition=Q(state__in=AlertState.values), name="alert_state_valid")]
+        # The notifications' catch-up looks for alerts not announced yet: few, among every alert ever opened.
+        indexes = [models.Index(fields=["group"], condition=Q(announced_at__isnull=True), name="alert_unannounced")]
 
     def __str__(self) -> str:
         return f"{self.comparison.candidate} ({self.status})"

@@ -1,8 +1,7 @@
-"""The numbers a project's sheriffs are judged by, week by week: alerts and incidents opened, the share later found
-false (marked invalid, or dismissed by later nights: the false alerts users see), regressions confirmed, the time
-from a change's first bad night to its alert, and from the alert to its first triage (Mozilla's sheriffs filed
-regression bugs 4 to 6.6 days after the regressing change landed, 2021; 12.5% of Perfherder's alerts of 2023–24
-were false). Three queries, whatever the number of alerts."""
+"""The numbers a project's sheriffs are judged by, week by week: the nightly alerts and the incidents opened, the
+share later found false (:func:`results.decisions.is_false_alert`: the false alerts users see), regressions
+confirmed, the time from a change's first bad night to its alert, and from the alert to its first triage. Three
+queries, whatever the number of alerts."""
 
 import statistics
 from collections import defaultdict
@@ -13,8 +12,8 @@ from django.db.models import Min, Q
 from django.utils import timezone
 
 from .. import access
-from ..decisions import CHANGE_SIDES
-from ..models import Alert, AlertState, AlertStatus, Incident, Project
+from ..decisions import CHANGE_SIDES, is_false_alert
+from ..models import Alert, AlertState, AlertStatus, Incident, Project, RunKind
 
 SHERIFF_WEEKS = 26
 """Weeks shown by default: half a year."""
@@ -60,10 +59,12 @@ def sheriff_numbers(*, viewer, project: str, weeks: int = SHERIFF_WEEKS, now: da
     today = timezone.localdate(now or timezone.now())
     first = today - timedelta(days=today.weekday() + 7 * (weeks - 1))
     since = timezone.make_aware(datetime.combine(first, datetime.min.time()))
-    alerts = (Alert.objects.filter(group__run__project=found, comparison__created_at__gte=since)
+    # Nightly alerts: a pull request's are its review's, not the sheriffs'.
+    alerts = (Alert.objects.filter(group__run__project=found, created_at__gte=since)
+              .exclude(group__run__kind=RunKind.PR)
               .annotate(triaged_at=Min("events__created_at", filter=Q(events__old_status=AlertStatus.NEW)))
-              .values_list("comparison__created_at", "first_run__started_at", "status", "state",
-                           "comparison__verdict", "triaged_at"))
+              .values_list("created_at", "first_run__started_at", "status", "state", "comparison__verdict",
+                           "triaged_at"))
     opened_incidents = Incident.objects.filter(project=found, created_at__gte=since).values_list("created_at",
                                                                                                flat=True)
     by_week: dict[date, list[tuple]] = defaultdict(list)
@@ -88,15 +89,16 @@ def _week(moment: datetime) -> date:
 
 
 def _numbers(start: date, alerts: list[tuple], incidents: int) -> SheriffWeek:
-    to_alert = [(opened - first).total_seconds() / 3600 for opened, first, *_ in alerts]
+    # An alert re-placed on a later first night (its shift began after the nights that opened it) took no time.
+    to_alert = [max((opened - first).total_seconds() / 3600, 0.0) for opened, first, *_ in alerts
+                if first is not None]
     to_triage = [(triaged - opened).total_seconds() / 3600 for opened, _, _, _, _, triaged in alerts
                  if triaged is not None]
     return SheriffWeek(
         start=start,
         alerts=len(alerts),
         incidents=incidents,
-        false_alerts=sum(status == AlertStatus.INVALID or state == AlertState.DISMISSED
-                         for _, _, status, state, _, _ in alerts),
+        false_alerts=sum(is_false_alert(status, state) for _, _, status, state, _, _ in alerts),
         regressions_confirmed=sum(state == AlertState.CONFIRMED and CHANGE_SIDES.get(verdict) == "regression"
                                   and status != AlertStatus.INVALID for _, _, status, state, verdict, _ in alerts),
         hours_to_alert=statistics.median(to_alert) if to_alert else None,

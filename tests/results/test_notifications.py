@@ -277,3 +277,34 @@ def test_an_alert_that_joins_a_group_already_announced_is_announced_on_its_own(s
     assert set(Alert.objects.filter(group=group).values_list("announced_at", flat=True)) != {None}
     assert not Alert.objects.filter(group=group, announced_at__isnull=True).exists()
     assert notifications.pending_groups(older_than=timedelta(0)) == []
+
+
+def test_an_alert_that_joins_while_a_channel_waits_for_its_retry_is_announced_next_on_every_channel(
+        settings, receiver, failing_receiver):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    settings.PILOTWEB_SITE_URL = SITE
+    group = regressed_group()
+    first, joining = Alert.objects.filter(group=group).order_by("pk")
+    elsewhere = AlertGroup.objects.create(run=group.run.project.runs.exclude(pk=group.run_id).first())
+    Alert.objects.filter(pk=joining.pk).update(group=elsewhere)
+    Project.objects.update(notify_emails="perf@example.com", webhook_url=failing_receiver)
+
+    notifications.notify_alert_group(group_id=group.pk)  # the e-mail goes; the webhook is down
+    Alert.objects.filter(pk=joining.pk).update(group=group)  # the daily scan's alert joins meanwhile
+    elsewhere.delete()
+    Project.objects.update(webhook_url=receiver)  # the webhook is back for its retry
+    Delivery.objects.filter(group=group).update(next_attempt_at=timezone.now())
+    notifications.notify_alert_group(group_id=group.pk)
+
+    assert not Alert.objects.get(pk=joining.pk).announced_at  # named by neither channel's first message
+    Alert.objects.filter(pk=joining.pk).update(created_at=timezone.now() - timedelta(minutes=5))
+    AlertGroup.objects.filter(pk=group.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    assert notifications.pending_groups() == [group.pk]
+    notifications.notify_alert_group(group_id=group.pk)
+
+    first_link, joining_link = f"#alert-{first.pk}", f"#alert-{joining.pk}"
+    assert [(first_link in message.body, joining_link in message.body) for message in mail.outbox] == [
+        (True, False), (False, True)]
+    webhook_texts = [body["text"] for _, body in Receiver.received]
+    assert [(first_link in text, joining_link in text) for text in webhook_texts] == [(True, False), (False, True)]
+    assert not Alert.objects.filter(group=group, announced_at__isnull=True).exists()

@@ -6,9 +6,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from django.test import Client
 
-from results import charts, comparisons, selectors
+from results import comparisons, selectors
 from results.alerts import set_alert_status
-from results.models import Alert, AlertEvent, AlertState, AlertStatus, Comparison, Incident, Project
+from results.models import Alert, AlertEvent, AlertState, AlertStatus, Incident, Project
 from tests.factories import NIGHT_ZERO, UserFactory, posted_run
 
 pytestmark = pytest.mark.django_db
@@ -35,7 +35,7 @@ def week_of_alerts():
     first_bad = NIGHT_ZERO + timedelta(days=10)
     staff = UserFactory(is_staff=True)
     for alert, hours in ((hash_alert, 6), (scan, 18), (sort, 12)):
-        Comparison.objects.filter(pk=alert.comparison_id).update(created_at=first_bad + timedelta(hours=hours))
+        Alert.objects.filter(pk=alert.pk).update(created_at=first_bad + timedelta(hours=hours))
     set_alert_status(alert=hash_alert, status=AlertStatus.INVALID, note="a noisy runner", user=staff)
     set_alert_status(alert=sort, status=AlertStatus.ACKNOWLEDGED, user=staff)
     AlertEvent.objects.filter(alert=hash_alert).update(created_at=first_bad + timedelta(hours=36))
@@ -83,9 +83,9 @@ def test_the_page_the_download_and_the_api_say_the_same(week_of_alerts, settings
     text = page.content.decode()
     assert '<dd data-total="alerts">3</dd>' in text and "2 (67% of the alerts)" in text
     assert '<dd data-total="to-alert">12.0</dd>' in text and '<dd data-total="to-triage">16.0</dd>' in text
-    assert page.context["figures"]["sheriff"] == charts.sheriff_figure(
-        [charts.SheriffPoint(week.start, week.alerts, week.false_alerts, week.hours_to_alert, week.hours_to_triage)
-         for week in page.context["numbers"].weeks])
+    plotted = page.context["figures"]["sheriff"]["data"]
+    assert [trace["y"] for trace in plotted] == [[3, 0, 0, 0], [2, 0, 0, 0], [12.0, None, None, None],
+                                                 [16.0, None, None, None]]
     download = client.get(f"/projects/{slug}/sheriff/?weeks=4&format=json").json()
     api = client.get(f"/api/v1/projects/{slug}/sheriff?weeks=4").json()
     assert api["weeks"] == download
@@ -100,6 +100,7 @@ def test_a_private_project_is_not_found_and_bad_weeks_are_refused(week_of_alerts
     slug = week_of_alerts.slug
     assert client.get(f"/projects/{slug}/sheriff/?weeks=0").status_code == 400
     assert client.get(f"/projects/{slug}/sheriff/?format=xml").status_code == 400
+    assert client.get(f"/projects/{slug}/sheriff/?weeks=0&format=csv").status_code == 400
     assert client.get(f"/api/v1/projects/{slug}/sheriff?weeks=1000").status_code == 422
     assert client.get("/projects/no-such-project/sheriff/").status_code == 404
     Project.objects.update(private=True)
@@ -108,3 +109,13 @@ def test_a_private_project_is_not_found_and_bad_weeks_are_refused(week_of_alerts
     client.force_login(outsider)
     assert client.get(f"/projects/{slug}/sheriff/").status_code == 404
     assert client.get(f"/api/v1/projects/{slug}/sheriff").status_code == 404
+
+
+def test_the_false_alert_rule_reads_the_models_statuses():
+    from results import decisions
+
+    assert decisions.INVALID_STATUS == AlertStatus.INVALID and decisions.DISMISSED_STATE == AlertState.DISMISSED
+    assert decisions.REAL_STATUSES == (AlertStatus.FIXED, AlertStatus.WONT_FIX)
+    assert decisions.is_false_alert(AlertStatus.NEW, AlertState.DISMISSED)
+    assert not decisions.is_false_alert(AlertStatus.FIXED, AlertState.DISMISSED)  # a reverted real regression
+    assert decisions.is_false_alert(AlertStatus.INVALID, AlertState.CONFIRMED)
