@@ -4,6 +4,7 @@ announced once after commit; later nights, confirmation sessions and people sett
 import math
 from collections import defaultdict
 from datetime import timedelta
+from types import EllipsisType
 
 import numpy as np
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -474,12 +475,7 @@ def triage_alert(*, alert: Alert, status: str, note: str = "", bug_url: str = ""
     that follows the change up and who does, both replaced by the values given (empty, None: none). The
     assignee must be able to triage it too."""
     _check_triage(alert=alert, user=user, token=None, status=status)
-    bug_url = bug_url.strip()
-    length = Alert._meta.get_field("bug_url").max_length
-    if len(bug_url) > length or (bug_url and not _is_web_address(bug_url)):
-        raise ValidationError({"bug_url": BUG_URL_RULE.format(length=length)})
-    if assignee is not None and not (assignee.is_active and access.allowed(assignee, "triage", _project(alert))):
-        raise ValidationError({"assignee": ASSIGNEE_RULE})
+    bug_url = _follow_up(bug_url, assignee, _project(alert))
     alert = Alert.objects.select_for_update().get(pk=alert.pk)
     changed = ["status"] if _change_status(alert, status=status, note=note, user=user) else []
     if alert.bug_url != bug_url or alert.assignee_id != (assignee.pk if assignee else None):
@@ -491,24 +487,47 @@ def triage_alert(*, alert: Alert, status: str, note: str = "", bug_url: str = ""
     return alert
 
 
+def _follow_up(bug_url: str, assignee: AbstractBaseUser | None, project: Project) -> str:
+    """A bug link and an assignee checked (an http(s) address; someone who may triage the project): the link
+    stripped."""
+    bug_url = bug_url.strip()
+    length = Alert._meta.get_field("bug_url").max_length
+    if len(bug_url) > length or (bug_url and not _is_web_address(bug_url)):
+        raise ValidationError({"bug_url": BUG_URL_RULE.format(length=length)})
+    if assignee is not None and not (assignee.is_active and access.allowed(assignee, "triage", project)):
+        raise ValidationError({"assignee": ASSIGNEE_RULE})
+    return bug_url
+
+
 @transaction.atomic
-def triage_incident(*, incident: Incident, status: str, note: str = "", user, token: ApiToken | None = None
+def triage_incident(*, incident: Incident, status: str, note: str = "", bug_url: str | None = None,
+                    assignee: AbstractBaseUser | None | EllipsisType = ..., user, token: ApiToken | None = None
                     ) -> Incident:
     """Triage an incident once: its status, and the same status for each of its alerts, each change recorded on the
-    alert with the note (who, when, why). ``user`` (through ``token``) must be allowed to triage its project."""
+    alert with the note (who, when, why); where given, the bug link and the assignee (None: nobody) of the incident
+    and of each of its alerts (``...``, the default, leaves the assignee as it is). ``user`` (through ``token``)
+    must be allowed to triage its project."""
     if not user.is_authenticated:
         raise PermissionDenied(TRIAGE_LOGIN)
     access.require(user, "triage", incident.project, token=token)
     if status not in AlertStatus.values:
         raise ValidationError({"status": STATUS_RULE})
     incident = Incident.objects.select_for_update().get(pk=incident.pk)
+    bug_url = incident.bug_url if bug_url is None else bug_url
+    assignee = incident.assignee if assignee is ... else assignee
+    bug_url = _follow_up(bug_url, assignee, incident.project)
     now = timezone.now()
     for alert in Alert.objects.select_for_update().filter(incident=incident).order_by("pk"):
-        if _change_status(alert, status=status, note=note or f"with incident #{incident.pk}", user=user):
+        changed = ["status"] if _change_status(alert, status=status, note=note or f"with incident #{incident.pk}",
+                                               user=user) else []
+        if alert.bug_url != bug_url or alert.assignee_id != (assignee.pk if assignee else None):
+            alert.bug_url, alert.assignee = bug_url, assignee
+            changed += ["bug_url", "assignee"]
+        if changed:
             alert.updated_by, alert.updated_at = user, now
-            alert.save(update_fields=["status", "updated_by", "updated_at"])
-    incident.status = status
-    incident.save(update_fields=["status", "updated_at"])
+            alert.save(update_fields=[*changed, "updated_by", "updated_at"])
+    incident.status, incident.bug_url, incident.assignee = status, bug_url, assignee
+    incident.save(update_fields=["status", "bug_url", "assignee", "updated_at"])
     return incident
 
 

@@ -433,6 +433,12 @@ class IncidentOut(Schema):
     first_run_id: int
     text: str
     alert_ids: list[int]
+    bug_url: str | None
+    assignee: str | None
+
+
+class IncidentStatusIn(AlertStatusIn):
+    bug_url: Annotated[str, Field(max_length=500)] | None = None
 
 
 def incident_outs(incidents: list[Incident]) -> list[dict]:
@@ -444,7 +450,8 @@ def incident_outs(incidents: list[Incident]) -> list[dict]:
     return [{"id": incident.pk, "kind": incident.kind, "project": incident.project.slug,
              "machine": incident.machine.name, "night": incident.night.isoformat(), "status": incident.status,
              "first_run_id": incident.first_run_id, "text": incident_line(incident).text,
-             "alert_ids": members.get(incident.pk, [])} for incident in incidents]
+             "alert_ids": members.get(incident.pk, []), "bug_url": incident.bug_url or None,
+             "assignee": incident.assignee.get_username() if incident.assignee else None} for incident in incidents]
 
 
 class SheriffWeekOut(Schema):
@@ -489,10 +496,10 @@ def list_incidents(request: HttpRequest, project: Annotated[str, Field(max_lengt
 
 @api.post("/incidents/{id:incident_id}/status", response={200: IncidentOut, **refusals(400, 401, 403, 404, 413, 422)},
           auth=WRITE_AUTH, url_name="incident_status", summary="Triage an incident and its alerts at once")
-def incident_status(request: HttpRequest, incident_id: int, body: AlertStatusIn):
+def incident_status(request: HttpRequest, incident_id: int, body: IncidentStatusIn):
     incident = selectors.incidents(viewer=request.user).filter(pk=incident_id).first()
     if incident is None:
         raise Http404(f"No incident {incident_id}.")
-    triage_incident(incident=incident, status=body.status.value, note=body.note, user=request.user,
-                    token=request_token(request))
+    triage_incident(incident=incident, status=body.status.value, note=body.note, bug_url=body.bug_url,
+                    user=request.user, token=request_token(request))
     return incident_outs([selectors.incidents(viewer=request.user).get(pk=incident_id)])[0]

@@ -129,6 +129,10 @@ class Incident(models.Model):
     first_run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+",
                                   help_text="The first run of the night its series moved on.")
     status = models.CharField(max_length=20, choices=AlertStatus.choices, default=AlertStatus.NEW)
+    bug_url = models.URLField("bug", max_length=500, blank=True,
+                              help_text="The issue that follows the event up (its alerts get it too).")
+    assignee = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                 related_name="assigned_incidents", help_text="Who follows the event up.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -151,7 +151,7 @@ def alert_page(*, viewer, status: str | None = None, project: str | None = None,
                                             alerts=incident.alerts.count(),
                                             triageable=triaged_by is None or incident.project_id in triaged_by)
                  for incident in Incident.objects.filter(pk__in={alert.incident_id for alert in listed})
-                 .select_related("machine", "first_run__revision")}
+                 .select_related("machine", "first_run__revision", "assignee")}
     return AlertPage(page=page, sections=_alert_sections(entries, incidents), assignees=list(users),
                      triageable=triageable)
 

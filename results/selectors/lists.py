@@ -208,7 +208,8 @@ def alerts(*, viewer, status: str | None = None, project: str | None = None,
 
 def incidents(*, viewer, project: str | None = None) -> QuerySet[Incident]:
     """The incidents of the projects `viewer` may read, newest night first, filtered by project slug."""
-    queryset = access.visible(Incident.objects.select_related("project", "machine", "first_run__revision"), viewer)
+    queryset = access.visible(
+        Incident.objects.select_related("project", "machine", "first_run__revision", "assignee"), viewer)
     if project:
         queryset = queryset.filter(project__slug=project)
     return queryset.order_by("-night", "-id")

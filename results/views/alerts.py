@@ -30,6 +30,8 @@ class IncidentTriageForm(forms.Form):
     incident = forms.IntegerField(widget=forms.HiddenInput, min_value=1, max_value=2**63 - 1)
     status = forms.ChoiceField(choices=AlertStatus.choices)
     note = forms.CharField(required=False, max_length=2000)
+    bug_url = forms.URLField(required=False, max_length=500, assume_scheme="https", label="bug link")
+    assignee = forms.ModelChoiceField(required=False, queryset=get_user_model().objects.filter(is_active=True))
 
 
 class AlertTriageForm(forms.Form):
@@ -109,8 +111,15 @@ def _triage_incident(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _refused(request, form)
     incident = get_object_or_404(selectors.incidents(viewer=request.user), pk=form.cleaned_data["incident"])
-    incident = triage_incident(incident=incident, status=form.cleaned_data["status"], note=form.cleaned_data["note"],
-                               user=request.user)
+    chosen = form.cleaned_data
+    try:
+        incident = triage_incident(
+            incident=incident, status=chosen["status"], note=chosen["note"], user=request.user,
+            bug_url=chosen["bug_url"] if "bug_url" in request.POST else None,
+            assignee=chosen["assignee"] if "assignee" in request.POST else ...)
+    except ValidationError as error:
+        messages.error(request, "Not changed: " + " ".join(error.messages))
+        return redirect(f"{request.get_full_path()}#incident-{incident.pk}")
     messages.success(request, f"Incident #{incident.pk} and its alerts are now {incident.get_status_display()}.")
     return redirect(f"{request.get_full_path()}#incident-{incident.pk}")
 

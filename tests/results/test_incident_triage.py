@@ -1,0 +1,97 @@
+"""An incident is triaged once: its status, bug link and assignee, and with them each of its alerts', from the alerts
+page and the API; a bad link or an assignee who may not triage changes nothing."""
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.test import Client
+
+from results import services
+from results.alerts import triage_incident
+from results.models import Alert, AlertEvent, AlertStatus, Incident, Project
+from tests.factories import UserFactory
+from tests.results.test_sheriff import opened_alerts
+
+pytestmark = pytest.mark.django_db
+
+BUG = "https://bugs.example.org/1234"
+
+
+@pytest.fixture
+def incident():
+    alerts = opened_alerts()
+    first = alerts[0].first_run
+    incident = Incident.objects.create(project=Project.objects.get(), machine=first.machine,
+                                       night=first.started_at.date(), first_run=first)
+    Alert.objects.filter(pk__in=[alert.pk for alert in alerts]).update(incident=incident)
+    return incident
+
+
+@pytest.fixture
+def triager(incident):
+    from results.models import Membership, Role
+
+    user = UserFactory(username="ada")
+    Membership.objects.create(project=incident.project, user=user, role=Role.MAINTAINER)
+    return user
+
+
+def test_the_status_link_and_assignee_reach_every_alert_of_the_incident(incident, triager):
+    triage_incident(incident=incident, status=AlertStatus.ACKNOWLEDGED, note="the runner image", bug_url=BUG,
+                    assignee=triager, user=triager)
+
+    incident.refresh_from_db()
+    assert (incident.status, incident.bug_url, incident.assignee) == (AlertStatus.ACKNOWLEDGED, BUG, triager)
+    assert set(Alert.objects.values_list("status", "bug_url", "assignee")) == {
+        (AlertStatus.ACKNOWLEDGED, BUG, triager.pk)}
+    assert AlertEvent.objects.filter(note="the runner image").count() == 3
+    # Left out, the link and the assignee stay as they are.
+    triage_incident(incident=incident, status=AlertStatus.FIXED, user=triager)
+    assert set(Alert.objects.values_list("status", "bug_url", "assignee")) == {(AlertStatus.FIXED, BUG, triager.pk)}
+
+
+@pytest.mark.parametrize("options, field", [({"bug_url": "javascript:alert(1)"}, "bug_url"),
+                                            ({"assignee": "outsider"}, "assignee")])
+def test_a_bad_link_or_an_assignee_who_may_not_triage_changes_nothing(incident, triager, options, field):
+    if options.get("assignee") == "outsider":
+        options = {"assignee": UserFactory()}
+    with pytest.raises(ValidationError) as raised:
+        triage_incident(incident=incident, status=AlertStatus.INVALID, user=triager, **options)
+    assert field in raised.value.message_dict
+    incident.refresh_from_db()
+    assert (incident.status, incident.bug_url, incident.assignee) == (AlertStatus.NEW, "", None)
+    assert set(Alert.objects.values_list("status", "bug_url")) == {(AlertStatus.NEW, "")}
+
+
+def test_the_alerts_page_triages_an_incident_with_its_link_and_assignee(incident, triager):
+    client = Client()
+    client.force_login(triager)
+    page = client.get("/alerts/").content.decode()
+    assert f'id="incident-bug-{incident.pk}"' in page and f'id="incident-assignee-{incident.pk}"' in page
+
+    response = client.post("/alerts/", {"incident": incident.pk, "status": "acknowledged", "note": "",
+                                        "bug_url": BUG, "assignee": triager.pk})
+
+    assert response.status_code == 302
+    assert set(Alert.objects.values_list("bug_url", "assignee")) == {(BUG, triager.pk)}
+    page = client.get("/alerts/").content.decode()
+    assert f'<a href="{BUG}" rel="noreferrer">bug</a>' in page and "assigned to ada" in page
+    refused = client.post("/alerts/", {"incident": incident.pk, "status": "fixed", "bug_url": "ftp://x"},
+                          follow=True)
+    assert "Not changed" in refused.content.decode() or "Enter a valid URL" in refused.content.decode()
+    assert set(Alert.objects.values_list("status", flat=True)) == {AlertStatus.ACKNOWLEDGED}
+
+
+def test_the_api_takes_the_bug_link_and_shows_the_follow_up(incident, triager):
+    _, token = services.create_api_token(user=triager, name="sheriff", scopes=["triage"])
+    api = Client(headers={"Authorization": f"Bearer {token}"})
+
+    answer = api.post(f"/api/v1/incidents/{incident.pk}/status", {"status": "acknowledged", "bug_url": BUG},
+                      content_type="application/json")
+
+    assert answer.status_code == 200, answer.content
+    assert (answer.json()["bug_url"], answer.json()["status"]) == (BUG, "acknowledged")
+    assert set(Alert.objects.values_list("bug_url", flat=True)) == {BUG}
+    bad = api.post(f"/api/v1/incidents/{incident.pk}/status", {"status": "fixed", "bug_url": "not a link"},
+                   content_type="application/json")
+    assert bad.status_code in (400, 422)
+    assert Incident.objects.get().status == AlertStatus.ACKNOWLEDGED
