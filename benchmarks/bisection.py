@@ -43,7 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from results import stats  # noqa: E402
-from runner.bisection.plan import NOT_REPRODUCED, Measure, Step, next_step  # noqa: E402
+from runner.bisection.plan import Measure, Step, next_step  # noqa: E402
+from runner.session.levels import LevelCheck, decide_level  # noqa: E402
 
 ALPHA = 0.05
 MAX_ROUNDS = 40_000
@@ -64,47 +65,26 @@ def wilson(successes: int, trials: int, *, level: float = 0.95) -> tuple[float, 
 
 def session(rng, levels: tuple[float, float, float], noise: float, measure: Measure, expected: float,
             earlier: dict[int, np.ndarray]) -> tuple[Step, dict[int, np.ndarray]]:
-    """One interleaved session of three commits (true levels: reference, candidate, moved) until its rule
-    decides; the step and the readings it took, by commit."""
+    """One interleaved session of three commits (true levels: reference, candidate, moved), decided as the runner's
+    session loop decides it (:func:`runner.session.levels.decide_level`); the step and the readings it took, by
+    commit."""
+    check = LevelCheck(metric="time", alpha=measure.alpha, direction=1, expected=expected,
+                       check_ends=measure.check_ends,
+                       earlier=(tuple(earlier.get(measure.reference, ())), tuple(earlier.get(measure.moved, ()))))
     arms = np.empty((3, 0))
-    prior = (earlier.get(measure.reference, np.empty(0)), earlier.get(measure.moved, np.empty(0)))
     chunk = 64
     while arms.shape[1] < MAX_ROUNDS:
         arms = np.concatenate([arms, np.asarray(levels)[:, None] * (1 + noise * rng.standard_normal((3, chunk)))],
                               axis=1)
-        found = stats.bracketed_level_test(*arms, alpha=measure.alpha, earlier=prior)
-        decision, rounds = found.decision, found.rounds
-        if measure.check_ends:
-            ends = _running(arms[0], arms[2], measure.alpha, expected)
-            equivalent = np.flatnonzero(ends.equivalent)
-            if equivalent.size and (decision == stats.UNDECIDED or equivalent[0] + 2 < rounds):
-                decision, rounds = NOT_REPRODUCED, int(equivalent[0]) + 2
+        decided = decide_level(*arms, check)
         chunk = min(2 * chunk, 4096)
-        if decision != stats.UNDECIDED:
+        if decided.decision != stats.UNDECIDED:
             break
-    else:
-        decision, rounds = stats.UNDECIDED, arms.shape[1]
-    interval = (None, None)
-    if rounds >= 2:
-        change = _running(arms[0, :rounds], arms[1, :rounds], measure.alpha, expected, last_only=True)
-        interval = (float(change.ratio_low[-1]) - 1, float(change.ratio_high[-1]) - 1)
-    step = Step(measure.role, measure.reference, measure.candidate, measure.moved, str(decision),
-                change=float(arms[1, :rounds].mean() / arms[0, :rounds].mean()) - 1, low=interval[0],
-                high=interval[1], rounds=rounds)
+    rounds = decided.rounds
+    step = Step(measure.role, measure.reference, measure.candidate, measure.moved, decided.decision,
+                change=decided.change, low=decided.low, high=decided.high, rounds=rounds)
     taken = {measure.reference: arms[0, :rounds], measure.candidate: arms[1, :rounds], measure.moved: arms[2, :rounds]}
     return step, taken
-
-
-def _running(first: np.ndarray, second: np.ndarray, alpha: float, expected: float, *, last_only: bool = False):
-    """The anytime-valid comparison of `second` against `first` after each round from the second (or the last)."""
-    counts = np.arange(1, first.size + 1)
-    means = [np.cumsum(side) / counts for side in (first, second)]
-    variances = [np.maximum(np.cumsum(side**2) - counts * mean**2, 0.0) / np.maximum(counts - 1, 1)
-                 for side, mean in zip((first, second), means)]
-    looks = slice(first.size - 1, None) if last_only else slice(1, None)
-    return stats.sequential_comparison(means[0][looks], variances[0][looks], counts[looks], means[1][looks],
-                                       variances[1][looks], counts[looks], alpha=alpha, mixture_scale=expected,
-                                       threshold=expected / 2)
 
 
 def bisect(rng, commits: int, culprit: int | None, effect: float, noise: float, *, expected: float,

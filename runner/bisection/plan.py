@@ -28,13 +28,12 @@ from dataclasses import dataclass
 
 from results.stats import AT_LEVEL, MOVED
 
+from ..session.levels import NOT_REPRODUCED
+
 __all__ = ["MIDDLE", "NOT_REPRODUCED", "VERIFY", "Measure", "Outcome", "Step", "decision_alpha", "next_step"]
 
 MIDDLE, VERIFY = "middle", "verify"
 """The two kinds of session of a bisection (the module's docstring)."""
-
-NOT_REPRODUCED = "not reproduced"
-"""A session's decision where its reference and its moved end are at one level (equivalent)."""
 
 SPARE_DECISIONS = 1
 """Decisions beyond the halving's ⌈log₂ candidates⌉ and the verification that the budget is shared with: commits

@@ -18,6 +18,8 @@ would have reached.
 - :mod:`.analysis`: the rounds analysed (:func:`analyse`, :func:`analysed_samples`, :func:`progress`; pages
   replay stored rounds with them): every metric estimated, and the state after each round that the loop
   decides from;
+- :mod:`.levels`: a bisection's session, three commits decided by which level the candidate is at
+  (:class:`LevelCheck` in the targets, :func:`decide_level`);
 - :mod:`.loop`: :func:`run_session`, the loop itself.
 """
 

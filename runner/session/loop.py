@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .analysis import Analyser, Progress
+from .levels import LevelDecision
 from .plan import growth_needed, work_amount_plan
 from .rounds import RoundOutcome, RoundRecord, check_outcome, check_record
 from .targets import MetricSpec, SessionTargets, check_metrics
@@ -53,6 +54,8 @@ class SessionOutcome:
     phases : dict
         Each round's stable phase as the session found it, by (round index, workload, metric): what the
         session's stored samples are made of, so that storing them runs no EDM again (:func:`analysed_samples`).
+    level : LevelDecision or None
+        A bisection's session: which level its candidate is at (:mod:`.levels`).
     """
 
     status: SessionStatus
@@ -63,6 +66,7 @@ class SessionOutcome:
     elapsed: float
     message: str = ""
     phases: dict = field(default_factory=dict)
+    level: LevelDecision | None = None
 
 
 def run_session(
@@ -171,4 +175,5 @@ def run_session(
         elapsed=elapsed(),
         message=message,
         phases=dict(analyser.phases),
+        level=state.level,
     )

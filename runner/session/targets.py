@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from results.stats import Direction
 
+from .levels import LevelCheck
+
 
 class WarmupMethod(str, enum.Enum):
     """How non-stable phases are removed (Pilot §III-A; spec §4)."""
@@ -103,6 +105,9 @@ class SessionTargets:
         long enough.
     whole_units : bool
         Round work amounts up to whole work units.
+    level_check : LevelCheck or None
+        A bisection's session (:mod:`.levels`): its three workloads are decided by which level the candidate is
+        at, and the session ends when that is decided (the pairs and the widths are not waited for).
     """
 
     confidence: float = 0.95
@@ -123,6 +128,7 @@ class SessionTargets:
     first_estimate_seconds: float = 60.0
     edm_min_size: int = 30
     whole_units: bool = True
+    level_check: LevelCheck | None = None
 
     @property
     def mixture_scale(self) -> float:

@@ -1,0 +1,78 @@
+"""A bisection's session in Pilot's loop (no Django, a fake clock): three workloads read in turn, decided by which
+level the candidate is at, stopped as "not reproduced" when the ends read as one level."""
+
+import numpy as np
+import pytest
+
+from results.stats import AT_LEVEL, MOVED, UNDECIDED
+from runner.session import MetricSpec, RoundOutcome, SessionStatus, SessionTargets, run_session
+from runner.session.levels import CANDIDATE, MOVED_END, NOT_REPRODUCED, REFERENCE, LevelCheck, decide_level
+
+TIME = MetricSpec("time", "s", "lower_is_better")
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def commit(clock, level, *, noise=0.05, seed):
+    """A commit's workload: one reading a round around `level`, each round a simulated 10 ms."""
+    rng = np.random.default_rng(seed)
+
+    def workload(work_amount):
+        clock.now += 0.01
+        return RoundOutcome(duration=0.01, readings={"time": float(level * (1 + noise * rng.standard_normal()))})
+
+    return workload
+
+
+def session(levels, *, check_ends=False, budget_rounds=3000, seed=0):
+    clock = FakeClock()
+    workloads = {label: commit(clock, level, seed=seed + index)
+                 for index, (label, level) in enumerate(zip((REFERENCE, CANDIDATE, MOVED_END), levels))}
+    targets = SessionTargets(warmup="none", work_range=(1, 2), min_round_duration=0.0, trial_rounds=1,
+                             first_estimate_rounds=2, budget_rounds=budget_rounds, budget_seconds=1e9,
+                             level_check=LevelCheck(metric="time", alpha=0.05 / 7, direction=1, expected=0.05,
+                                                    check_ends=check_ends))
+    return run_session(workloads, [TIME], targets, clock=clock)
+
+
+@pytest.mark.parametrize("candidate, decided", [(1.0, AT_LEVEL), (1.05, MOVED)])
+def test_the_session_ends_when_the_candidates_level_is_decided(candidate, decided):
+    outcome = session((1.0, candidate, 1.05))
+    assert outcome.status == SessionStatus.RESOLVED and outcome.level.decision == decided
+    # Rounds read the three commits in turn, and the session stopped with the cycle that decided.
+    assert [record.workload for record in outcome.rounds[:3]] == [REFERENCE, CANDIDATE, MOVED_END]
+    assert len(outcome.rounds) == 3 * outcome.level.rounds
+    assert outcome.level.low < outcome.level.change < outcome.level.high
+    assert abs(outcome.level.change - (candidate - 1.0)) < 0.05
+
+
+def test_ends_at_one_level_stop_as_not_reproduced():
+    outcome = session((1.0, 1.0, 1.0), check_ends=True)
+    assert outcome.status == SessionStatus.RESOLVED and outcome.level.decision == NOT_REPRODUCED
+
+
+def test_a_session_out_of_rounds_is_unresolved_and_undecided():
+    outcome = session((1.0, 1.0, 1.0), budget_rounds=60)
+    assert outcome.status == SessionStatus.UNRESOLVED and outcome.level.decision == UNDECIDED
+
+
+def test_the_decision_is_the_level_tests_on_the_rounds_read_by_all_three():
+    rng = np.random.default_rng(4)
+    reference, candidate, moved = (level * (1 + 0.02 * rng.standard_normal(40)) for level in (1.0, 1.05, 1.05))
+    check = LevelCheck(metric="time", alpha=0.01, direction=1, expected=0.05)
+    decided = decide_level(reference, candidate, moved[:39], check)
+    assert decided.decision == MOVED and decided.rounds <= 39
+    assert decide_level(reference[:1], candidate[:1], moved[:1], check) == type(decided)(UNDECIDED, 1)
+
+
+@pytest.mark.parametrize("options, message", [({"alpha": 0.0}, "`alpha`"), ({"direction": 0}, "`direction`"),
+                                              ({"expected": 0.0}, "`expected`")])
+def test_a_check_names_its_bad_parameter(options, message):
+    with pytest.raises(ValueError, match=message):
+        LevelCheck(**{"metric": "time", "alpha": 0.01, "direction": 1, "expected": 0.05, **options})
