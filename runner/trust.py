@@ -128,6 +128,27 @@ def verified_commit(job: Job, commit: str) -> str:
     return resolved
 
 
+def commit_range(job: Job, last_good: str, first_bad: str) -> list[str]:
+    """On the benchmark machine: a bisection's range, the last good commit and every commit after it on the job's
+    trusted branch up to the first bad one, oldest first (``git rev-list --first-parent``: the commits that landed
+    on the branch, not those inside a merged branch). Both ends are checked as :func:`verified_commit` checks a
+    revision, so every commit of the range is on the trusted branch. :class:`UntrustedRevision` says why not."""
+    good, bad = verified_commit(job, last_good), verified_commit(job, first_bad)
+    where = repository(job)
+    if _git(where, "merge-base", "--is-ancestor", good, bad, check=False).returncode != 0:
+        raise UntrustedRevision(f"{_short(last_good)} is not an ancestor of {_short(first_bad)}: no range between them")
+    listed = _git(where, "rev-list", "--first-parent", "--reverse", f"{good}..{bad}", check=False)
+    if listed.returncode != 0:
+        raise UntrustedRevision(f"git rev-list refused the range: {listed.stderr.strip()[:200]}")
+    commits = [good, *listed.stdout.split()]
+    if commits[-1] != bad:
+        raise UntrustedRevision(f"{_short(first_bad)} is not on the first-parent line of the trusted branch after "
+                                f"{_short(last_good)}")
+    for commit in commits:
+        check_commit(commit)
+    return commits
+
+
 def checked_out_revision(job: Job) -> dict | None:
     """On the benchmark machine, after the job's setup step: the commit its checkout holds, when that commit
     was made, and the branch a plain session measures (the job's trusted branch), for a session that named no

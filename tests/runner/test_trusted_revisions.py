@@ -244,3 +244,15 @@ def test_a_scheduled_session_records_the_commit_its_checkout_measured_as_a_night
     assert run.revision.timestamp.isoformat() == datetime.fromisoformat(checked_out[1]).astimezone(
         run.revision.timestamp.tzinfo).isoformat()
     assert session.revisions[0]["commit"] == checked_out[0]
+
+
+@pytest.mark.django_db
+def test_a_bisections_range_is_the_trusted_branchs_first_parent_line_between_its_ends(staff, machine, repositories):
+    job = command_job(staff, machine, repositories)
+    main = repositories["main"]
+
+    assert trust.commit_range(job, main[3], main[11]) == main[3:12]  # night 11 was pushed after the clone: fetched
+    with pytest.raises(trust.UntrustedRevision, match="not on the trusted branch"):
+        trust.commit_range(job, main[3], repositories["evil"])
+    with pytest.raises(trust.UntrustedRevision, match="not an ancestor"):
+        trust.commit_range(job, main[8], main[3])
