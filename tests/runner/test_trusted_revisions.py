@@ -247,7 +247,7 @@ def test_a_scheduled_session_records_the_commit_its_checkout_measured_as_a_night
 
 
 @pytest.mark.django_db
-def test_a_bisections_range_is_the_trusted_branchs_first_parent_line_between_its_ends(staff, machine, repositories):
+def test_a_bisections_range_is_the_trusted_branchs_first_parent_line_between_its_ends(staff, machine, repositories):  # noqa: F811
     job = command_job(staff, machine, repositories)
     main = repositories["main"]
 
