@@ -265,6 +265,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"queue": "analysis"},
     },
+    # Bisections whose advance was lost with a worker or the broker (runner.bisection.service.advance).
+    "advance-bisections": {
+        "task": "runner.tasks.advance_bisections",
+        "schedule": 120.0,
+        "options": {"queue": "analysis"},
+    },
     # Change points of every series, once a day, and alerts for those to act on (results.alerts.scan_change_points).
     "scan-change-points": {
         "task": "results.tasks.scan_change_points",

@@ -41,7 +41,18 @@ from .ingest import (
     import_document,
     stated_overrides,
 )
-from .models import Alert, AlertStatus, Benchmark, Incident, Machine, Metric, Project, Result, Run, RunKind
+from .models import (
+    SESSION_KINDS,
+    Alert,
+    AlertStatus,
+    Benchmark,
+    Incident,
+    Machine,
+    Metric,
+    Project,
+    Result,
+    Run,
+)
 from .notifications import incident_line
 from .rows import ComparisonRow
 from .schemas import (
@@ -100,8 +111,8 @@ def create_run(request: HttpRequest, document: RunIn):
 def _posted(document: RunIn) -> RunIn:
     """A posted run may not claim to be an A/B confirmation: those runs are never nights of a series and are
     made only by the runner's sessions, so a posted one would hide a night from its series."""
-    if document.kind == RunKind.CONFIRMATION:
-        raise services.IngestError("kind", "confirmation runs are made by the runner's A/B sessions; post "
+    if document.kind in SESSION_KINDS:
+        raise services.IngestError("kind", f"{document.kind.value} runs are made by the runner's sessions; post "
                                            "nightly, pr, manual or imported")
     return document
 

@@ -31,6 +31,7 @@ from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 
 from .models import (
+    SESSION_KINDS,
     Alert,
     AlertState,
     AlertStatus,
@@ -39,7 +40,6 @@ from .models import (
     ComparisonMethod,
     Result,
     Run,
-    RunKind,
     RunStatus,
     Verdict,
     nights_before,
@@ -266,7 +266,7 @@ def pull_request_bases(run: Run, metric_ids: list[int]) -> dict[int, PullRequest
     found: dict[int, PullRequestBase] = {}
     if base_commit:
         for metric, result, run_id in _newest_per_metric(results.filter(run__revision__commit=base_commit)
-                                                          .exclude(run__kind=RunKind.CONFIRMATION)):
+                                                          .exclude(run__kind__in=SESSION_KINDS)):
             found[metric] = PullRequestBase(result_id=result, run_id=run_id, fallback=False)
     missing = [metric for metric in metric_ids if metric not in found]
     if missing:

@@ -38,7 +38,19 @@ from .baselines import (
     series_baselines,
 )
 from .pairwise_rows import BOOTSTRAP_WITHIN_RUNS, Bootstrap, NothingToCompare, compare_series
-from .models import Alert, Comparison, ComparisonChunk, ComparisonMethod, Result, Run, RunKind, RunStatus, Verdict
+from .models import (
+    OUTSIDE_SERIES,
+    SESSION_KINDS,
+    Alert,
+    Comparison,
+    ComparisonChunk,
+    ComparisonMethod,
+    Result,
+    Run,
+    RunKind,
+    RunStatus,
+    Verdict,
+)
 from .decisions import ALPHA, final_verdicts
 from .nightly_rows import (
     MIN_HISTORY,
@@ -148,8 +160,9 @@ def compare_run(*, run_id: int) -> int:
     delete_comparisons(run)
     Run.objects.filter(pk=run.pk).update(compared_at=timezone.now())
     candidates = _stored_series(Result.objects.filter(run=run))
-    # A confirmation settles its alert instead; a cancelled session's partial runs are kept, never compared.
-    if not candidates or run.kind == RunKind.CONFIRMATION or run.status != RunStatus.COMPLETED:
+    # A confirmation settles its alert instead, a bisection's step decides in its session; a cancelled session's
+    # partial runs are kept, never compared.
+    if not candidates or run.kind in SESSION_KINDS or run.status != RunStatus.COMPLETED:
         return 0
     carried: dict[int, int] = {}
     if run.kind == RunKind.PR:
@@ -211,7 +224,7 @@ def begin_comparison(*, run_id: int, chunk_series: int | None = None) -> list[in
         run = Run.objects.select_for_update().get(pk=run_id)
         metric_ids = list(Result.objects.filter(run=run).order_by("metric_id").values_list("metric_id", flat=True))
         if (len(metric_ids) <= chunk_series or run.status != RunStatus.COMPLETED
-                or run.kind in (RunKind.PR, RunKind.CONFIRMATION)):
+                or run.kind in OUTSIDE_SERIES):
             chunked = False
         else:
             chunked = True

@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 
 from . import stats
 from .bulk import bulk_update_values
-from .models import Result, Run, RunKind, RunStatus, nights_before
+from .models import OUTSIDE_SERIES, Result, Run, RunStatus, nights_before
 
 LEVEL_NIGHTS = 20
 """A series' recent level: the median of its last this many nights (environment removed). It follows a change
@@ -41,7 +41,7 @@ def match_environment(*, run: Run) -> stats.EnvironmentMatch | None:
     and ``run.environment_match``. Returns the match, or None for a run that is no night of a series (a pull
     request, a confirmation, an unfinished run). Four queries, whatever the number of series.
     """
-    if run.kind in (RunKind.PR, RunKind.CONFIRMATION) or run.status != RunStatus.COMPLETED:
+    if run.kind in OUTSIDE_SERIES or run.status != RunStatus.COMPLETED:
         return None
     tonight = list(Result.objects.filter(run=run).order_by("metric_id").values_list("pk", "metric_id", "mean"))
     earlier = list(nights_before(run).values_list("pk", flat=True)[:PAST_NIGHTS])[::-1]

@@ -28,6 +28,7 @@ from results.result_schema import SAMPLE_DTYPE
 from results.schemas import RunIn
 
 from . import monitor, replay, trust, workloads
+from .bisection import service as bisections
 from . import session as session_loop
 from .models import Job, Round, Session, SessionAnalysis, SessionStatus, SessionTrigger, WorkloadKind
 
@@ -85,7 +86,7 @@ def execute_session(*, session_id: int, attempt: int) -> Session | None:
         outcome = session_loop.run_session(
             built,
             job.metric_specs(),
-            job.session_targets(),
+            dataclasses.replace(job.session_targets(), level_check=bisections.level_check(session)),
             previous_rounds=previous,
             on_round=lambda record, progress: _store_round(session, record, progress,
                                                            monitored.pop(record.workload, None)),
@@ -252,6 +253,7 @@ def _fail(session: Session, message: str, *, status: str = SessionStatus.FAILED)
     Session.objects.filter(pk=session.pk).update(status=status, error=message,
                                                  finished_at=timezone.now(), process_group=None)
     session.refresh_from_db()
+    bisections.after_session(session)
     return session
 
 
@@ -291,8 +293,10 @@ def _finish(session: Session, outcome: session_loop.SessionOutcome) -> Session:
             "estimates": {label: {name: _estimate_summary(estimate) for name, estimate in estimates.items()}
                           for label, estimates in outcome.estimates.items()},
             "comparisons": [dataclasses.asdict(pair) for pair in outcome.comparisons],
+            **({"level": dataclasses.asdict(outcome.level)} if outcome.level is not None else {}),
         }
         session.save(update_fields=["status", "finished_at", "process_group", "outcome"])
+        bisections.after_session(session)
         SessionAnalysis.objects.update_or_create(session=session, defaults={"workloads": analysis})
     return session
 

@@ -264,6 +264,7 @@ class SessionTrigger(models.TextChoices):
     SCHEDULE = "schedule"
     MANUAL = "manual"
     CONFIRMATION = "confirmation"
+    BISECTION = "bisection"
 
 
 class Session(models.Model):
@@ -382,3 +383,79 @@ class Round(models.Model):
             out[metric] = values[offset:offset + count]
             offset += count
         return out
+
+
+class BisectionStatus(models.TextChoices):
+    LISTING = "listing", "listing its range on the machine"
+    RUNNING = "running"
+    FOUND = "found", "culprit found"
+    NOT_ISOLATED = "not_isolated", "not isolated"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+
+class Bisection(models.Model):
+    """From a confirmed regression to the commit that caused it: interleaved sessions of a job at commits of the
+    range between the last good and the first bad night (:mod:`runner.bisection`). Its steps are its sessions;
+    what runs next is a function of them (:func:`runner.bisection.plan.next_step`), so it resumes from them."""
+
+    alert = models.ForeignKey(Alert, on_delete=models.CASCADE, related_name="bisections")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="bisections")
+    status = models.CharField(max_length=20, choices=BisectionStatus.choices, default=BisectionStatus.LISTING)
+    metric = models.CharField(max_length=200, help_text="The job's metric whose readings decide.")
+    direction = models.SmallIntegerField(help_text="+1 where the regression reads higher (a time), -1 lower.")
+    expected = models.FloatField(help_text="The alert's relative change, > 0.")
+    alpha = models.FloatField(help_text="The probability that the culprit it names is wrong.")
+    last_good = models.CharField(max_length=64, help_text="The last good night's commit.")
+    first_bad = models.CharField(max_length=64, help_text="The first bad night's commit.")
+    commits = models.JSONField(default=list, blank=True, help_text="The range on the trusted branch, oldest first, "
+                                                                   "listed on the machine.")
+    failed = models.JSONField(default=list, blank=True, help_text="Indexes of commits that failed to build.")
+    culprit = models.CharField(max_length=64, blank=True)
+    change = models.FloatField(null=True, blank=True, help_text="The culprit over its parent, relative.")
+    low = models.FloatField(null=True, blank=True)
+    high = models.FloatField(null=True, blank=True)
+    reason = models.TextField(blank=True, help_text="Why no culprit is named, where none is.")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                     related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=BisectionStatus.values), name="bisection_status_valid"),
+            models.CheckConstraint(condition=Q(direction__in=(1, -1)), name="bisection_direction_valid"),
+            models.CheckConstraint(condition=Q(expected__gt=0) & Q(alpha__gt=0) & Q(alpha__lt=1),
+                                   name="bisection_levels_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"bisection #{self.pk} of alert #{self.alert_id}"
+
+
+class BisectionStep(models.Model):
+    """One session of a bisection: commit `candidate` between `reference` (good level) and `moved` (bad level),
+    indexes into its range; ``decision`` once the session finished."""
+
+    bisection = models.ForeignKey(Bisection, on_delete=models.CASCADE, related_name="steps")
+    position = models.PositiveIntegerField()
+    session = models.OneToOneField(Session, on_delete=models.CASCADE, related_name="bisection_step")
+    role = models.CharField(max_length=20)
+    reference = models.PositiveIntegerField()
+    candidate = models.PositiveIntegerField()
+    moved = models.PositiveIntegerField()
+    alpha = models.FloatField()
+    check_ends = models.BooleanField(default=False)
+    decision = models.CharField(max_length=20, blank=True)
+    change = models.FloatField(null=True, blank=True)
+    low = models.FloatField(null=True, blank=True)
+    high = models.FloatField(null=True, blank=True)
+    rounds = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["bisection", "position"]
+        constraints = [models.UniqueConstraint(fields=["bisection", "position"], name="bisection_step_position")]
+
+    def __str__(self) -> str:
+        return f"step {self.position} of {self.bisection}"

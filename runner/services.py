@@ -124,7 +124,7 @@ def start_session(*, job: Job, user: AbstractBaseUser | None, trigger: str = Ses
     with transaction.atomic():
         session = Session.objects.create(job=job, trigger=trigger, run_kind=run_kind, revisions=revisions or [],
                                          requested_by=user if trigger == SessionTrigger.MANUAL else None)
-        _send_on_commit(session)
+        send_on_commit(session)
     return session
 
 
@@ -141,7 +141,8 @@ def _check_revisions(revisions: list[dict]) -> None:
             raise ValidationError({"revisions": f"revisions[{index}]: {error}"}) from None
 
 
-def _send_on_commit(session: Session) -> None:
+def send_on_commit(session: Session) -> None:
+    """Send a session created in the current transaction to its machine's queue once the transaction commits."""
     session_id, attempt, queue = session.pk, session.attempt, session.job.machine.queue
     transaction.on_commit(lambda: _send(session_id=session_id, attempt=attempt, queue=queue))
 
@@ -195,7 +196,7 @@ def recover_stale_sessions(*, now=None) -> list[Session]:
                 session.status, session.attempt, session.process_group = SessionStatus.QUEUED, session.attempt + 1, None
                 session.sent_at = None
                 session.save(update_fields=["status", "attempt", "process_group", "sent_at"])
-                _send_on_commit(session)
+                send_on_commit(session)
             recovered.append(session)
     return recovered + resend_lost_sessions(now=now)
 
@@ -278,7 +279,7 @@ def confirm_alerts(*, alert_ids: list[int]) -> list[Session]:
             session = Session.objects.create(job=job, trigger=SessionTrigger.CONFIRMATION,
                                              run_kind=RunKind.CONFIRMATION,
                                              revisions=revisions, confirms=alert)
-            _send_on_commit(session)
+            send_on_commit(session)
         started.append(session)
     for note, ids in notes.items():
         confirmations.note_unconfirmed(alert_ids=ids, note=note)

@@ -3,6 +3,7 @@
 from celery import shared_task
 
 from . import execution, services
+from .bisection import service as bisections
 from .models import Job, SessionTrigger
 
 
@@ -22,3 +23,21 @@ def start_scheduled_session(job_id: int) -> None:
 @shared_task(ignore_result=True)
 def recover_stale_sessions() -> None:
     services.recover_stale_sessions()
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def list_bisection_range(bisection_id: int) -> None:
+    """List a bisection's range. Delivered to its job's machine queue: the repository is there."""
+    bisections.list_range(bisection_id=bisection_id)
+
+
+@shared_task(ignore_result=True)
+def advance_bisection(bisection_id: int) -> None:
+    bisections.advance(bisection_id=bisection_id)
+
+
+@shared_task(ignore_result=True)
+def advance_bisections() -> None:
+    for bisection_id in bisections.running_bisections():
+        bisections.advance(bisection_id=bisection_id)
+

@@ -32,6 +32,7 @@ from .projects import ApiToken, Machine, Membership, Project, Role, TokenScope, 
 from .runs import (
     OUTSIDE_SERIES,
     SERIES_KINDS,
+    SESSION_KINDS,
     FailedResult,
     Result,
     Revision,
@@ -48,6 +49,6 @@ __all__ = [
     "Benchmark", "Direction", "Metric",
     "Comparison", "ComparisonChunk", "ComparisonMethod", "Verdict",
     "ApiToken", "Machine", "Membership", "Project", "Role", "TokenScope", "WebhookFormat",
-    "OUTSIDE_SERIES", "SERIES_KINDS", "FailedResult", "Result", "Revision", "Run", "RunKind", "RunStatus",
+    "OUTSIDE_SERIES", "SERIES_KINDS", "SESSION_KINDS", "FailedResult", "Result", "Revision", "Run", "RunKind", "RunStatus",
     "nights_before", "series_nights",
 ]

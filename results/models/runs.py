@@ -41,11 +41,14 @@ class RunKind(models.TextChoices):
     MANUAL = "manual"
     IMPORTED = "imported"
     CONFIRMATION = "confirmation", "A/B confirmation"
+    BISECTION = "bisection", "bisection step"
 
 
-OUTSIDE_SERIES = (RunKind.PR, RunKind.CONFIRMATION)
-"""Runs that are never nights of a series: a pull request's, and an A/B session's re-measurement of an alert's
-two revisions (out of order, under other conditions)."""
+OUTSIDE_SERIES = (RunKind.PR, RunKind.CONFIRMATION, RunKind.BISECTION)
+"""Runs that are never nights of a series: a pull request's, an A/B session's re-measurement of an alert's two
+revisions, and a bisection's sessions of the commits in between (out of order, under other conditions)."""
+SESSION_KINDS = (RunKind.CONFIRMATION, RunKind.BISECTION)
+"""Runs only the runner's sessions make (never posted): an alert's A/B re-measurement, a bisection's steps."""
 SERIES_KINDS = tuple(kind for kind in RunKind if kind not in OUTSIDE_SERIES)
 """The kinds of runs that are nights of a series. Queries filter on them (an ``IN``, which an index on the kind
 serves; the ``NOT IN`` of :data:`OUTSIDE_SERIES` is not)."""

@@ -1,0 +1,203 @@
+"""Writes of a bisection: start one for a confirmed regression, list its range on the benchmark machine, and after
+each of its sessions run the next one the plan asks for (:func:`runner.bisection.plan.next_step`), or record what
+it found. Its state is its steps: a bisection whose worker died, or whose broker restarted, is advanced again from
+them (:func:`advance`, also called by the periodic catch-up)."""
+
+import logging
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from results import access
+from results.decisions import ALPHA, CHANGE_SIDES
+from results.models import Alert, AlertState, Direction, RunKind, nights_before
+from results.queue import enqueue
+
+from .. import trust
+from ..models import (
+    FINISHED_STATUSES,
+    Bisection,
+    BisectionStatus,
+    BisectionStep,
+    Job,
+    Round,
+    Session,
+    SessionStatus,
+    SessionTrigger,
+)
+from ..services import send_on_commit
+from ..session.levels import CANDIDATE, MOVED_END, REFERENCE, LevelCheck
+from .plan import MIDDLE, Measure, Step, next_step
+
+logger = logging.getLogger(__name__)
+
+LIST_RANGE = "runner.tasks.list_bisection_range"
+ADVANCE = "runner.tasks.advance_bisection"
+MAY_NOT_START = "Only staff and the project's maintainers may start a bisection."
+ACTIVE = (BisectionStatus.LISTING, BisectionStatus.RUNNING)
+
+
+@transaction.atomic
+def start_bisection(*, alert: Alert, user, alpha: float = ALPHA) -> Bisection:
+    """Start a bisection of a confirmed nightly regression (`user` may triage its project), with the enabled job
+    of its project that runs its benchmark on its machine and builds the revision it is given; ValidationError
+    says why one cannot start."""
+    alert = Alert.objects.select_related("comparison__candidate__metric__benchmark__project", "first_run__machine",
+                                         "first_run__revision", "group__run").get(pk=alert.pk)
+    metric = alert.comparison.candidate.metric
+    project = metric.benchmark.project
+    if user is None or not user.is_authenticated or not access.allowed(user, "triage", project):
+        raise PermissionDenied(MAY_NOT_START)
+    if alert.group.run.kind == RunKind.PR or alert.state != AlertState.CONFIRMED \
+            or CHANGE_SIDES.get(alert.comparison.verdict) != "regression":
+        raise ValidationError({"alert": "Only a confirmed regression of a nightly series is bisected."})
+    if Bisection.objects.filter(alert=alert, status__in=ACTIVE).exists():
+        raise ValidationError({"alert": "This alert is being bisected already."})
+    first_bad = alert.first_run.revision.commit if alert.first_run.revision else ""
+    last_good = nights_before(alert.first_run).filter(revision__isnull=False).values_list(
+        "revision__commit", flat=True).first()
+    if not first_bad or not last_good:
+        raise ValidationError({"alert": "Its first bad night or the last good one before it names no commit."})
+    job = Job.objects.select_related("machine").filter(
+        project=project, machine=alert.first_run.machine, benchmark=metric.benchmark.name, enabled=True).first()
+    if job is None or not trust.builds_revisions(job) or not trust.repository(job):
+        raise ValidationError({"alert": f"No enabled job of project {project.slug} builds a revision of benchmark "
+                                        f"{metric.benchmark.name} on {alert.first_run.machine.name} from its "
+                                        f"repository: nothing to bisect with."})
+    if metric.name not in {spec.name for spec in job.metric_specs()}:
+        raise ValidationError({"alert": f"The job {job.name} does not read the metric {metric.name}."})
+    bisection = Bisection.objects.create(
+        alert=alert, job=job, metric=metric.name, alpha=alpha, last_good=last_good, first_bad=first_bad,
+        direction=1 if metric.direction == Direction.LOWER_IS_BETTER else -1,
+        expected=abs(alert.comparison.ratio - 1.0), requested_by=user)
+    queue = job.machine.queue
+    transaction.on_commit(lambda: enqueue(LIST_RANGE, bisection.pk, queue=queue))
+    return bisection
+
+
+def list_range(*, bisection_id: int) -> Bisection:
+    """On the benchmark machine: the bisection's range on the job's trusted branch (:func:`runner.trust.
+    commit_range`), then its first session; a range that cannot be listed fails it, saying why."""
+    bisection = Bisection.objects.select_related("job__project").get(pk=bisection_id)
+    if bisection.status != BisectionStatus.LISTING:
+        return bisection
+    try:
+        commits = trust.commit_range(bisection.job, bisection.last_good, bisection.first_bad)
+    except trust.UntrustedRevision as error:
+        return _end(bisection, BisectionStatus.FAILED, reason=f"The range could not be listed: {error}")
+    Bisection.objects.filter(pk=bisection.pk, status=BisectionStatus.LISTING).update(
+        commits=commits, status=BisectionStatus.RUNNING)
+    return advance(bisection_id=bisection.pk)
+
+
+@transaction.atomic
+def advance(*, bisection_id: int) -> Bisection:
+    """Record the finished sessions' decisions and run the next session the plan asks for, or record what the
+    bisection found. Nothing happens while a session of it is still queued or running."""
+    bisection = Bisection.objects.select_for_update().select_related("job__machine", "job__project").get(
+        pk=bisection_id)
+    if bisection.status != BisectionStatus.RUNNING:
+        return bisection
+    steps = list(bisection.steps.select_related("session").order_by("position"))
+    if any(step.session.status not in FINISHED_STATUSES for step in steps):
+        return bisection
+    failed = list(bisection.failed)
+    decided = []
+    for step in steps:
+        if not step.decision:
+            _record(step, failed)
+        if step.decision:
+            decided.append(Step(step.role, step.reference, step.candidate, step.moved, step.decision,
+                                step.change, step.low, step.high, step.rounds))
+    stopped = next((step for step in steps if not step.decision and step.candidate not in failed), None)
+    if stopped is not None:
+        session = stopped.session
+        return _end(bisection, BisectionStatus.CANCELLED if session.status == SessionStatus.CANCELLED
+                    else BisectionStatus.FAILED, reason=(
+                        f"session #{session.pk} ({stopped.role} of commit {stopped.candidate}) ended "
+                        f"{session.get_status_display()}: {session.error or session.outcome.get('message', '')}"))
+    if failed != bisection.failed:
+        bisection.failed = failed
+        bisection.save(update_fields=["failed"])
+    planned = next_step(commits=len(bisection.commits), steps=decided, failed=set(failed), alpha=bisection.alpha)
+    if not isinstance(planned, Measure):
+        culprit = bisection.commits[planned.culprit] if planned.culprit is not None else ""
+        return _end(bisection, BisectionStatus.FOUND if culprit else BisectionStatus.NOT_ISOLATED, culprit=culprit,
+                    change=planned.change, low=planned.low, high=planned.high, reason=planned.reason)
+    _start_step(bisection, planned, position=len(steps))
+    return bisection
+
+
+def level_check(session: Session) -> LevelCheck | None:
+    """What a bisection's session decides (its targets' :class:`runner.session.levels.LevelCheck`), with the
+    readings its reference and first bad commit gave in the bisection's earlier sessions; None for any other
+    session."""
+    step = BisectionStep.objects.select_related("bisection").filter(session=session).first()
+    if step is None:
+        return None
+    bisection = step.bisection
+    commits = bisection.commits
+    wanted = {commits[step.reference]: [], commits[step.moved]: []}
+    for earlier in bisection.steps.filter(position__lt=step.position).order_by("position"):
+        labels = {REFERENCE: commits[earlier.reference], CANDIDATE: commits[earlier.candidate],
+                  MOVED_END: commits[earlier.moved]}
+        for workload, readings in Round.objects.filter(session_id=earlier.session_id, analysed=True).order_by(
+                "index").values_list("workload", "readings"):
+            commit = labels.get(workload)
+            if commit in wanted and bisection.metric in readings:
+                wanted[commit].append(float(readings[bisection.metric]))
+    return LevelCheck(metric=bisection.metric, alpha=step.alpha, direction=bisection.direction,
+                      expected=bisection.expected, check_ends=step.check_ends,
+                      earlier=(tuple(wanted[commits[step.reference]]), tuple(wanted[commits[step.moved]])))
+
+
+def after_session(session: Session) -> None:
+    """A bisection's session ended: advance its bisection once this commits (on the analysis worker)."""
+    bisection_id = BisectionStep.objects.filter(session=session).values_list("bisection_id", flat=True).first()
+    if bisection_id is not None:
+        transaction.on_commit(lambda: enqueue(ADVANCE, bisection_id))
+
+
+def running_bisections() -> list[int]:
+    """Bisections that may need advancing (the periodic catch-up: an advance lost with its worker or broker)."""
+    return list(Bisection.objects.filter(status=BisectionStatus.RUNNING).values_list("pk", flat=True))
+
+
+def _record(step: BisectionStep, failed: list[int]) -> None:
+    """A finished session's decision, stored on its step (undecided where it ran out of budget); a middle
+    candidate whose session failed (its build or its run) is stepped over."""
+    session = step.session
+    level = (session.outcome or {}).get("level") or {}
+    if session.status in (SessionStatus.RESOLVED, SessionStatus.UNRESOLVED) and level.get("decision"):
+        step.decision = level["decision"]
+        step.change, step.low, step.high = level.get("change"), level.get("low"), level.get("high")
+        step.rounds = level.get("rounds") or 0
+        step.save(update_fields=["decision", "change", "low", "high", "rounds"])
+    elif session.status == SessionStatus.FAILED and step.role == MIDDLE and step.candidate not in failed:
+        failed.append(step.candidate)
+
+
+def _start_step(bisection: Bisection, planned: Measure, *, position: int) -> None:
+    commits = bisection.commits
+    branch = trust.trusted_branch(bisection.job)
+    vouched = {"vouched": f"on the trusted branch {branch}: bisection #{bisection.pk}'s range, listed on the machine"}
+    revisions = [{"label": label, "commit": commits[index], "branch": branch, "trust": vouched}
+                 for label, index in ((REFERENCE, planned.reference), (CANDIDATE, planned.candidate),
+                                      (MOVED_END, planned.moved))]
+    session = Session.objects.create(job=bisection.job, trigger=SessionTrigger.BISECTION,
+                                     run_kind=RunKind.BISECTION, revisions=revisions)
+    BisectionStep.objects.create(bisection=bisection, position=position, session=session, role=planned.role,
+                                 reference=planned.reference, candidate=planned.candidate, moved=planned.moved,
+                                 alpha=planned.alpha, check_ends=planned.check_ends)
+    send_on_commit(session)
+
+
+def _end(bisection: Bisection, status: str, *, culprit: str = "", change: float | None = None,
+         low: float | None = None, high: float | None = None, reason: str = "") -> Bisection:
+    bisection.status, bisection.finished_at = status, timezone.now()
+    bisection.culprit, bisection.change, bisection.low, bisection.high = culprit, change, low, high
+    bisection.reason = reason
+    bisection.save(update_fields=["status", "finished_at", "culprit", "change", "low", "high", "reason"])
+    logger.info("%s: %s %s", bisection, status, reason or culprit)
+    return bisection
