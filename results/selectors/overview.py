@@ -99,12 +99,18 @@ class NightlyOverview:
 
 def _replaced_results(night_runs: list[Run]) -> list[int]:
     """The results of `night_runs` a later run of the same night replaced (the same metric on the same
-    machine); one query of (id, metric, run) triples."""
-    order = {run.pk: (run.started_at, run.pk) for run in night_runs}
-    machine = {run.pk: run.machine_id for run in night_runs}
+    machine); one query of (id, metric, run) triples of the runs of a project and machine that posted several,
+    none when no project and machine did (a metric belongs to one project)."""
+    posted = Counter((run.project_id, run.machine_id) for run in night_runs)
+    several = [run for run in night_runs if posted[run.project_id, run.machine_id] > 1]
+    if not several:
+        return []
+    order = {run.pk: (run.started_at, run.pk) for run in several}
+    machine = {run.pk: run.machine_id for run in several}
     newest: dict[tuple[int, int], tuple[int, int]] = {}
     replaced = []
-    for pk, metric, run in Result.objects.filter(run_id__in=list(order)).values_list("pk", "metric_id", "run_id"):
+    for pk, metric, run in Result.objects.filter(run_id__in=list(order)).order_by().values_list("pk", "metric_id",
+                                                                                               "run_id"):
         key = (metric, machine[run])
         kept = newest.get(key)
         if kept is None:
@@ -142,7 +148,7 @@ def _night_failures(night_runs: list[Run]) -> dict[tuple[int, int], list[FailedR
                     .order_by("metric__benchmark__name", "metric__name"))
     measured: dict[tuple[int, int], tuple] = {}
     for metric, run in Result.objects.filter(run_id__in=list(order), metric_id__in={f.metric_id for f in failures}) \
-            .values_list("metric_id", "run_id"):
+            .order_by().values_list("metric_id", "run_id"):
         key = (metric, runs_by_id[run].machine_id)
         measured[key] = max(measured.get(key, order[run]), order[run])
     found: dict[tuple[int, int], list[FailedResult]] = defaultdict(list)
@@ -171,7 +177,7 @@ def nightly_overview(*, viewer, project: str | None = None, machine: str | None 
     most notable series (by verdict, then size of change; None: all); its counts are those of all its
     series, its total that of the filtered series. Only the projects `viewer` may read are shown, a page of
     them at a time (`page`). A fixed number of queries, whatever the number of projects, machines, runs and
-    rows.
+    rows (one fewer on a night when no project and machine has several runs: no result was replaced).
     """
     nightly = access.visible(Run.objects.filter(kind=Run.Kind.NIGHTLY, status=Run.Status.COMPLETED), viewer)
     if project:
@@ -213,7 +219,7 @@ def nightly_overview(*, viewer, project: str | None = None, machine: str | None 
     group_fields = ("run__project_id", "run__machine_id")
     totals = {(row["run__project_id"], row["run__machine_id"]): row["count"]
               for row in matching.values(*group_fields).annotate(count=Count("id")).order_by()}
-    results = matching.select_related("metric__benchmark").defer("samples")
+    results = matching.select_related("metric__benchmark").defer("samples", "samples_shape", "metadata")
     if limit is not None:
         rank = Case(*[When(history_comparison__verdict=value, then=Value(order))
                       for value, order in VERDICT_ORDER.items() if value != NOT_COMPARED],
@@ -223,9 +229,10 @@ def nightly_overview(*, viewer, project: str | None = None, machine: str | None 
             RowNumber(), partition_by=[F(name) for name in group_fields],
             order_by=[rank.asc(), size.desc(), F("metric__benchmark__name").asc(), F("metric__name").asc()],
         )).filter(notability__lte=limit)
-    # The history comparison's fields come with the result (no second query, no prefetch).
+    # The history comparison's fields come with the result (no second query, no prefetch). Unordered: the rows are
+    # put worst first below (Result's default order joined the run, metric, benchmark and project to sort them).
     results = list(results.annotate(**{f"history_{name}": F(f"history_comparison__{name}")
-                                       for name in _HISTORY_FIELDS}))
+                                       for name in _HISTORY_FIELDS}).order_by())
     counts: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
     for row in (Comparison.objects.filter(candidate__run_id__in=run_ids, method=ComparisonMethod.HISTORY)
                 .exclude(candidate_id__in=replaced)
