@@ -59,8 +59,8 @@ def measure_in_child(script: str, arguments: list[str], *, database: str, debug:
     (``tests.pgcluster``); either way nothing of the developer's own database is touched. A
     real Redis runs beside it, as in production, so enqueueing the follow-up tasks (the
     comparison of a stored run, notifications) costs what it costs there. With ``debug`` false
-    the child runs as ``./pilot up`` does (``PILOTWEB_LOCAL``: DEBUG off), so Django does not log
-    every query as it is made, as in production.
+    the child runs as ``./pilot up`` does (``PILOTWEB_LOCAL``: DEBUG off, the static files collected first), so
+    Django does not log every query as it is made, as in production.
     """
     command = [sys.executable, script, "--child", *arguments]
     if database == "postgres":
@@ -71,6 +71,10 @@ def measure_in_child(script: str, arguments: list[str], *, database: str, debug:
         if not debug:
             environment.pop("DEBUG", None)
             environment["PILOTWEB_LOCAL"] = "1"
+            # Without debug the pages name the static files by their collected, content-hashed copies.
+            environment["STATIC_ROOT"] = str(Path(directory) / "static")
+            subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"], cwd=ROOT,
+                           env=environment, check=True)
         finished = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True)
     if finished.returncode != 0:
         raise SystemExit(f"{database} run failed:\n{finished.stderr[-3000:]}")

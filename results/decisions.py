@@ -35,6 +35,7 @@ __all__ = [
     "is_significant",
     "qvalues_by_method",
     "suspected_verdict",
+    "worst_first",
 ]
 
 ALPHA = 0.05
@@ -64,6 +65,12 @@ CHANGE_SIDES = {Verdict.REGRESSION: "regression", SUSPECTED_REGRESSION: "regress
 VERDICT_ORDER = {Verdict.REGRESSION: 0, SUSPECTED_REGRESSION: 1, Verdict.IMPROVEMENT: 2, SUSPECTED_IMPROVEMENT: 3,
                  Verdict.INCONCLUSIVE: 4, INSUFFICIENT_HISTORY: 5, Verdict.NO_CHANGE: 6, NOT_COMPARED: 7}
 """Worst first: the order of rows in every table. Inconclusive rows (no evidence either way) are quiet."""
+
+
+def worst_first(verdict: str, ratio: float | None, benchmark: str, metric: str) -> tuple:
+    """A row's place in every table: by :data:`VERDICT_ORDER`, then the larger change first, then by name."""
+    return (VERDICT_ORDER.get(verdict, len(VERDICT_ORDER)), -(0.0 if ratio is None else abs(ratio - 1.0)),
+            benchmark, metric)
 
 RUN_NOISE_UNKNOWN_KEY = "within_run_pvalue"
 """The input a two-run comparison without a measured run-to-run component keeps: the p-value of its subsessions

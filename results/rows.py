@@ -179,8 +179,7 @@ class ComparisonRow:
 
     @property
     def sort_key(self) -> tuple:
-        order = decisions.VERDICT_ORDER
-        return order.get(self.verdict, len(order)), -self.change_size, self.benchmark, self.metric
+        return decisions.worst_first(self.verdict, self.ratio, self.benchmark, self.metric)
 
     @cached_property
     def scale(self) -> tuple[float, str]:

@@ -18,4 +18,5 @@ urlpatterns = [
     path("runs/<id:run_id>/pr/", nightly.pr_review, name="pr_review"),
     path("history/<id:metric_id>/", history.history, name="history"),
     path("runs/<id:run_id>/", history.run, name="run"),
+    path("runs/<id:run_id>/metrics/<id:metric_id>/", history.run_section, name="run_section"),
 ]

@@ -33,7 +33,17 @@ from .compare import (
     recent_runs,
     shortcut_baseline,
 )
-from .history import HISTORY_LIMIT, MetricHistory, RunDetail, metric_history, run_detail, run_page_version
+from .history import (
+    HISTORY_LIMIT,
+    RUN_PAGED_ABOVE,
+    RUN_SERIES_PER_PAGE,
+    MetricHistory,
+    RunDetail,
+    metric_history,
+    run_detail,
+    run_page_version,
+    run_result,
+)
 from .lists import (
     RESULT_FIELDS_FOR_TABLES,
     RUNS_PER_EXPORT,
@@ -68,7 +78,8 @@ __all__ = [
     "IncidentEntry", "ShiftAlert", "alert_page",
     "COMPARE_SHORTCUTS", "RECENT_RUNS", "PullRequestReview", "no_nightly_before", "nightly_before", "pr_review",
     "recent_runs", "shortcut_baseline",
-    "HISTORY_LIMIT", "MetricHistory", "RunDetail", "metric_history", "run_detail", "run_page_version",
+    "HISTORY_LIMIT", "RUN_PAGED_ABOVE", "RUN_SERIES_PER_PAGE", "MetricHistory", "RunDetail", "metric_history",
+    "run_detail", "run_page_version", "run_result",
     "RESULT_FIELDS_FOR_TABLES", "RUNS_PER_EXPORT", "RUNS_PER_PAGE", "RunList", "RunListEntry", "alerts",
     "benchmarks", "incidents", "machines", "metric_series", "metrics", "projects", "run_comparisons", "run_list",
     "run_with_results", "runs",

@@ -17,8 +17,9 @@ from django.utils.dateparse import parse_date
 from .. import charts, decisions, exports, nights, presentation, selectors
 from ..stored_rows import stored_rows
 from ..access import readable
-from ..models import Metric, Run
+from ..models import Metric, Result, Run
 from ..run_page import run_page
+from ..run_page import run_section as run_page_section
 
 TABLE_ROWS = 100
 """The history's data table lists the newest runs; the chart holds them all."""
@@ -123,7 +124,9 @@ def run(request: HttpRequest, run_id: int, *, export: str | None) -> HttpRespons
 
     Everything but the page's frame is kept in the cache under the run's version (its comparison time
     and its alerts' last change): a stored run does not change, and its session's analysis is stored.
-    ``?format=csv|json`` downloads its results (``&table=comparisons``: its comparisons)."""
+    A run of many series shows a page of them (``?page=``, worst first), each series' section loaded when
+    opened (:func:`run_section`). ``?format=csv|json`` downloads all its results (``&table=comparisons``: its
+    comparisons), whatever the page."""
     try:
         if export:
             detail = selectors.run_detail(run_id=run_id, viewer=request.user)
@@ -136,9 +139,38 @@ def run(request: HttpRequest, run_id: int, *, export: str | None) -> HttpRespons
         version = selectors.run_page_version(run_id=run_id, viewer=request.user)
     except Run.DoesNotExist:
         raise Http404("No such run.") from None
-    key = f"run-page:{run_id}:{version}"
-    page = cache.get(key)
-    if page is None:
-        page = run_page(run_id=run_id)
-        cache.set(key, page, RUN_PAGE_SECONDS)
-    return render(request, "results/run.html", page)
+    number = _page_number(request.GET.get("page"))
+    key = f"run-page:{run_id}:{version}:{number}"
+    shown = cache.get(key)
+    if shown is None:
+        shown = run_page(run_id=run_id, page=number)
+        # Kept only under the number of the page it is: a number beyond the last shows the last page, and a
+        # run of one page has no other.
+        if shown["page"] == number or (shown["page"] is None and number == 1):
+            cache.set(key, shown, RUN_PAGE_SECONDS)
+    return render(request, "results/run.html", shown)
+
+
+def _page_number(value: str | None) -> int:
+    """``?page=`` as a page number: 1 unless a positive whole number."""
+    return int(value) if value and value.isdecimal() and 0 < int(value) < 10**6 else 1
+
+
+@readable
+def run_section(request: HttpRequest, run_id: int, metric_id: int) -> HttpResponse:
+    """One series' section of a run's page (its readings, notes and charts), which the page of a run of many
+    series loads when the reader opens it; read as the page is read (a run the reader may not read is not
+    found) and cached under the same run version."""
+    try:
+        version = selectors.run_page_version(run_id=run_id, viewer=request.user)
+    except Run.DoesNotExist:
+        raise Http404("No such run.") from None
+    key = f"run-page:{run_id}:{version}:metric-{metric_id}"
+    section = cache.get(key)
+    if section is None:
+        try:
+            section = run_page_section(run_id=run_id, metric_id=metric_id)
+        except Result.DoesNotExist:
+            raise Http404("No such series in this run.") from None
+        cache.set(key, section, RUN_PAGE_SECONDS)
+    return render(request, "results/run_section.html", section)

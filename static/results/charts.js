@@ -1,12 +1,13 @@
 // Charts: every <div data-figure="KEY"> is drawn from the figures in <script id="pilotweb-figures">
 // (Django's json_script), built server-side by results/charts/. Charts are drawn as they scroll
 // into view, so a run with many metrics stays quick. A chart with data-run-url opens the run of a
-// clicked point; the history's permalink follows the range zoomed to.
+// clicked point; the history's permalink follows the range zoomed to. Parts of a page loaded later
+// (a run's series sections, sections.js) bring their own figures: PilotwebCharts.add(figures, element).
 (function () {
   "use strict";
+  if (typeof Plotly === "undefined") { return; }
   var source = document.getElementById("pilotweb-figures");
-  if (!source || typeof Plotly === "undefined") { return; }
-  var figures = JSON.parse(source.textContent);
+  var figures = source ? JSON.parse(source.textContent) : {};
 
   function runUrl(element, runId) {
     // data-run-url is the URL of run 0 ("/runs/0/"): put the clicked run's id in its place.
@@ -56,18 +57,26 @@
     });
   }
 
-  var charts = Array.prototype.slice.call(document.querySelectorAll("[data-figure]"));
-  if (!("IntersectionObserver" in window)) {
-    charts.forEach(draw);
-    return;
-  }
-  var observer = new IntersectionObserver(function (entries) {
+  var observer = "IntersectionObserver" in window ? new IntersectionObserver(function (entries) {
     entries.forEach(function (entry) {
       if (entry.isIntersecting) {
         observer.unobserve(entry.target);
         draw(entry.target);
       }
     });
-  }, {rootMargin: "400px 0px"});
-  charts.forEach(function (element) { observer.observe(element); });
+  }, {rootMargin: "400px 0px"}) : null;
+
+  function watch(root) {
+    Array.prototype.slice.call(root.querySelectorAll("[data-figure]")).forEach(function (element) {
+      if (observer) { observer.observe(element); } else { draw(element); }
+    });
+  }
+
+  window.PilotwebCharts = {
+    add: function (more, root) {
+      Object.keys(more).forEach(function (key) { figures[key] = more[key]; });
+      watch(root);
+    }
+  };
+  watch(document);
 })();

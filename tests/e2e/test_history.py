@@ -1,12 +1,16 @@
-"""The chart pages in a real browser: Plotly draws the history, a click opens the run, run detail and machines."""
+"""The chart pages in a real browser: Plotly draws the history, a click opens the run, run detail (a large run's
+sections loaded on demand) and machines."""
 
 import re
 
 import pytest
 from django.utils import timezone
+from playwright.sync_api import expect
 
+from results import selectors
 from results.models import ChangePoint, Machine, Run
 from runner.models import Job, Session
+from tests.factories import posted_run
 from tests.results.test_history_pages import history_of, session_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -83,3 +87,33 @@ def test_the_machines_page(page, screenshot):
     assert page.locator(".machine-card").count() == 2
     assert "Intel Xeon Gold 6338" in page.content()
     screenshot("machines")
+
+
+def test_a_large_runs_page_loads_a_series_section_with_its_chart_when_its_link_is_followed(page, screenshot):
+    series, per_page = selectors.RUN_PAGED_ABOVE + 10, selectors.RUN_SERIES_PER_PAGE
+    run = posted_run(0, {f"bench {index:03d}": 1.0 + index / 100 for index in range(series)}, samples=True, n=40,
+                     sd=0.004)
+    # Not compared: every series ties, so they come in name order, and the page's last is far down page 1.
+    metric_id = run.results.get(metric__benchmark__name=f"bench {per_page - 1:03d}").metric_id
+
+    page.goto(f"/runs/{run.pk}/")
+    expect(page.locator(".run-pages").first).to_contain_text(f"Series 1–{per_page} of {series}")
+    assert page.locator("section[data-section-url]").count() == per_page
+    page.click(f'table.run-results a[href="#metric-{metric_id}"]')
+
+    section = page.locator(f"#metric-{metric_id}")
+    expect(page.locator(f"#metric-{metric_id}[data-section-url]")).to_have_count(0)  # the placeholder is filled
+    expect(section.locator(".note").first).to_contain_text("No session rounds")
+    expect(section.locator(f'[data-figure="m{metric_id}-samples"].drawn')).to_have_count(1)
+    expect(section).to_be_in_viewport()
+    assert page.evaluate(f"document.querySelector('#metric-{metric_id} .js-plotly-plot').data.length") > 0
+    screenshot("run-detail-large")
+
+    # The next page holds the next series, their sections loaded as they are reached.
+    page.click(".run-pages a[rel=next] >> nth=0")
+    last = run.results.get(metric__benchmark__name=f"bench {2 * per_page - 1:03d}").metric_id
+    page.locator(f"#metric-{last}").scroll_into_view_if_needed()
+    # Filled, with those above it, which pushes it down: scrolled to again, its chart is drawn.
+    expect(page.locator(f"#metric-{last}[data-section-url]")).to_have_count(0)
+    page.locator(f"#metric-{last}").scroll_into_view_if_needed()
+    expect(page.locator(f'#metric-{last} [data-figure="m{last}-samples"].drawn')).to_have_count(1)
