@@ -83,6 +83,17 @@ def load_json(content: bytes | str, *, format_name: str) -> Any:
         raise ImportFormatError(f"{format_name}: the file is not valid JSON ({error}).") from None
 
 
+def load_benchmarks_report(content: bytes | str, *, format_name: str) -> dict[str, Any]:
+    """A JSON report holding a non-empty ``benchmarks`` list (Google Benchmark's, pytest-benchmark's), parsed as
+    :func:`load_json` does; :class:`ImportFormatError` where it is not one."""
+    report = load_json(content, format_name=format_name)
+    if not isinstance(report, dict) or not isinstance(report.get("benchmarks"), list):
+        raise ImportFormatError(f"{format_name}: the file must be a JSON object with a 'benchmarks' list.")
+    if not report["benchmarks"]:
+        raise ImportFormatError(f"{format_name}: the file holds no benchmark.")
+    return report
+
+
 def is_number(value: Any) -> bool:
     """A number a measurement can be: finite and at most ``MAX_MAGNITUDE`` in size (a standard deviation of
     1e200 would square to infinity), never a boolean or an integer too large for a float."""

@@ -26,7 +26,7 @@ import copy
 from datetime import datetime
 from typing import Any
 
-from .base import ImportFormatError, is_number, json_safe, load_json
+from .base import ImportFormatError, is_number, json_safe, load_benchmarks_report
 
 FORMAT_NAME = "google-benchmark"
 # benchmark::internal::Skipped: 1 is SkipWithError, 2 SkipWithMessage (an intended skip).
@@ -62,11 +62,7 @@ _ROW_KEYS = frozenset(
 
 def parse(content: bytes | str) -> dict[str, Any]:
     """Turn a Google Benchmark JSON file into a partial native document (two results per benchmark)."""
-    report = load_json(content, format_name=FORMAT_NAME)
-    if not isinstance(report, dict) or not isinstance(report.get("benchmarks"), list):
-        raise ImportFormatError(f"{FORMAT_NAME}: the file must be a JSON object with a 'benchmarks' list.")
-    if not report["benchmarks"]:
-        raise ImportFormatError(f"{FORMAT_NAME}: the file holds no benchmark.")
+    report = load_benchmarks_report(content, format_name=FORMAT_NAME)
     context = report.get("context", {})
     if not isinstance(context, dict):
         raise ImportFormatError(f"{FORMAT_NAME}: 'context' must be an object.")

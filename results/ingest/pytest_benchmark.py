@@ -21,7 +21,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from typing import Any
 
-from .base import ImportFormatError, is_number, json_safe, load_json
+from .base import ImportFormatError, is_number, json_safe, load_benchmarks_report
 
 FORMAT_NAME = "pytest-benchmark"
 
@@ -41,11 +41,7 @@ _COMMIT_KEYS = ("id", "time", "author_time", "dirty", "project", "branch")
 
 def parse(content: bytes | str) -> dict[str, Any]:
     """Turn a pytest-benchmark JSON file into a partial native document (one result per test)."""
-    report = load_json(content, format_name=FORMAT_NAME)
-    if not isinstance(report, dict) or not isinstance(report.get("benchmarks"), list):
-        raise ImportFormatError(f"{FORMAT_NAME}: the file must be a JSON object with a 'benchmarks' list.")
-    if not report["benchmarks"]:
-        raise ImportFormatError(f"{FORMAT_NAME}: the file holds no benchmark.")
+    report = load_benchmarks_report(content, format_name=FORMAT_NAME)
     results = [_result(benchmark, index) for index, benchmark in enumerate(report["benchmarks"])]
     names = Counter(result["benchmark"] for result in results)
     duplicated = sorted(name for name, count in names.items() if count > 1)
