@@ -112,8 +112,8 @@ def _posted(document: RunIn) -> RunIn:
     """A posted run may not claim to be an A/B confirmation: those runs are never nights of a series and are
     made only by the runner's sessions, so a posted one would hide a night from its series."""
     if document.kind in SESSION_KINDS:
-        raise services.IngestError("kind", f"{document.kind.value} runs are made by the runner's sessions; post "
-                                           "nightly, pr, manual or imported")
+        raise services.IngestError("kind", f"{document.kind.value} runs are made by the runner's A/B sessions and "
+                                           "bisections; post nightly, pr, manual or imported")
     return document
 
 
@@ -483,7 +483,7 @@ class SheriffOut(Schema):
     untriaged: int
 
 
-@api.get("/projects/{slug}/sheriff", response={200: SheriffOut, **refusals(401, 404, 422)}, auth=READ_AUTH,
+@api.get("/projects/{slug}/sheriff", response={200: SheriffOut, **refusals(400, 401, 404, 422)}, auth=READ_AUTH,
          url_name="project_sheriff", summary="A project's sheriff numbers, week by week")
 def project_sheriff(request: HttpRequest, slug: Annotated[str, Field(max_length=100)],
                     weeks: Annotated[int, Field(ge=1, le=260)] = selectors.SHERIFF_WEEKS):

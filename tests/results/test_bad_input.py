@@ -187,13 +187,14 @@ def test_a_nul_character_in_a_query_is_a_400_not_a_database_error(api, path):
     assert response.status_code == 400 and b"NUL" in response.content
 
 
-def test_a_posted_confirmation_run_is_a_400_and_stores_nothing(api):
-    # Confirmation runs are never nights of a series: a posted one would hide a night from its series.
-    document = {**run_document(), "kind": "confirmation"}
+@pytest.mark.parametrize("kind", ["confirmation", "bisection"])
+def test_a_posted_confirmation_or_bisection_run_is_a_400_and_stores_nothing(api, kind):
+    # Confirmation and bisection runs are never nights of a series: a posted one would hide a night from its series.
+    document = {**run_document(), "kind": kind}
     before = stored_rows()
 
     for response in (post_raw(api, json.dumps(document)),
-                     api.post("/api/v1/runs/import?format=native&kind=confirmation", data=json.dumps(run_document()),
+                     api.post(f"/api/v1/runs/import?format=native&kind={kind}", data=json.dumps(run_document()),
                               content_type="application/json")):
         assert response.status_code == 400, response.content
         assert "kind" in response.json()["detail"] and "A/B sessions" in response.json()["detail"]
