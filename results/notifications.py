@@ -133,7 +133,9 @@ def alert_group_summary(group: AlertGroup, *, alert_ids: Collection[int] | None 
 def incident_line(incident: Incident, *, url: str = "") -> IncidentLine:
     """An incident told in one line (two queries): "machine-wide shift of bench-1 from the night of 2026-11-20:
     23 series moved -3.0% to +12.0% (first bad commit 3f2a9c1c0e1d after 1b2c3d4e5f60); likely the environment"."""
-    ratios = [ratio for ratio in Comparison.objects.filter(alert__incident=incident).values_list("ratio", flat=True)
+    # Unordered: Comparison's default order joins five tables (a nested-loop plan on fresh PostgreSQL statistics).
+    ratios = [ratio for ratio in Comparison.objects.filter(alert__incident=incident).order_by().values_list(
+              "ratio", flat=True)
               if ratio is not None]
     first = incident.first_run
     before = (Run.objects.filter(series_nights(), project_id=incident.project_id, machine_id=incident.machine_id,
