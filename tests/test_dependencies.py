@@ -109,3 +109,18 @@ def test_the_decision_rules_and_their_wording_import_no_django(module):
             elif top_level(imported) == "results" and not imported.startswith("results.stats"):
                 pending.append(imported)
     assert "results.decisions" in seen and not django, django
+
+
+def test_the_decision_rules_do_not_import_their_wording():
+    # Decisions are made in one module and worded in another: the rules never reach for the presentation module,
+    # directly or through what they import.
+    seen, pending = set(), ["results.decisions"]
+    while pending:
+        name = pending.pop()
+        path = _module_path(name)
+        if name in seen or path is None:
+            continue
+        seen.add(name)
+        pending.extend(imported for imported in imported_at_import_time(path)
+                       if top_level(imported) == "results" and not imported.startswith("results.stats"))
+    assert "results.decisions" in seen and "results.presentation" not in seen, seen
