@@ -486,7 +486,7 @@ class SheriffOut(Schema):
 @api.get("/projects/{slug}/sheriff", response={200: SheriffOut, **refusals(400, 401, 404, 422)}, auth=READ_AUTH,
          url_name="project_sheriff", summary="A project's sheriff numbers, week by week")
 def project_sheriff(request: HttpRequest, slug: Annotated[str, Field(max_length=100)],
-                    weeks: Annotated[int, Field(ge=1, le=260)] = selectors.SHERIFF_WEEKS):
+                    weeks: Annotated[int, Field(ge=1, le=selectors.SHERIFF_MAX_WEEKS)] = selectors.SHERIFF_WEEKS):
     """Alerts and incidents opened each week, those later found false (invalid, or dismissed by later nights),
     regressions confirmed, and the median hours from a change's first bad night to its alert and from the alert to
     its triage; ``total`` over the weeks asked for."""

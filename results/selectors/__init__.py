@@ -70,7 +70,7 @@ from .overview import (
     ProjectOverview,
     nightly_overview,
 )
-from .sheriff import SHERIFF_WEEKS, SheriffNumbers, SheriffWeek, sheriff_numbers
+from .sheriff import SHERIFF_MAX_WEEKS, SHERIFF_WEEKS, SheriffNumbers, SheriffWeek, sheriff_numbers
 from .table_rows import ROW_LIMIT, SPARKLINE_POINTS
 
 __all__ = [
@@ -85,6 +85,6 @@ __all__ = [
     "run_with_results", "runs",
     "PROJECTS_PER_PAGE", "WITHOUT_NIGHT_NAMED", "NightlyOverview", "OverviewGroup", "ProjectOverview",
     "nightly_overview",
-    "SHERIFF_WEEKS", "SheriffNumbers", "SheriffWeek", "sheriff_numbers",
+    "SHERIFF_MAX_WEEKS", "SHERIFF_WEEKS", "SheriffNumbers", "SheriffWeek", "sheriff_numbers",
     "ROW_LIMIT", "SPARKLINE_POINTS",
 ]

@@ -17,6 +17,8 @@ from ..models import Alert, AlertState, AlertStatus, Incident, Project, RunKind
 
 SHERIFF_WEEKS = 26
 """Weeks shown by default: half a year."""
+SHERIFF_MAX_WEEKS = 260
+"""The most weeks one request may ask for: five years."""
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from ..models import Project
 
 
 class SheriffForm(forms.Form):
-    weeks = forms.IntegerField(required=False, min_value=1, max_value=260)
+    weeks = forms.IntegerField(required=False, min_value=1, max_value=selectors.SHERIFF_MAX_WEEKS)
 
 
 @readable
@@ -35,6 +35,7 @@ def sheriff(request: HttpRequest, slug: str, *, export: str | None) -> HttpRespo
         hours_to_alert=[week.hours_to_alert for week in numbers.weeks],
         hours_to_triage=[week.hours_to_triage for week in numbers.weeks])
     return render(request, "results/sheriff.html", {
-        "numbers": numbers, "form": form, "weeks": weeks, "figures": {"sheriff": figure},
+        "numbers": numbers, "form": form, "weeks": weeks, "most_weeks": selectors.SHERIFF_MAX_WEEKS,
+        "figures": {"sheriff": figure},
         "newest_first": list(reversed(numbers.weeks)),
     }, status=200 if valid else 400)

@@ -139,14 +139,15 @@ def level_check(session: Session) -> LevelCheck | None:
     bisection = step.bisection
     commits = bisection.commits
     wanted = {commits[step.reference]: [], commits[step.moved]: []}
-    for earlier in bisection.steps.filter(position__lt=step.position).order_by("position"):
-        labels = {REFERENCE: commits[earlier.reference], CANDIDATE: commits[earlier.candidate],
-                  MOVED_END: commits[earlier.moved]}
-        for workload, readings in Round.objects.filter(session_id=earlier.session_id, analysed=True).order_by(
-                "index").values_list("workload", "readings"):
-            commit = labels.get(workload)
-            if commit in wanted and bisection.metric in readings:
-                wanted[commit].append(float(readings[bisection.metric]))
+    labels = {earlier.session_id: {REFERENCE: commits[earlier.reference], CANDIDATE: commits[earlier.candidate],
+                                   MOVED_END: commits[earlier.moved]}
+              for earlier in bisection.steps.filter(position__lt=step.position)}
+    # The earlier sessions' rounds in one query, in the order the sessions and their rounds ran.
+    for session_id, workload, readings in Round.objects.filter(session_id__in=labels, analysed=True).order_by(
+            "session_id", "index").values_list("session_id", "workload", "readings"):
+        commit = labels[session_id].get(workload)
+        if commit in wanted and bisection.metric in readings:
+            wanted[commit].append(float(readings[bisection.metric]))
     return LevelCheck(metric=bisection.metric, alpha=step.alpha, direction=bisection.direction,
                       expected=bisection.expected, check_ends=step.check_ends,
                       earlier=(tuple(wanted[commits[step.reference]]), tuple(wanted[commits[step.moved]])))

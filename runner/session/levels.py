@@ -4,6 +4,7 @@ one metric); where asked, stopped as *not reproduced* once the last good and the
 (:func:`results.stats.sequential_comparison`, tuned to the alert's effect). The runner's session loop and
 ``benchmarks/bisection.py`` decide through :func:`decide_level`, the one place that does."""
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,7 +33,8 @@ class LevelCheck:
     direction : {1, -1}
         +1 where the first bad commit reads higher (a time), -1 where lower (a throughput).
     expected : float
-        The alert's relative change, > 0: the ends are equivalent once their interval lies within half of it.
+        The alert's relative change, > 0 (above 1 for a run more than twice as slow): the ends are equivalent once
+        their interval lies within half of it.
     earlier : tuple of (tuple of float, tuple of float)
         Readings of the reference and of the first bad commit from earlier sessions of the bisection.
     check_ends : bool
@@ -51,8 +53,8 @@ class LevelCheck:
             raise ValueError(f"`alpha` must be in (0, 1); got {self.alpha!r}.")
         if self.direction not in (1, -1):
             raise ValueError(f"`direction` must be 1 or -1; got {self.direction!r}.")
-        if not 0.0 < self.expected < 1.0:
-            raise ValueError(f"`expected` must be a relative change in (0, 1); got {self.expected!r}.")
+        if not (0.0 < self.expected and math.isfinite(self.expected)):
+            raise ValueError(f"`expected` must be a positive relative change; got {self.expected!r}.")
 
 
 @dataclass(frozen=True)

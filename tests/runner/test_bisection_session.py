@@ -76,3 +76,11 @@ def test_the_decision_is_the_level_tests_on_the_rounds_read_by_all_three():
 def test_a_check_names_its_bad_parameter(options, message):
     with pytest.raises(ValueError, match=message):
         LevelCheck(**{"metric": "time", "alpha": 0.01, "direction": 1, "expected": 0.05, **options})
+
+
+def test_a_regression_more_than_twice_as_slow_is_a_check_of_its_own():
+    # A run three times as slow is a relative change of 2: still a level to test for.
+    check = LevelCheck(metric="time", alpha=0.01, direction=1, expected=2.0)
+    rng = np.random.default_rng(5)
+    reference, candidate, moved = (level * (1 + 0.02 * rng.standard_normal(30)) for level in (1.0, 3.0, 3.0))
+    assert decide_level(reference, candidate, moved, check).decision == MOVED
