@@ -543,7 +543,9 @@ def measure(*, series: int, runs: int, repeats: int, slow_repeats: int, session_
         BASELINE: ("/api/v1/runs?limit=20", None, repeats),
         "nightly overview": ("/", None, repeats),
         f"history, {min(runs, 1000)} points": (f"/history/{seeded['metric_id']}/?machine=bench-1", None, repeats),
-        "newest run, first view": (f"/runs/{seeded['newest_run']}/", cache.clear, slow_repeats),
+        # A run of more than 200 series shows its first 50, worst first, each series' section loaded on demand
+        # (timed below): not the whole run's work, which reading every section adds (50 sections a page).
+        "newest run, first view (page 1)": (f"/runs/{seeded['newest_run']}/", cache.clear, slow_repeats),
         "newest run, cached": (f"/runs/{seeded['newest_run']}/", None, repeats),
         # After the cached page: emptying the cache before it empties the page's too.
         "  one section, first view": (f"/runs/{seeded['newest_run']}/metrics/{seeded['metric_id']}/", cache.clear,
@@ -720,8 +722,10 @@ def main() -> None:
             report(figures)
             sized.append(figures)
         growth(sized)
-    print("\ntargets: overview p95 <= 300 ms; 500-point history p95 <= 200 ms; run page (first view, 2,000 series) "
-          "p95 <= 300 ms; 160-round session run page and runs list p95 <= 300 ms; queries constant whatever the size")
+    print("\ntargets (issue 31, at 1M results on PostgreSQL): the run page at 2,000 series <= 300 ms uncached "
+          "(here its first page of 50 series; a section opened adds the 'one section' line); the overview p95 "
+          "<= 300 ms. Also watched: 500-point history p95 <= 200 ms; 160-round session run page and runs list p95 "
+          "<= 300 ms; queries constant whatever the size")
 
 
 if __name__ == "__main__":

@@ -154,10 +154,6 @@ class ComparisonRow:
         return "" if self.bootstrap is None else self.bootstrap.change
 
     @property
-    def change_size(self) -> float:
-        return 0.0 if self.ratio is None else abs(self.ratio - 1.0)
-
-    @property
     def significant(self) -> bool:
         return decisions.is_significant(self.pvalue, self.qvalue, self.alpha)
 

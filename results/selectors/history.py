@@ -8,18 +8,15 @@ from datetime import datetime
 
 from django.core.paginator import Page, Paginator
 from django.db.models import (
-    Case,
     Count,
     F,
     Max,
     OuterRef,
     Q,
     Subquery,
-    Value,
-    When,
     Window,
 )
-from django.db.models.functions import Abs, Coalesce, RowNumber
+from django.db.models.functions import RowNumber
 from django.db.models.fields.json import KeyTransform
 
 from ..models import (
@@ -34,9 +31,10 @@ from ..models import (
     series_nights,
 )
 from .. import access, presentation
-from ..decisions import NOT_COMPARED, VERDICT_ORDER, worst_first
+from ..decisions import worst_first
 from .compare import nightly_before
 from .lists import RESULT_FIELDS_FOR_TABLES
+from .table_rows import worst_first_keys
 
 
 # Charts pages: a metric's history, one run in detail, the machines (results/views/history.py).
@@ -263,9 +261,7 @@ class _WorstFirst(Sequence):
     (a slice is one query: a window picks each result's worst comparison, the database orders and cuts)."""
 
     def __init__(self, run: Run, count: int) -> None:
-        rank = Case(*[When(comparisons__verdict=value, then=Value(order)) for value, order in VERDICT_ORDER.items()
-                      if value != NOT_COMPARED], default=Value(VERDICT_ORDER[NOT_COMPARED]))
-        size = Coalesce(Abs(F("comparisons__ratio") - 1.0), Value(0.0))
+        rank, size = worst_first_keys("comparisons")
         self.count = count
         # Not named `ordered`: the paginator reads that attribute as a queryset's (and would fetch them all).
         self.series = (Result.objects.filter(run=run)

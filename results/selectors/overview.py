@@ -8,18 +8,15 @@ from datetime import date, datetime
 
 from django.core.paginator import Page, Paginator
 from django.db.models import (
-    Case,
     Count,
     F,
     FilteredRelation,
     Max,
     Min,
     Q,
-    Value,
-    When,
     Window,
 )
-from django.db.models.functions import Abs, Coalesce, RowNumber
+from django.db.models.functions import RowNumber
 
 from ..stored_rows import stored_rows
 from ..notifications import incident_line
@@ -35,7 +32,6 @@ from ..models import (
     Verdict,
 )
 from .. import access, nights, presentation
-from ..decisions import NOT_COMPARED, VERDICT_ORDER
 from ..rows import ComparisonRow
 from .table_rows import (
     _HISTORY_FIELDS,
@@ -44,6 +40,7 @@ from .table_rows import (
     _history_comparison,
     _sparklines,
     _with_sparklines,
+    worst_first_keys,
 )
 
 
@@ -130,8 +127,9 @@ def _night_incidents(runs_by_group: dict[tuple[int, int], list[Run]]) -> dict[tu
               in runs_by_group.items()}
     if not wanted:
         return {}
-    found = Incident.objects.filter(project_id__in={key[0] for key in wanted}, machine_id__in={key[1] for key in wanted},
-                                    night__in={key[2] for key in wanted}).select_related("machine", "first_run__revision")
+    found = Incident.objects.filter(
+        project_id__in={key[0] for key in wanted}, machine_id__in={key[1] for key in wanted},
+        night__in={key[2] for key in wanted}).select_related("machine", "first_run__revision")
     shown: dict[tuple[int, int], list] = defaultdict(list)
     for incident in found:
         if (incident.project_id, incident.machine_id, incident.night) in wanted:
@@ -221,10 +219,7 @@ def nightly_overview(*, viewer, project: str | None = None, machine: str | None 
               for row in matching.values(*group_fields).annotate(count=Count("id")).order_by()}
     results = matching.select_related("metric__benchmark").defer("samples", "samples_shape", "metadata")
     if limit is not None:
-        rank = Case(*[When(history_comparison__verdict=value, then=Value(order))
-                      for value, order in VERDICT_ORDER.items() if value != NOT_COMPARED],
-                    default=Value(VERDICT_ORDER[NOT_COMPARED]))
-        size = Coalesce(Abs(F("history_comparison__ratio") - 1.0), Value(0.0))
+        rank, size = worst_first_keys("history_comparison")
         results = results.annotate(notability=Window(
             RowNumber(), partition_by=[F(name) for name in group_fields],
             order_by=[rank.asc(), size.desc(), F("metric__benchmark__name").asc(), F("metric__name").asc()],

@@ -8,10 +8,13 @@ from datetime import datetime
 
 
 from django.db.models import (
+    Case,
     F,
+    Value,
+    When,
     Window,
 )
-from django.db.models.functions import RowNumber
+from django.db.models.functions import Abs, Coalesce, RowNumber
 
 from ..models import (
     Comparison,
@@ -20,6 +23,7 @@ from ..models import (
     Run,
 )
 from .. import nights
+from ..decisions import NOT_COMPARED, VERDICT_ORDER
 from ..rows import ComparisonRow, Sparkline
 
 
@@ -30,6 +34,16 @@ from ..rows import ComparisonRow, Sparkline
 # sparklines of every row come from two: the recent runs, picked by a window, then their results).
 
 SPARKLINE_POINTS = 20
+
+
+def worst_first_keys(comparison: str) -> tuple[Case, Coalesce]:
+    """:func:`results.decisions.worst_first` in SQL, for the comparison at the path `comparison`: its verdict's
+    rank (no comparison ranks as "not compared") and the size of its change, so that a database orders and cuts
+    rows as the pages order them."""
+    rank = Case(*[When(**{f"{comparison}__verdict": value}, then=Value(order))
+                  for value, order in VERDICT_ORDER.items() if value != NOT_COMPARED],
+                default=Value(VERDICT_ORDER[NOT_COMPARED]))
+    return rank, Coalesce(Abs(F(f"{comparison}__ratio") - 1.0), Value(0.0))
 
 
 def _sparklines(series: set[tuple[int, int]], *, projects: set[int], limit: int = SPARKLINE_POINTS,

@@ -9,7 +9,7 @@ from datetime import timezone as dt_timezone
 
 from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_date
@@ -140,15 +140,25 @@ def run(request: HttpRequest, run_id: int, *, export: str | None) -> HttpRespons
     except Run.DoesNotExist:
         raise Http404("No such run.") from None
     number = _page_number(request.GET.get("page"))
-    key = f"run-page:{run_id}:{version}:{number}"
-    shown = cache.get(key)
+    # A number beyond the last page is sent to the last (known once one such request built it), so that no
+    # number makes the page be built again on every request.
+    pages_key = f"run-page:{run_id}:{version}:pages"
+    last = cache.get(pages_key)
+    if last is not None and number > last:
+        return redirect(_page_url(request, last))
+    shown = cache.get(f"run-page:{run_id}:{version}:{number}")
     if shown is None:
         shown = run_page(run_id=run_id, page=number)
-        # Kept only under the number of the page it is: a number beyond the last shows the last page, and a
-        # run of one page has no other.
-        if shown["page"] == number or (shown["page"] is None and number == 1):
-            cache.set(key, shown, RUN_PAGE_SECONDS)
+        actual = shown["page"] or 1
+        cache.set(f"run-page:{run_id}:{version}:{actual}", shown, RUN_PAGE_SECONDS)
+        if actual != number:
+            cache.set(pages_key, actual, RUN_PAGE_SECONDS)
+            return redirect(_page_url(request, actual))
     return render(request, "results/run.html", shown)
+
+
+def _page_url(request: HttpRequest, number: int) -> str:
+    return request.path if number == 1 else f"{request.path}?page={number}"
 
 
 def _page_number(value: str | None) -> int:

@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 
 from results import access, selectors
 from results.decisions import worst_first
-from results.models import Comparison, Machine, Membership, Project, Role, Run
+from results.models import Comparison, Machine, Membership, Project, Result, Role, Run
 from tests.factories import (
     BenchmarkFactory,
     ComparisonFactory,
@@ -91,15 +91,19 @@ def test_a_run_of_many_series_shows_them_a_page_at_a_time_worst_first():
     # The comparisons come before the results, so that the regressions are on the first screen.
     assert first.index("comparisons-title") < first.index("results-title")
     # Beyond the last page: the last page; not a number: the first.
-    last = Client().get(f"/runs/{run.pk}/?page=99").content.decode()
+    last = Client().get(f"/runs/{run.pk}/?page=99", follow=True).content.decode()
     assert table_names(last, "run-results") == order[(SERIES - 1) // per_page * per_page:]
+    # Sent there: any later number beyond it is redirected without the page being built again.
+    pages = (SERIES - 1) // per_page + 1
+    again = Client().get(f"/runs/{run.pk}/?page=500")
+    assert again.status_code == 302 and again["Location"] == f"/runs/{run.pk}/?page={pages}"
     assert table_names(Client().get(f"/runs/{run.pk}/?page=x").content.decode(), "run-results") == order[:per_page]
 
 
 def test_a_run_of_up_to_two_hundred_series_shows_every_series_and_section_at_once():
     run = large_run(series=selectors.RUN_PAGED_ABOVE)
 
-    html = Client().get(f"/runs/{run.pk}/?page=2").content.decode()
+    html = Client().get(f"/runs/{run.pk}/?page=2", follow=True).content.decode()  # one page: sent to it
 
     assert len(table_names(html, "run-results")) == selectors.RUN_PAGED_ABOVE
     assert "Pages of series" not in html and "data-section-url" not in html
@@ -210,3 +214,15 @@ def test_a_section_is_cached_under_the_run_version_and_writes_nothing():
         Client().get(url)
     assert len(changed) > 1
     assert selectors.run_page_version(run_id=run.pk, viewer=access.SYSTEM) != version
+
+
+def test_a_series_is_placed_by_the_worst_of_its_comparisons():
+    # bench 001 found no change against its history, and a large regression on the shift test: it is the worst
+    # series of the run, ahead of every single-comparison regression (10% at the most here).
+    run = large_run()
+    quiet = Result.objects.get(run=run, metric__benchmark__name="bench 001")
+    ComparisonFactory(candidate=quiet, method="shift", verdict="regression", ratio=1.5, ci_low=1.45, ci_high=1.55)
+
+    html = Client().get(f"/runs/{run.pk}/").content.decode()
+
+    assert table_names(html, "run-results")[0] == "bench 001"
