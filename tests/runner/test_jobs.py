@@ -225,16 +225,18 @@ def test_a_command_timed_whole_with_a_work_amount_must_be_analysed_per_unit(staf
 def test_a_command_of_known_start_up_and_cost_per_unit_reports_the_cost_per_unit(staff):
     job = services.create_job(user=staff, **job_fields(
         workload_kind="command", builtin="", warmup="wps", command=[sys.executable, "-c", SLEEPER, "{work_amount}"],
-        work_min=100, work_max=1000, min_round_duration=0.0, budget_seconds=60, target_width=0.02))
+        work_min=100, work_max=1000, min_round_duration=0.0, budget_seconds=60, target_width=0.05))
     session = Session.objects.create(job=job)
 
     execution.execute_session(session_id=session.pk, attempt=0)
 
+    # The interpreter's start-up jitters by tens of milliseconds on a loaded CI machine (a 2% target ran out of
+    # its 60 s there); 5% still tells the cost per unit (1 ms) from the whole process per unit (about 1.15 ms).
     session.refresh_from_db()
     assert session.status == SessionStatus.CONVERGED, (session.error, session.outcome.get("message"))
     result = session.runs.get().results.get()
-    assert result.mean == pytest.approx(0.001, rel=0.02)
-    assert result.metadata["method"] == "wps" and result.ci_high / result.ci_low - 1 <= 0.025
+    assert result.mean == pytest.approx(0.001, rel=0.05)
+    assert result.metadata["method"] == "wps" and result.ci_high / result.ci_low - 1 <= 0.06
 
 
 @pytest.mark.django_db(transaction=True)
