@@ -41,6 +41,7 @@ class ProjectAdmin(admin.ModelAdmin):
                           "description": "Commits link to the repository's host (GitHub, GitLab, Gitea, Codeberg), "
                                          "or to the template where one is given."}),
         ("Notifications", {"fields": ["notify_emails", "webhook_url", "webhook_format"]}),
+        ("Bisection", {"fields": ["bisect_regressions"]}),
     ]
     # An address typed without a scheme is https (Django 6's default, asked for now).
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}

@@ -3,11 +3,12 @@
 The runner adds a session's analysis to the page of each run it stored (:mod:`runner.run_page`): the
 stable phases and removed warm-up of every metric, the interval narrowing round by round, the machine's
 load and the monitoring overhead; and to each alert the A/B sessions that re-measured it
-(:mod:`runner.alert_page`). It renders that HTML itself. An app registers a provider once, in its
+(:mod:`runner.alert_page`) with its bisections. It renders a run page's HTML itself; an alert's part is a
+template and its context, rendered in the alert page's request (its forms need the page's CSRF token). An app registers a provider once, in its
 ``AppConfig.ready``.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from django.utils.safestring import SafeString
@@ -68,17 +69,32 @@ def _by_alert(providers: list, alerts: Sequence[Alert]) -> dict[int, list]:
     return found
 
 
-AlertProvider = Callable[[Sequence[Alert]], dict[int, SafeString]]
+@dataclass(frozen=True)
+class AlertAddition:
+    """A provider's part of one alert on the alert list: its template, rendered in the page's request (so its
+    forms carry the page's CSRF token) with ``part`` set to `context`."""
+
+    template: str
+    context: dict
+
+
+AlertProvider = Callable[..., dict[int, AlertAddition]]
 _alert_providers: list[AlertProvider] = []
 
 
 def add_to_alerts(provider: AlertProvider) -> None:
-    """Register ``provider(alerts)``: called once per alert list rendered, HTML by alert id for those it adds to."""
+    """Register ``provider(alerts, *, triageable)``: called once per alert list rendered, an
+    :class:`AlertAddition` by alert id for those it adds to; ``triageable`` holds the ids of the alerts the viewer
+    may triage (actions are offered on those only)."""
     _register(_alert_providers, provider)
 
 
-def alert_additions(alerts: Sequence[Alert]) -> dict[int, list[SafeString]]:
-    return _by_alert(_alert_providers, alerts)
+def alert_additions(alerts: Sequence[Alert], *, triageable: Collection[int] = ()) -> dict[int, list[AlertAddition]]:
+    found: dict[int, list] = {}
+    for provider in _alert_providers:
+        for alert_id, value in provider(alerts, triageable=triageable).items():
+            found.setdefault(alert_id, []).append(value)
+    return found
 
 
 AlertSessionsProvider = Callable[[Sequence[Alert]], dict[int, list[int]]]

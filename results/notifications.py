@@ -99,7 +99,7 @@ class AlertGroupSummary:
         return f" on {self.branch}" if self.branch else ""
 
 
-def _site_url(path: str) -> str:
+def site_url(path: str) -> str:
     return f"{settings.PILOTWEB_SITE_URL}{path}" if settings.PILOTWEB_SITE_URL else ""
 
 
@@ -112,7 +112,7 @@ def alert_group_summary(group: AlertGroup, *, alert_ids: Collection[int] | None 
     alerts = [alert for alert in every if alert.incident_id is None]
     rows = stored_rows([(alert.comparison.candidate, alert.comparison) for alert in alerts])
     alerts_path = f"{reverse('results:alerts')}?{urlencode({'project': run.project.slug})}"
-    incidents = [incident_line(incident, url=_site_url(f"{alerts_path}#incident-{incident.pk}"))
+    incidents = [incident_line(incident, url=site_url(f"{alerts_path}#incident-{incident.pk}"))
                  for incident in Incident.objects.filter(pk__in={alert.incident_id for alert in every})
                  .select_related("machine", "first_run__revision").order_by("night", "pk")]
     return AlertGroupSummary(
@@ -120,12 +120,12 @@ def alert_group_summary(group: AlertGroup, *, alert_ids: Collection[int] | None 
         project=run.project.slug, project_name=single_line(run.project.name), machine=single_line(run.machine.name),
         run_id=run.pk, commit=run.revision.commit if run.revision else None,
         branch=run.revision.branch if run.revision else None,
-        run_url=_site_url(reverse("results:run", args=[run.pk])),
+        run_url=site_url(reverse("results:run", args=[run.pk])),
         changes=[Change(alert_id=alert.pk, benchmark=single_line(row.benchmark), metric=single_line(row.metric),
                         label=single_line(row.label),
                         ratio=row.ratio, low=row.low, high=row.high, pvalue=row.pvalue, qvalue=row.qvalue,
                         change=row.change or "no ratio", verdict=row.verdict,
-                        url=_site_url(f"{alerts_path}#alert-{alert.pk}"))
+                        url=site_url(f"{alerts_path}#alert-{alert.pk}"))
                  for alert, row in zip(alerts, rows)],
     )
 
@@ -231,6 +231,9 @@ MAX_ATTEMPTS = 5
 RETRY_AFTER = (timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=30), timedelta(hours=2))
 """How long a failed channel waits before its next attempt (then the last wait again); after ``MAX_ATTEMPTS``
 it is given up and shown as failed."""
+CHANNEL_ERRORS = (OSError, smtplib.SMTPException, http.client.HTTPException, outbound.OutboundHTTPError,
+                  outbound.OutboundRefused)
+"""What a channel's failure raises: retried, except :class:`results.outbound.OutboundRefused` (given up)."""
 CLAIM = timedelta(minutes=10)
 """An attempt under way holds its channel this long: a worker that dies while sending leaves it to be retried."""
 
@@ -258,9 +261,8 @@ def notify_alert_group(*, group_id: int) -> None:
     group = (AlertGroup.objects.select_related("run__project", "run__machine", "run__revision")
              .prefetch_related("alerts__comparison__candidate__metric__benchmark").get(pk=group_id))
     project = group.run.project
-    recipients = [address.strip() for address in project.notify_emails.split(",") if address.strip()]
-    wanted = [channel for channel, given in ((Channel.EMAIL, recipients), (Channel.WEBHOOK, project.webhook_url))
-              if given]
+    recipients = _recipients(project)
+    wanted = project_channels(project)
     if group.notified_at is not None:
         if all(alert.announced_at is not None for alert in group.alerts.all()) or not _reopened(group, wanted):
             return
@@ -286,8 +288,7 @@ def notify_alert_group(*, group_id: int) -> None:
         summary = summary or alert_group_summary(group, alert_ids=named)
         try:
             _send(delivery.channel, project=project, summary=summary, recipients=recipients, run_id=group.run_id)
-        except (OSError, smtplib.SMTPException, http.client.HTTPException, outbound.OutboundHTTPError,
-                outbound.OutboundRefused) as error:
+        except CHANNEL_ERRORS as error:
             attempts = delivery.attempts + 1
             given_up = attempts >= MAX_ATTEMPTS or isinstance(error, outbound.OutboundRefused)
             Delivery.objects.filter(pk=delivery.pk).update(
@@ -316,6 +317,35 @@ def _reopened(group: AlertGroup, wanted: list[str]) -> bool:
             status=DeliveryStatus.PENDING, attempts=0, error="", next_attempt_at=timezone.now())
     group.notified_at = group.announcing_through = None
     return True
+
+
+def project_channels(project) -> list[str]:
+    """The channels a project is told on: e-mail where it names addresses, its webhook where it has one."""
+    return [channel for channel, given in ((Channel.EMAIL, _recipients(project)), (Channel.WEBHOOK, project.webhook_url))
+            if given]
+
+
+def tell_project(project, channel: str, *, subject: str, text: str, html: str, fields: dict) -> None:
+    """Tell a project one message on one of its channels: the e-mail's subject and body (`text`), or its
+    webhook's body in the webhook's format (Slack: `text` in mrkdwn-safe form; Matrix: `text` and `html`; JSON:
+    `fields` with `text` and `html`). Raises what the channel's failure raises (the caller retries)."""
+    if channel == Channel.EMAIL:
+        send_mail(subject=f"[Pilot Web] {single_line(subject)}", message=text, from_email=settings.DEFAULT_FROM_EMAIL,
+                  recipient_list=_recipients(project))
+        return
+    match WebhookFormat(project.webhook_format):
+        case WebhookFormat.SLACK:
+            payload = {"text": _slack_escape(text)}
+        case WebhookFormat.MATRIX:
+            payload = {"text": text, "html": html}
+        case WebhookFormat.JSON:
+            payload = {**fields, "text": text, "html": html}
+    outbound.post_json(project.webhook_url, payload, timeout=WEBHOOK_TIMEOUT,
+                       allow_private=settings.PILOTWEB_WEBHOOK_ALLOW_PRIVATE)
+
+
+def _recipients(project) -> list[str]:
+    return [address.strip() for address in project.notify_emails.split(",") if address.strip()]
 
 
 def _send(channel: str, *, project, summary: AlertGroupSummary, recipients: list[str], run_id: int) -> None:

@@ -11,13 +11,14 @@ class RunnerConfig(AppConfig):
 
         from celery.signals import worker_ready
 
-        from .alert_page import confirmation_session_ids, confirmation_sessions
+        from .alert_page import bisections, confirmation_session_ids, confirmation_sessions
         from .heartbeat import on_worker_ready
         from .receivers import confirm_opened_alerts
         from .run_page import session_analysis
 
         add_to_run_pages(session_analysis)
         add_to_alerts(confirmation_sessions)
+        add_to_alerts(bisections)
         add_alert_sessions(confirmation_session_ids)
         # A module-level receiver: signals hold receivers weakly, and a function defined here would be
         # collected as soon as ready() returns (DEBUG's signature check cached it, hiding that in development).

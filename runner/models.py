@@ -420,6 +420,10 @@ class Bisection(models.Model):
                                      related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    notified_at = models.DateTimeField(null=True, blank=True, help_text="When every channel told its culprit.")
+    notified_channels = models.JSONField(default=list, blank=True, help_text="The channels that told it so far.")
+    notify_attempts = models.PositiveSmallIntegerField(default=0)
+    notify_error = models.TextField(blank=True, help_text="Why the last telling failed.")
 
     class Meta:
         ordering = ["-created_at", "-id"]

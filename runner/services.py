@@ -158,6 +158,12 @@ def _send(*, session_id: int, attempt: int, queue: str) -> bool:
 def cancel_session(*, session: Session, user: AbstractBaseUser) -> Session:
     """Cancel a queued or running session; a running workload's process group is killed now."""
     _require_staff(user)
+    return stop_session(session=session)
+
+
+def stop_session(*, session: Session) -> Session:
+    """Cancel a queued or running session, whoever may (the callers check): a running workload's process group
+    is killed now."""
     with transaction.atomic():
         session = Session.objects.select_for_update().get(pk=session.pk)
         if session.finished:

@@ -3,6 +3,7 @@
 from celery import shared_task
 
 from . import execution, services
+from .bisection import notify
 from .bisection import service as bisections
 from .models import Job, SessionTrigger
 
@@ -37,7 +38,22 @@ def advance_bisection(bisection_id: int) -> None:
 
 
 @shared_task(ignore_result=True)
+def start_bisections() -> None:
+    bisections.bisect_confirmed()
+
+
+@shared_task(ignore_result=True)
+def notify_bisection(bisection_id: int) -> None:
+    # No retry here: the catch-up retries each channel not told yet (runner.bisection.notify).
+    notify.notify_bisection(bisection_id=bisection_id)
+
+
+@shared_task(ignore_result=True)
 def advance_bisections() -> None:
+    """The periodic catch-up: bisections whose advance or telling was lost with a worker or the broker, and the
+    regressions projects bisect automatically."""
     for bisection_id in bisections.running_bisections():
         bisections.advance(bisection_id=bisection_id)
-
+    bisections.bisect_confirmed()
+    for bisection_id in notify.pending_notifications():
+        notify.notify_bisection(bisection_id=bisection_id)

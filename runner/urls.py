@@ -15,4 +15,6 @@ urlpatterns = [
     path("sessions/<id:session_id>/", views.session_detail, name="session"),
     path("sessions/<id:session_id>/rounds/", views.session_rounds, name="session_rounds"),
     path("sessions/<id:session_id>/cancel/", views.session_cancel, name="session_cancel"),
+    path("bisections/start/", views.bisection_start, name="bisection_start"),
+    path("bisections/<id:bisection_id>/cancel/", views.bisection_cancel, name="bisection_cancel"),
 ]

@@ -4,18 +4,25 @@ Reading follows ``PILOTWEB_PUBLIC_READ``; defining, scheduling, running and canc
 (the services refuse anyone else too). Each view parses input, calls one selector or service, renders.
 """
 
+from urllib.parse import urlencode
+
+from django import forms
 from django.contrib import messages
-from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseForbidden
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from results import access, exports, presentation
+from results import selectors as result_selectors
 from results.access import readable
 
 from . import heartbeat, selectors, services
+from .bisection import service as bisection_service
 from .forms import JobForm, command_preview
-from .models import Job, Session
+from .models import Bisection, Job, Session
 from .pairs import session_pairs
 from .progress import progress_view, round_records
 
@@ -156,3 +163,49 @@ def machines(request: HttpRequest) -> HttpResponse:
     page = selectors.machine_page(viewer=request.user, search=search, page=request.GET.get("page"))
     entries = [(entry, presentation.hardware_facts(entry.machine.hardware)) for entry in page.object_list]
     return render(request, "runner/machines.html", {"machines": entries, "page": page, "search": search})
+
+
+class BisectionStartForm(forms.Form):
+    alert = forms.IntegerField(min_value=1, max_value=2**63 - 1)
+
+
+@require_POST
+def bisection_start(request: HttpRequest) -> HttpResponse:
+    """POST by a maintainer of the alert's project (or staff): bisect the alert's night to its culprit, then back
+    to the alert."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(reverse("results:alerts"))
+    form = BisectionStartForm(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest("Not started: " + " ".join(form.errors.get("alert", [])))
+    alert = get_object_or_404(result_selectors.alerts(viewer=request.user), pk=form.cleaned_data["alert"])
+    try:
+        bisection = bisection_service.start_bisection(alert=alert, user=request.user)
+    except PermissionDenied as refused:
+        return HttpResponseForbidden(str(refused))
+    except ValidationError as error:
+        messages.error(request, "Not started: " + " ".join(error.messages))
+    else:
+        messages.success(request, f"Bisection #{bisection.pk} of alert #{alert.pk} started: its range is listed on "
+                                  f"{bisection.job.machine.name}, then one A/B session a step.")
+    return redirect(_alert_address(alert))
+
+
+@require_POST
+def bisection_cancel(request: HttpRequest, bisection_id: int) -> HttpResponse:
+    """POST by a maintainer of the project (or staff): cancel a bisection under way with its session."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(reverse("results:alerts"))
+    bisection = get_object_or_404(Bisection.objects.select_related("alert").filter(
+        alert__in=result_selectors.alerts(viewer=request.user)), pk=bisection_id)
+    try:
+        bisection = bisection_service.cancel_bisection(bisection=bisection, user=request.user)
+    except PermissionDenied as refused:
+        return HttpResponseForbidden(str(refused))
+    messages.success(request, f"Bisection #{bisection.pk} is {bisection.get_status_display()}.")
+    return redirect(_alert_address(bisection.alert))
+
+
+def _alert_address(alert) -> str:
+    """The alert on the alert list of its project."""
+    return f"{reverse('results:alerts')}?{urlencode({'project': alert.group.run.project.slug})}#alert-{alert.pk}"

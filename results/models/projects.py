@@ -36,6 +36,9 @@ class Project(models.Model):
     webhook_url = models.URLField(blank=True, help_text="Receives a JSON POST for every new alert group.")
     webhook_format = models.CharField(max_length=10, choices=WebhookFormat.choices, default=WebhookFormat.JSON,
                                       help_text="What the webhook's JSON holds.")
+    bisect_regressions = models.BooleanField(default=False, help_text=(
+        "Bisect a nightly regression once confirmed, with the job that runs its benchmark on its machine and builds "
+        "revisions: its sessions take that machine's time."))
     private = models.BooleanField(default=False, help_text=(
         "Read by its members and staff only, whatever PILOTWEB_PUBLIC_READ says."))
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,

@@ -135,11 +135,11 @@ def alert_page(*, viewer, status: str | None = None, project: str | None = None,
     pooled = [alert for alert in listed if alert.evidence is not None]
     evidence = dict(zip((alert.pk for alert in pooled),
                         stored_rows([(alert.evidence.candidate, alert.evidence) for alert in pooled])))
-    additions = alert_additions(listed)
-    entries = [AlertEntry(alert, row, additions.get(alert.pk, []), evidence.get(alert.pk), _commit_range(alert))
-               for alert, row in zip(listed, rows)]
     triaged_by = access.projects_with_role(viewer, Role.MAINTAINER)
     triageable = {alert.pk for alert in listed if triaged_by is None or alert.group.run.project_id in triaged_by}
+    additions = alert_additions(listed, triageable=triageable)
+    entries = [AlertEntry(alert, row, additions.get(alert.pk, []), evidence.get(alert.pk), _commit_range(alert))
+               for alert, row in zip(listed, rows)]
     # Who may follow an alert of the page up: staff, and the maintainers of its projects.
     users = get_user_model().objects.none()
     if triageable:

@@ -6,12 +6,15 @@ them (:func:`advance`, also called by the periodic catch-up)."""
 import logging
 
 from django.core.exceptions import PermissionDenied, ValidationError
+from datetime import timedelta
+
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from results import access
 from results.decisions import ALPHA, CHANGE_SIDES
-from results.models import Alert, AlertState, Direction, RunKind, nights_before
+from results.models import Alert, AlertState, AlertStatus, Direction, Project, RunKind, nights_before
 from results.queue import enqueue
 
 from .. import trust
@@ -26,16 +29,21 @@ from ..models import (
     SessionStatus,
     SessionTrigger,
 )
-from ..services import send_on_commit
+from ..services import send_on_commit, stop_session
 from ..session.levels import CANDIDATE, MOVED_END, REFERENCE, LevelCheck
+from .notify import TOLD
 from .plan import MIDDLE, Measure, Step, next_step
 
 logger = logging.getLogger(__name__)
 
 LIST_RANGE = "runner.tasks.list_bisection_range"
 ADVANCE = "runner.tasks.advance_bisection"
+NOTIFY = "runner.tasks.notify_bisection"
+START = "runner.tasks.start_bisections"
 MAY_NOT_START = "Only staff and the project's maintainers may start a bisection."
 ACTIVE = (BisectionStatus.LISTING, BisectionStatus.RUNNING)
+AUTOMATIC_WITHIN = timedelta(days=7)
+"""How long after its alert opened a regression is still bisected automatically (an older one, asked by hand)."""
 
 
 @transaction.atomic
@@ -43,17 +51,53 @@ def start_bisection(*, alert: Alert, user, alpha: float = ALPHA) -> Bisection:
     """Start a bisection of a confirmed nightly regression (`user` may triage its project), with the enabled job
     of its project that runs its benchmark on its machine and builds the revision it is given; ValidationError
     says why one cannot start."""
+    project = Project.objects.get(runs__alert_group__alerts=alert)
+    if user is None or not user.is_authenticated or not access.allowed(user, "triage", project):
+        raise PermissionDenied(MAY_NOT_START)
+    return _start(alert, requested_by=user, alpha=alpha)
+
+
+def bisect_confirmed() -> list[Bisection]:
+    """Start the bisections projects ask for (``Project.bisect_regressions``): one a night and machine (the
+    night's series share it), for its largest confirmed nightly regression that a job can bisect, once no A/B
+    session re-measuring it is still to finish, within :data:`AUTOMATIC_WITHIN` of its opening. Called after a
+    confirmation session settles its alert, and by the periodic catch-up."""
+    bisected = Bisection.objects.filter(alert__first_run=OuterRef("first_run"))
+    measuring = Session.objects.filter(confirms=OuterRef("pk")).exclude(status__in=FINISHED_STATUSES)
+    candidates = (Alert.objects.filter(group__run__project__bisect_regressions=True, state=AlertState.CONFIRMED,
+                                       status__in=(AlertStatus.NEW, AlertStatus.ACKNOWLEDGED),
+                                       first_run__isnull=False,
+                                       created_at__gte=timezone.now() - AUTOMATIC_WITHIN)
+                  .exclude(group__run__kind=RunKind.PR).exclude(Exists(bisected)).exclude(Exists(measuring))
+                  .select_related("comparison").order_by())
+    nights: dict[int, list[Alert]] = {}
+    for alert in candidates:
+        if CHANGE_SIDES.get(alert.comparison.verdict) == "regression":
+            nights.setdefault(alert.first_run_id, []).append(alert)
+    started = []
+    for alerts in nights.values():
+        for alert in sorted(alerts, key=lambda found: -abs((found.comparison.ratio or 1.0) - 1.0)):
+            try:
+                with transaction.atomic():
+                    started.append(_start(alert, requested_by=None))
+                break
+            except ValidationError:
+                continue
+    return started
+
+
+def _start(alert: Alert, *, requested_by, alpha: float = ALPHA) -> Bisection:
     alert = Alert.objects.select_related("comparison__candidate__metric__benchmark__project", "first_run__machine",
                                          "first_run__revision", "group__run").get(pk=alert.pk)
     metric = alert.comparison.candidate.metric
     project = metric.benchmark.project
-    if user is None or not user.is_authenticated or not access.allowed(user, "triage", project):
-        raise PermissionDenied(MAY_NOT_START)
     if alert.group.run.kind == RunKind.PR or alert.state != AlertState.CONFIRMED \
-            or CHANGE_SIDES.get(alert.comparison.verdict) != "regression":
+            or CHANGE_SIDES.get(alert.comparison.verdict) != "regression" or alert.first_run is None:
         raise ValidationError({"alert": "Only a confirmed regression of a nightly series is bisected."})
-    if Bisection.objects.filter(alert=alert, status__in=ACTIVE).exists():
-        raise ValidationError({"alert": "This alert is being bisected already."})
+    shared = Bisection.objects.filter(alert__first_run=alert.first_run_id, status__in=ACTIVE).first()
+    if shared is not None:
+        raise ValidationError({"alert": f"Its night on {alert.first_run.machine.name} is being bisected already "
+                                        f"(bisection #{shared.pk}, of alert #{shared.alert_id})."})
     first_bad = alert.first_run.revision.commit if alert.first_run.revision else ""
     last_good = nights_before(alert.first_run).filter(revision__isnull=False).values_list(
         "revision__commit", flat=True).first()
@@ -70,10 +114,25 @@ def start_bisection(*, alert: Alert, user, alpha: float = ALPHA) -> Bisection:
     bisection = Bisection.objects.create(
         alert=alert, job=job, metric=metric.name, alpha=alpha, last_good=last_good, first_bad=first_bad,
         direction=1 if metric.direction == Direction.LOWER_IS_BETTER else -1,
-        expected=abs(alert.comparison.ratio - 1.0), requested_by=user)
+        expected=abs(alert.comparison.ratio - 1.0), requested_by=requested_by)
     queue = job.machine.queue
     transaction.on_commit(lambda: enqueue(LIST_RANGE, bisection.pk, queue=queue))
     return bisection
+
+
+@transaction.atomic
+def cancel_bisection(*, bisection: Bisection, user) -> Bisection:
+    """Cancel a bisection under way (`user` may triage its project): its session queued or running is cancelled
+    with it, and no other starts."""
+    bisection = Bisection.objects.select_for_update().select_related("job__project").get(pk=bisection.pk)
+    if user is None or not user.is_authenticated or not access.allowed(user, "triage", bisection.job.project):
+        raise PermissionDenied(MAY_NOT_START.replace("start", "cancel"))
+    if bisection.status not in ACTIVE:
+        return bisection
+    for session in Session.objects.filter(bisection_step__bisection=bisection).exclude(
+            status__in=FINISHED_STATUSES):
+        transaction.on_commit(lambda session=session: stop_session(session=session))
+    return _end(bisection, BisectionStatus.CANCELLED, reason=f"cancelled by {user.get_username()}")
 
 
 def list_range(*, bisection_id: int) -> Bisection:
@@ -160,6 +219,11 @@ def after_session(session: Session) -> None:
         transaction.on_commit(lambda: enqueue(ADVANCE, bisection_id))
 
 
+def after_settling() -> None:
+    """A confirmation session settled its alert: start what projects bisect automatically once this commits."""
+    transaction.on_commit(lambda: enqueue(START))
+
+
 def running_bisections() -> list[int]:
     """Bisections that may need advancing (the periodic catch-up: an advance lost with its worker or broker)."""
     return list(Bisection.objects.filter(status=BisectionStatus.RUNNING).values_list("pk", flat=True))
@@ -201,4 +265,6 @@ def _end(bisection: Bisection, status: str, *, culprit: str = "", change: float 
     bisection.reason = reason
     bisection.save(update_fields=["status", "finished_at", "culprit", "change", "low", "high", "reason"])
     logger.info("%s: %s %s", bisection, status, reason or culprit)
+    if status in TOLD:
+        transaction.on_commit(lambda: enqueue(NOTIFY, bisection.pk))
     return bisection

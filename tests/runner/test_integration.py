@@ -42,8 +42,8 @@ def machine(db):
     return MachineFactory(name="integration", queue=f"bench.integration-{os.getpid()}")
 
 
-def bench_worker(redis_url, machine, tmp_path, name="first", production=False):
-    environment = {"DATABASE_URL": database_url()}
+def bench_worker(redis_url, machine, tmp_path, name="first", production=False, environment=None):
+    environment = {"DATABASE_URL": database_url(), **(environment or {})}
     if production:
         environment.update(DEBUG="false", ALLOWED_HOSTS="localhost", DJANGO_SECRET_KEY=PRODUCTION_KEY)
     return worker_process(redis_url=redis_url, queues=[machine.queue, "analysis"], log=tmp_path / f"{name}.log",
