@@ -12,7 +12,7 @@ from results.models import Alert, AlertState, RunKind
 
 from . import trust
 from .bisection import report
-from .bisection.service import ACTIVE
+from .bisection.service import ACTIVE, SETTLED
 from .models import Bisection, BisectionStep, Job, Session
 from .pairs import session_pairs
 
@@ -38,8 +38,8 @@ def confirmation_session_ids(alerts: Sequence[Alert]) -> dict[int, list[int]]:
 
 def bisections(alerts: Sequence[Alert], *, triageable: Collection[int] = ()) -> dict[int, AlertAddition]:
     """By alert id: the bisections of each alert's night on its machine, newest first, with their steps; a
-    form to start one where the viewer may triage a confirmed nightly regression that a job can bisect and none
-    is under way, and to cancel one under way. Four queries."""
+    form to start one where the viewer may triage a confirmed nightly regression that a job can bisect, whose
+    night has none under way or that found its culprit, and to cancel one under way. Four queries."""
     nights = {alert.first_run_id for alert in alerts if alert.first_run_id}
     found = defaultdict(list)
     for bisection in (Bisection.objects.filter(alert__first_run__in=nights).select_related("alert", "job__project")
@@ -67,11 +67,12 @@ def bisections(alerts: Sequence[Alert], *, triageable: Collection[int] = ()) -> 
 
 def _bisectable(alerts: Sequence[Alert], triageable: Collection[int], found: dict[int, list]) -> set[int]:
     """The alerts the viewer may start a bisection of: confirmed nightly regressions they may triage, whose night
-    has none under way, with an enabled job of their benchmark on their machine that builds revisions."""
+    has none under way nor found its culprit, with an enabled job of their benchmark on their machine that builds
+    revisions."""
     wanted = [alert for alert in alerts if alert.pk in triageable and alert.first_run_id
               and alert.state == AlertState.CONFIRMED and alert.group.run.kind != RunKind.PR
               and CHANGE_SIDES.get(alert.comparison.verdict) == "regression"
-              and not any(bisection.status in ACTIVE for bisection in found.get(alert.first_run_id, []))]
+              and not any(bisection.status in SETTLED for bisection in found.get(alert.first_run_id, []))]
     if not wanted:
         return set()
     jobs = {(job.project_id, job.machine_id, job.benchmark) for job in Job.objects.filter(

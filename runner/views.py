@@ -202,7 +202,7 @@ def bisection_cancel(request: HttpRequest, bisection_id: int) -> HttpResponse:
         bisection = bisection_service.cancel_bisection(bisection=bisection, user=request.user)
     except PermissionDenied as refused:
         return HttpResponseForbidden(str(refused))
-    messages.success(request, f"Bisection #{bisection.pk} is {bisection.get_status_display()}.")
+    messages.success(request, f"Bisection #{bisection.pk}: {bisection.get_status_display().lower()}.")
     return redirect(_alert_address(bisection.alert))
 
 

@@ -42,6 +42,8 @@ NOTIFY = "runner.tasks.notify_bisection"
 START = "runner.tasks.start_bisections"
 MAY_NOT_START = "Only staff and the project's maintainers may start a bisection."
 ACTIVE = (BisectionStatus.LISTING, BisectionStatus.RUNNING)
+SETTLED = (*ACTIVE, BisectionStatus.FOUND)
+"""A night with a bisection in these is not bisected again (one that found nothing, failed or was cancelled may be)."""
 AUTOMATIC_WITHIN = timedelta(days=7)
 """How long after its alert opened a regression is still bisected automatically (an older one, asked by hand)."""
 
@@ -94,10 +96,11 @@ def _start(alert: Alert, *, requested_by, alpha: float = ALPHA) -> Bisection:
     if alert.group.run.kind == RunKind.PR or alert.state != AlertState.CONFIRMED \
             or CHANGE_SIDES.get(alert.comparison.verdict) != "regression" or alert.first_run is None:
         raise ValidationError({"alert": "Only a confirmed regression of a nightly series is bisected."})
-    shared = Bisection.objects.filter(alert__first_run=alert.first_run_id, status__in=ACTIVE).first()
+    shared = Bisection.objects.filter(alert__first_run=alert.first_run_id, status__in=SETTLED).first()
     if shared is not None:
-        raise ValidationError({"alert": f"Its night on {alert.first_run.machine.name} is being bisected already "
-                                        f"(bisection #{shared.pk}, of alert #{shared.alert_id})."})
+        doing = "is being bisected already" if shared.status in ACTIVE else "had its culprit found"
+        raise ValidationError({"alert": f"Its night on {alert.first_run.machine.name} {doing} (bisection "
+                                        f"#{shared.pk}, of alert #{shared.alert_id})."})
     first_bad = alert.first_run.revision.commit if alert.first_run.revision else ""
     last_good = nights_before(alert.first_run).filter(revision__isnull=False).values_list(
         "revision__commit", flat=True).first()

@@ -3,15 +3,21 @@ on the machine's checkout, one session a step, each step resumed from the stored
 The sessions' outcomes are written here as a bench worker would store them, from a known culprit (the worker's part
 is Pilot's loop with a level check: tests/runner/test_bisection_session.py)."""
 
+import json
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler
+
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.utils import timezone
 
-from results.models import Alert, AlertState, Membership, Role
+from results.models import Alert, AlertState, AlertStatus, Membership, Project, Role
 from results.stats import AT_LEVEL, MOVED
-from runner.bisection import service
+from runner.bisection import notify, service
 from runner.models import Bisection, BisectionStatus, Session, SessionStatus, SessionTrigger
 from runner.session.levels import CANDIDATE, MOVED_END, REFERENCE
-from tests.factories import UserFactory, posted_run
+from tests.factories import ComparisonFactory, UserFactory, posted_run
+from tests.processes import LoopbackServer
 from tests.runner.test_integration import machine  # noqa: F401 (fixture)
 from tests.runner.test_trusted_revisions import command_job, repositories  # noqa: F401 (fixtures)
 
@@ -101,3 +107,96 @@ def test_only_maintainers_start_one_and_only_for_a_confirmed_regression(regressi
     with pytest.raises(ValidationError, match="being bisected already"):
         service.start_bisection(alert=alert, user=regression["maintainer"])
     assert Bisection.objects.count() == 1
+
+
+def test_a_project_that_asks_bisects_its_confirmed_regression_once_its_ab_session_is_done(regression):
+    alert, job = regression["alert"], regression["job"]
+    assert service.bisect_confirmed() == []  # the project does not ask
+    Project.objects.filter(pk=job.project_id).update(bisect_regressions=True)
+    measuring = Session.objects.create(job=job, trigger=SessionTrigger.CONFIRMATION, confirms=alert)
+    assert service.bisect_confirmed() == []  # its A/B session may still dismiss it
+    Session.objects.filter(pk=measuring.pk).update(status=SessionStatus.RESOLVED)
+
+    started = service.bisect_confirmed()
+    assert [bisection.alert_id for bisection in started] == [alert.pk] and started[0].requested_by is None
+    assert service.bisect_confirmed() == []  # one a night and machine
+    Alert.objects.filter(pk=alert.pk).update(status=AlertStatus.INVALID)
+    Bisection.objects.all().delete()
+    assert service.bisect_confirmed() == []  # marked invalid: not bisected
+
+
+def test_the_series_of_one_night_share_its_bisection(regression):
+    alert = regression["alert"]
+    bisection = service.start_bisection(alert=alert, user=regression["maintainer"])
+    other = Alert.objects.get(pk=alert.pk)
+    other.pk, other.comparison = None, ComparisonFactory(verdict=alert.comparison.verdict, ratio=1.2)
+    other.save()
+    with pytest.raises(ValidationError, match=f"being bisected already \\(bisection #{bisection.pk}"):
+        service.start_bisection(alert=other, user=regression["maintainer"])
+
+
+def test_a_maintainer_cancels_a_bisection_with_its_session(regression, django_capture_on_commit_callbacks):
+    bisection = service.list_range(bisection_id=service.start_bisection(
+        alert=regression["alert"], user=regression["maintainer"]).pk)
+    queued = Session.objects.get(trigger=SessionTrigger.BISECTION)
+    with pytest.raises(PermissionDenied):
+        service.cancel_bisection(bisection=bisection, user=UserFactory())
+
+    with django_capture_on_commit_callbacks(execute=True):
+        bisection = service.cancel_bisection(bisection=bisection, user=regression["maintainer"])
+    assert bisection.status == BisectionStatus.CANCELLED and "cancelled by" in bisection.reason
+    assert Session.objects.get(pk=queued.pk).status == SessionStatus.CANCELLED
+    # Its session's end advances nothing: no other session starts.
+    assert service.advance(bisection_id=bisection.pk).status == BisectionStatus.CANCELLED
+    assert Session.objects.filter(trigger=SessionTrigger.BISECTION).count() == 1
+
+
+class FailingThenOk(BaseHTTPRequestHandler):
+    answers: list = []
+    received: list = []
+
+    def do_POST(self):  # noqa: N802 (the standard library's name)
+        FailingThenOk.received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+        self.send_response(FailingThenOk.answers.pop(0) if FailingThenOk.answers else 204)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def found(regression) -> Bisection:
+    """A bisection of the regression that named its culprit."""
+    main = regression["main"]
+    bisection = service.list_range(bisection_id=service.start_bisection(
+        alert=regression["alert"], user=regression["maintainer"]).pk)
+    for _ in range(10):
+        session = Session.objects.filter(trigger=SessionTrigger.BISECTION, status=SessionStatus.QUEUED).first()
+        if session is None:
+            break
+        finish(session, main)
+        bisection = service.advance(bisection_id=bisection.pk)
+    assert bisection.status == BisectionStatus.FOUND
+    return bisection
+
+
+def test_the_project_is_told_the_culprit_on_each_channel_once(regression, settings, mailoutbox):
+    settings.PILOTWEB_WEBHOOK_ALLOW_PRIVATE = True
+    FailingThenOk.answers, FailingThenOk.received = [500], []
+    bisection = found(regression)
+    with LoopbackServer(FailingThenOk) as hook:
+        Project.objects.filter(pk=regression["job"].project_id).update(
+            webhook_url=f"{hook.url}/hook", notify_emails="perf@example.org")
+        first = notify.notify_bisection(bisection_id=bisection.pk)
+        # The e-mail went; the webhook failed and waits for the catch-up, which tells it alone.
+        assert first.notified_at is None and first.notified_channels == ["email"] and "500" in first.notify_error
+        assert len(mailoutbox) == 1
+        Bisection.objects.filter(pk=bisection.pk).update(finished_at=timezone.now() - timedelta(minutes=5))
+        assert notify.pending_notifications() == [bisection.pk]
+        second = notify.notify_bisection(bisection_id=bisection.pk)
+    assert second.notified_at is not None and second.notify_error == ""
+    assert len(mailoutbox) == 1 and len(FailingThenOk.received) == 2
+    culprit = regression["main"][CULPRIT]
+    body = FailingThenOk.received[-1]
+    assert (body["event"], body["culprit"], body["status"]) == ("bisection", culprit, "found")
+    assert f"culprit {culprit[:12]}" in body["text"] and f"culprit {culprit[:12]}" in mailoutbox[0].body
+    assert notify.notify_bisection(bisection_id=bisection.pk).notify_attempts == 2  # told: nothing more
