@@ -474,6 +474,9 @@ class SheriffWeekOut(Schema):
     regressions_confirmed: int
     median_hours_to_alert: float | None
     median_hours_to_triage: float | None
+    bisections: int
+    culprits: int
+    bisection_machine_hours: float
 
 
 class SheriffOut(Schema):
@@ -489,7 +492,8 @@ def project_sheriff(request: HttpRequest, slug: Annotated[str, Field(max_length=
                     weeks: Annotated[int, Field(ge=1, le=selectors.SHERIFF_MAX_WEEKS)] = selectors.SHERIFF_WEEKS):
     """Alerts and incidents opened each week, those later found false (invalid, or dismissed by later nights),
     regressions confirmed, and the median hours from a change's first bad night to its alert and from the alert to
-    its triage; ``total`` over the weeks asked for."""
+    its triage, the bisections that ended, the culprits they named and their machine hours; ``total`` over the
+    weeks asked for."""
     try:
         numbers = selectors.sheriff_numbers(viewer=request.user, project=slug, weeks=weeks)
     except Project.DoesNotExist:

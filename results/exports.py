@@ -190,4 +190,5 @@ def sheriff_record(week) -> dict:
     return {"week": week.start.isoformat(), "alerts": week.alerts, "incidents": week.incidents,
             "false_alerts": week.false_alerts, "false_share": week.false_share,
             "regressions_confirmed": week.regressions_confirmed, "median_hours_to_alert": week.hours_to_alert,
-            "median_hours_to_triage": week.hours_to_triage}
+            "median_hours_to_triage": week.hours_to_triage, "bisections": week.bisections,
+            "culprits": week.culprits, "bisection_machine_hours": week.bisection_hours}

@@ -3,13 +3,14 @@
 The runner adds a session's analysis to the page of each run it stored (:mod:`runner.run_page`): the
 stable phases and removed warm-up of every metric, the interval narrowing round by round, the machine's
 load and the monitoring overhead; and to each alert the A/B sessions that re-measured it
-(:mod:`runner.alert_page`) with its bisections. It renders a run page's HTML itself; an alert's part is a
+(:mod:`runner.alert_page`) with its bisections; and to a project's sheriff numbers the bisections that ended. It renders a run page's HTML itself; an alert's part is a
 template and its context, rendered in the alert page's request (its forms need the page's CSRF token). An app registers a provider once, in its
 ``AppConfig.ready``.
 """
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.utils.safestring import SafeString
 
@@ -109,3 +110,49 @@ def add_alert_sessions(provider: AlertSessionsProvider) -> None:
 def alert_sessions(alerts: Sequence[Alert]) -> dict[int, list[int]]:
     return {alert_id: [session for ids in found for session in ids]
             for alert_id, found in _by_alert(_alert_session_providers, alerts).items()}
+
+
+@dataclass(frozen=True)
+class BisectionEnd:
+    """A bisection that ended (for the sheriff numbers): when, whether it named a culprit, its machine time."""
+
+    ended_at: datetime
+    found: bool
+    machine_seconds: float
+
+
+BisectionsProvider = Callable[[int, datetime], list[BisectionEnd]]
+_bisection_providers: list[BisectionsProvider] = []
+
+
+def add_bisections(provider: BisectionsProvider) -> None:
+    """Register ``provider(project_id, since)``: the bisections of a project that ended since a moment."""
+    _register(_bisection_providers, provider)
+
+
+def bisections_ended(project_id: int, since: datetime) -> list[BisectionEnd]:
+    return [ended for provider in _bisection_providers for ended in provider(project_id, since)]
+
+
+@dataclass(frozen=True)
+class Culprit:
+    """The commit a bisection named as the cause of a night's change on one machine, with its change over its
+    parent (relative) and interval."""
+
+    commit: str
+    change: float | None
+    low: float | None
+    high: float | None
+
+
+CulpritsProvider = Callable[[Collection[int]], dict[int, Culprit]]
+_culprit_providers: list[CulpritsProvider] = []
+
+
+def add_culprits(provider: CulpritsProvider) -> None:
+    """Register ``provider(first_run_ids)``: the culprit named for each night (an alert's first run), by run id."""
+    _register(_culprit_providers, provider)
+
+
+def culprits(first_run_ids: Collection[int]) -> dict[int, Culprit]:
+    return {run_id: culprit for provider in _culprit_providers for run_id, culprit in provider(first_run_ids).items()}

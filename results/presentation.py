@@ -24,6 +24,7 @@ __all__ = [
     "commit_url",
     "compare_commits_url",
     "format_change",
+    "format_relative_change",
     "format_duration",
     "format_level",
     "format_probability",
@@ -47,6 +48,14 @@ VERDICT_ICONS = {Verdict.REGRESSION: "▲", SUSPECTED_REGRESSION: "△", Verdict
                  SUSPECTED_IMPROVEMENT: "▽", Verdict.INCONCLUSIVE: "?", Verdict.NO_CHANGE: "≈",
                  INSUFFICIENT_HISTORY: "·", NOT_COMPARED: "–"}
 """An icon beside every verdict, so colour is never the only signal."""
+
+def format_relative_change(change: float | None, low: float | None, high: float | None) -> str:
+    """A relative change (0.1: 10% more) and its interval as every page writes a change ("+10.0% [+8.9%,
+    +11.4%]"); empty for none, "[unbounded]" for a missing limit."""
+    if change is None:
+        return ""
+    return format_change(1.0 + change, None if low is None else 1.0 + low, None if high is None else 1.0 + high)
+
 
 TIME_SCALES = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 

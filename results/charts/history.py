@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
@@ -15,6 +15,9 @@ from results.presentation import format_change, in_scale
 
 from .axes import _axis_range, _beyond, _bulk_range, _scale_switch
 from .style import CONFIG, IMPROVEMENT, PALETTE, QUIET, REGRESSION, Figure, _layout, _number, _rgba, escape
+
+if TYPE_CHECKING:
+    from ..extensions import Culprit
 
 
 def _scaled_point(point: Mapping, factor: float) -> dict:
@@ -95,7 +98,8 @@ class AlertMarker(TypedDict, total=False):
     """An alert of the series (``results.selectors.metric_history``), drawn at its first night: ``pk``, ``state``
     (suspected, confirmed, dismissed), ``status`` (triage), ``verdict`` of the comparison that opened it,
     ``started_at`` and ``mean`` of its first night, ``machine``, its evidence (``ratio``, ``low``, ``high``,
-    ``pvalue``, ``qvalue``, ``nights`` pooled) and ``first_run_id``."""
+    ``pvalue``, ``qvalue``, ``nights`` pooled), ``first_run_id``, and the ``culprit`` a bisection named for its
+    night (:class:`results.extensions.Culprit`), if any."""
 
     pk: int
     state: str
@@ -112,6 +116,7 @@ class AlertMarker(TypedDict, total=False):
     qvalue: float | None
     nights: int | None
     first_run_id: int
+    culprit: Culprit | None
 
 
 ALERT_MARKERS = (
@@ -140,6 +145,14 @@ def _alert_hover(alert: Mapping, when: str) -> str:
                                                           if alert.get("state_note") else ""))
     lines.append("<i>click for the first night's run</i>")
     return "<br>".join(lines)
+
+
+def _culprit_hover(alert: Mapping, when: str) -> str:
+    culprit = alert["culprit"]
+    change = presentation.format_relative_change(culprit.change, culprit.low, culprit.high)
+    change = f" · {change} over its parent" if change else ""
+    return (f"<b>culprit {escape(presentation.short_commit(culprit.commit))}</b>{change}<br>found by bisection of "
+            f"the night of {when} UTC · {escape(alert['machine'])}")
 
 
 def _side(verdict: str) -> str:
@@ -274,6 +287,18 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
                 "hovertemplate": "%{text}<extra></extra>",
                 "marker": {"symbol": symbol, "size": 14, "color": colour, "line": {"color": colour, "width": 2}},
             })
+    found = [alert for alert in alerts if alert.get("culprit") is not None]
+    if found:
+        xs = [_timestamp(alert["started_at"]) for alert in found]
+        data.append({
+            "type": "scatter", "mode": "markers+text", "name": "★ culprit found by bisection",
+            "x": xs, "y": [alert.get("mean") for alert in found], "customdata": [alert["first_run_id"] for alert in found],
+            "text": [presentation.short_commit(alert["culprit"].commit) for alert in found],
+            "textposition": "top center", "textfont": {"size": 10, "color": REGRESSION},
+            "hovertext": [_culprit_hover(alert, x) for alert, x in zip(found, xs)],
+            "hovertemplate": "%{hovertext}<extra></extra>",
+            "marker": {"symbol": "star", "size": 15, "color": REGRESSION, "line": {"color": "#ffffff", "width": 1}},
+        })
     if improvements:
         xs = [_timestamp(row["started_at"]) for row in improvements]
         data.append({

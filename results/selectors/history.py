@@ -32,6 +32,7 @@ from ..models import (
 )
 from .. import access, presentation
 from ..decisions import worst_first
+from ..extensions import culprits
 from .compare import nightly_before
 from .lists import RESULT_FIELDS_FOR_TABLES
 from .table_rows import worst_first_keys
@@ -148,6 +149,9 @@ def metric_history(*, metric_id: int, viewer, machines: list[str] | None = None,
             row["mean"] = means.get((row["first_run_id"], row["machine"]))
             row["nights"] = len(row.pop("pooled") or []) or None
             series_alerts.append(row)
+        named = culprits({row["first_run_id"] for row in series_alerts})
+        for row in series_alerts:
+            row["culprit"] = named.get(row["first_run_id"])
     failed = FailedResult.objects.filter(metric=metric, run__machine__name__in=chosen,
                                          run__status=Run.Status.COMPLETED)
     if branch:

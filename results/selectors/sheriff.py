@@ -1,7 +1,8 @@
 """The numbers a project's sheriffs are judged by, week by week: the nightly alerts and the incidents opened, the
 share later found false (:func:`results.decisions.is_false_alert`: the false alerts users see), regressions
-confirmed, the time from a change's first bad night to its alert, and from the alert to its first triage. Three
-queries, whatever the number of alerts."""
+confirmed, the time from a change's first bad night to its alert, and from the alert to its first triage, and the
+bisections that ended, the culprits they named and the machine time they took (from the apps that bisect:
+:func:`results.extensions.bisections_ended`). Three queries and the providers', whatever the number of alerts."""
 
 import statistics
 from collections import defaultdict
@@ -13,6 +14,7 @@ from django.utils import timezone
 
 from .. import access
 from ..decisions import CHANGE_SIDES, is_false_alert
+from ..extensions import BisectionEnd, bisections_ended
 from ..models import Alert, AlertState, AlertStatus, Incident, Project, RunKind
 
 SHERIFF_WEEKS = 26
@@ -27,7 +29,8 @@ class SheriffWeek:
 
     ``false_alerts``: of its alerts, those later marked invalid or dismissed by measurement. The hours are
     medians: from a change's first bad night to its alert, and from the alert to its first change of status
-    (None where none was)."""
+    (None where none was). ``bisections``: those that ended in the week, ``culprits`` those of them that named
+    one, ``bisection_hours`` the machine time they took together."""
 
     start: date
     alerts: int
@@ -36,6 +39,9 @@ class SheriffWeek:
     regressions_confirmed: int
     hours_to_alert: float | None
     hours_to_triage: float | None
+    bisections: int = 0
+    culprits: int = 0
+    bisection_hours: float = 0.0
 
     @property
     def false_share(self) -> float | None:
@@ -75,12 +81,17 @@ def sheriff_numbers(*, viewer, project: str, weeks: int = SHERIFF_WEEKS, now: da
     incidents_by_week: dict[date, int] = defaultdict(int)
     for created in opened_incidents:
         incidents_by_week[_week(created)] += 1
+    bisections_by_week: dict[date, list[BisectionEnd]] = defaultdict(list)
+    for ended in bisections_ended(found.pk, since):
+        bisections_by_week[_week(ended.ended_at)].append(ended)
     starts = [first + timedelta(days=7 * index) for index in range(weeks)]
     every = [entry for start in starts for entry in by_week.get(start, [])]
     return SheriffNumbers(
         project=found,
-        weeks=[_numbers(start, by_week.get(start, []), incidents_by_week.get(start, 0)) for start in starts],
-        total=_numbers(first, every, sum(incidents_by_week.values())),
+        weeks=[_numbers(start, by_week.get(start, []), incidents_by_week.get(start, 0),
+                        bisections_by_week.get(start, [])) for start in starts],
+        total=_numbers(first, every, sum(incidents_by_week.values()),
+                       [ended for start in starts for ended in bisections_by_week.get(start, [])]),
         untriaged=sum(entry[2] == AlertStatus.NEW for entry in every),
     )
 
@@ -90,7 +101,7 @@ def _week(moment: datetime) -> date:
     return day - timedelta(days=day.weekday())
 
 
-def _numbers(start: date, alerts: list[tuple], incidents: int) -> SheriffWeek:
+def _numbers(start: date, alerts: list[tuple], incidents: int, bisections: list[BisectionEnd]) -> SheriffWeek:
     # An alert re-placed on a later first night (its shift began after the nights that opened it) took no time.
     to_alert = [max((opened - first).total_seconds() / 3600, 0.0) for opened, first, *_ in alerts
                 if first is not None]
@@ -105,4 +116,6 @@ def _numbers(start: date, alerts: list[tuple], incidents: int) -> SheriffWeek:
                                   and status != AlertStatus.INVALID for _, _, status, state, verdict, _ in alerts),
         hours_to_alert=statistics.median(to_alert) if to_alert else None,
         hours_to_triage=statistics.median(to_triage) if to_triage else None,
+        bisections=len(bisections), culprits=sum(ended.found for ended in bisections),
+        bisection_hours=sum(ended.machine_seconds for ended in bisections) / 3600,
     )

@@ -4,14 +4,16 @@ with its change, readings and machine time, and what the bisection found (the on
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from results.presentation import short_commit, single_line
-from results.stats import AT_LEVEL, MOVED, format_change
+from results.extensions import BisectionEnd, Culprit
+from results.presentation import format_relative_change, short_commit, single_line
+from results.stats import AT_LEVEL, MOVED
 
 from ..models import Bisection, BisectionStatus, BisectionStep, Session
 from ..session.levels import NOT_REPRODUCED
 from .plan import VERIFY
 
-__all__ = ["StepRow", "machine_seconds", "relative_change", "session_seconds", "step_rows", "summary"]
+__all__ = ["StepRow", "ended_bisections", "machine_seconds", "night_culprits", "session_seconds", "step_rows",
+           "summary"]
 
 
 @dataclass(frozen=True)
@@ -27,13 +29,6 @@ class StepRow:
     change: str
     rounds: int
     seconds: float | None
-
-
-def relative_change(change: float | None, low: float | None, high: float | None) -> str:
-    """A relative change and its interval as every page writes a change ("+10.2% [+8.9%, +11.4%]"); empty for none."""
-    if change is None:
-        return ""
-    return format_change(1.0 + change, None if low is None else 1.0 + low, None if high is None else 1.0 + high)
 
 
 def session_seconds(session: Session) -> float | None:
@@ -55,7 +50,7 @@ def step_rows(bisection: Bisection, steps: Iterable[BisectionStep]) -> list[Step
     return [StepRow(position=step.position + 1, role=step.role,
                     commit=commits[step.candidate] if step.candidate < len(commits) else "",
                     session_id=step.session_id, status=step.session.get_status_display(),
-                    decision=_decision(step), change=relative_change(step.change, step.low, step.high),
+                    decision=_decision(step), change=format_relative_change(step.change, step.low, step.high),
                     rounds=step.rounds, seconds=session_seconds(step.session))
             for step in steps]
 
@@ -81,7 +76,7 @@ def summary(bisection: Bisection, *, seconds: float | None = None) -> str:
     spent = f"; {seconds / 60:.1f} min of machine time" if seconds else ""
     match bisection.status:
         case BisectionStatus.FOUND:
-            change = relative_change(bisection.change, bisection.low, bisection.high)
+            change = format_relative_change(bisection.change, bisection.low, bisection.high)
             return (f"culprit {short_commit(bisection.culprit)}: {change or 'a change'} over its parent, "
                     f"among {count - 1} commits{spent}")
         case BisectionStatus.NOT_ISOLATED:
@@ -92,3 +87,31 @@ def summary(bisection: Bisection, *, seconds: float | None = None) -> str:
             return f"narrowing {count - 1} commits ({short_commit(bisection.last_good)}…" \
                    f"{short_commit(bisection.first_bad)}){spent}"
     return f"{bisection.get_status_display()}: {single_line(bisection.reason)}{spent}"
+
+
+def ended_bisections(project_id: int, since) -> list:
+    """The project's bisections that ended since `since`, with their machine time (the sheriff numbers,
+    registered with :func:`results.extensions.add_bisections`); two queries. A cancelled one is not counted."""
+    ended, found = {}, set()
+    for pk, at, status in Bisection.objects.filter(job__project_id=project_id, finished_at__gte=since).exclude(
+            status=BisectionStatus.CANCELLED).order_by().values_list("pk", "finished_at", "status"):
+        ended[pk] = at
+        if status == BisectionStatus.FOUND:
+            found.add(pk)
+    seconds = dict.fromkeys(ended, 0.0)
+    for bisection_id, started, finished in Session.objects.filter(
+            bisection_step__bisection_id__in=list(ended), started_at__isnull=False, finished_at__isnull=False
+    ).values_list("bisection_step__bisection_id", "started_at", "finished_at"):
+        seconds[bisection_id] += max(0.0, (finished - started).total_seconds())
+    return [BisectionEnd(ended_at=at, found=pk in found, machine_seconds=seconds[pk]) for pk, at in ended.items()]
+
+
+def night_culprits(first_run_ids) -> dict[int, Culprit]:
+    """The culprit named for each night (an alert's first run) by its newest bisection that found one (the history
+    chart's marks, registered with :func:`results.extensions.add_culprits`); one query."""
+    named = {}
+    for run_id, commit, change, low, high in Bisection.objects.filter(
+            alert__first_run__in=list(first_run_ids), status=BisectionStatus.FOUND).order_by("finished_at").values_list(
+            "alert__first_run_id", "culprit", "change", "low", "high"):
+        named[run_id] = Culprit(commit=commit, change=change, low=low, high=high)
+    return named

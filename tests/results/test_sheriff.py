@@ -91,7 +91,8 @@ def test_the_page_the_download_and_the_api_say_the_same(week_of_alerts, settings
     assert api["weeks"] == download
     assert api["weeks"][0] == {"week": "2026-10-05", "alerts": 3, "incidents": 0, "false_alerts": 2,
                                "false_share": pytest.approx(2 / 3), "regressions_confirmed": 1,
-                               "median_hours_to_alert": 12.0, "median_hours_to_triage": 16.0}
+                               "median_hours_to_alert": 12.0, "median_hours_to_triage": 16.0, "bisections": 0,
+                               "culprits": 0, "bisection_machine_hours": 0.0}
     assert (api["total"]["alerts"], api["untriaged"], api["project"]) == (3, 1, slug)
 
 

@@ -1,12 +1,15 @@
 """The bisection on the alert page: who sees the button to start or cancel one, what a refused or bad request gets
 (a clear 4xx or a message, nothing changed), and the steps and culprit as the page words them."""
 
+from datetime import timedelta
+
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from results.models import Alert, AlertState
 from runner.bisection import service
-from runner.models import Bisection, BisectionStatus
+from runner.models import Bisection, BisectionStatus, Session
 from tests.factories import UserFactory
 from tests.runner.test_bisection_service import CULPRIT, found, regression  # noqa: F401 (fixture)
 from tests.runner.test_integration import machine  # noqa: F401 (fixture)
@@ -66,3 +69,31 @@ def test_a_bisection_under_way_can_be_cancelled_from_the_page(regression):  # no
     response = maintainer.post(f"/jobs/bisections/{bisection.pk}/cancel/", follow=True)
     assert f"Bisection #{bisection.pk}: cancelled." in response.content.decode()
     assert Bisection.objects.get(pk=bisection.pk).status == BisectionStatus.CANCELLED
+
+
+def test_the_sheriff_numbers_count_the_culprits_and_their_machine_time(regression):  # noqa: F811
+    bisection = found(regression)
+    steps = Session.objects.filter(bisection_step__bisection=bisection)
+    # Each step took five minutes of the machine.
+    for session in steps:
+        Session.objects.filter(pk=session.pk).update(started_at=timezone.now() - timedelta(minutes=5),
+                                                    finished_at=timezone.now())
+    slug = regression["job"].project.slug
+
+    numbers = Client().get(f"/api/v1/projects/{slug}/sheriff?weeks=1").json()["total"]
+    assert (numbers["bisections"], numbers["culprits"]) == (1, 1)
+    assert numbers["bisection_machine_hours"] == pytest.approx(steps.count() * 5 / 60, rel=1e-3)
+    page = Client().get(f"/projects/{slug}/sheriff/?weeks=1").content.decode()
+    assert '<dd data-total="culprits">1 of 1 bisection</dd>' in page
+
+
+def test_the_history_chart_marks_the_culprit_at_its_night(regression):  # noqa: F811
+    bisection = found(regression)
+    alert = regression["alert"]
+    metric = alert.comparison.candidate.metric
+    page = Client().get(f"/history/{metric.pk}/")
+    traces = {trace["name"]: trace for trace in page.context["figures"]["history"]["data"]}
+    marked = traces["★ culprit found by bisection"]
+    assert marked["customdata"] == [alert.first_run_id]
+    assert marked["text"] == [bisection.culprit[:12]]
+    assert f"culprit {bisection.culprit[:12]}" in marked["hovertext"][0]
