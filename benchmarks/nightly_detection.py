@@ -138,7 +138,7 @@ def measure(series: int, nights: int, level: float, seed: int, scenario: str = "
     from django.core.management import call_command
 
     from results import alerts, comparisons, services
-    from results.models import Alert, ChangePoint, Incident, Metric
+    from results.models import Alert, ChangePoint, Incident, IncidentKind, Metric
     from results.schemas import RunIn
 
     call_command("migrate", verbosity=0)
@@ -191,7 +191,8 @@ def measure(series: int, nights: int, level: float, seed: int, scenario: str = "
                    for step in steps},
         "first_night_within_1": {step: sum((i, step) in first_alert and abs(first_alert[i, step][1] - step) <= 1
                                            for i in chosen) / chosen.size for step in steps},
-        "incidents": [len(incident.alerts.all()) for incident in Incident.objects.prefetch_related("alerts")],
+        "incidents": [len(incident.alerts.all()) for incident in Incident.objects.filter(
+            kind=IncidentKind.MACHINE).prefetch_related("alerts")],
         "stepped_alerts": stepped_alerts,
         "change_points_aa": sum(not stepped[index[m]] for m in change_points),
         "change_points_step": sum(bool(stepped[index[m]]) for m in change_points),

@@ -178,37 +178,45 @@ def _stands_alone(alert: Alert, numbers: dict) -> bool:
 
 
 def gather_incidents(run: Run, *, also: list[int] = ()) -> list[Incident]:
-    """Make the alerts of ``run``'s project and machine that name one night as their first, when many, one
-    machine-wide incident (:data:`MACHINE_WIDE_SERIES`, :data:`MACHINE_WIDE_SHARE`), and add the alerts opened
-    since that name its night, or the night before or after it (a series may place a shift a night off), to the
-    incident already made; returns the incidents made or added to. Dismissed alerts and alerts marked invalid
-    join none. ``also``: alerts of earlier groups whose first night moved tonight, gathered as if opened."""
+    """Make the alerts of ``run``'s project and machine that name one night as their first one incident: a
+    *commit range* where two or more (Perfherder's alert summaries: one night, one machine, one range of commits,
+    triaged and bisected once), a *machine-wide shift* where many (:data:`MACHINE_WIDE_SERIES`,
+    :data:`MACHINE_WIDE_SHARE`; a range incident that grows to that many becomes one). Alerts opened since join
+    the incident of their night, and a machine-wide shift's also those of the night before or after it (a series
+    may place a shift a night off); returns the incidents made or added to. Dismissed alerts and alerts marked
+    invalid join none. ``also``: alerts of earlier groups whose first night moved tonight, gathered as if opened."""
     opened = Alert.objects.filter(Q(group__run=run) | Q(pk__in=list(also)), incident__isnull=True).values_list(
         "first_run__started_at", flat=True)
-    series = run.results.count()
+    machine_wide = max(MACHINE_WIDE_SERIES, math.ceil(MACHINE_WIDE_SHARE * run.results.count()))
     changed = []
     for night in sorted({nights.night_of(first) for first in opened}):
         same_machine = Alert.objects.filter(
             series_nights("first_run__"), first_run__project_id=run.project_id, first_run__machine_id=run.machine_id,
             incident__isnull=True).exclude(state=AlertState.DISMISSED).exclude(status=AlertStatus.INVALID)
-        existing = Incident.objects.filter(kind=IncidentKind.MACHINE, project_id=run.project_id,
-                                           machine_id=run.machine_id,
-                                           night__range=(night - timedelta(days=1), night + timedelta(days=1)))
-        incident = min(existing, key=lambda found: abs((found.night - night).days), default=None)
-        if incident is None:
-            start, end = nights.night_bounds(night)
-        else:
+        nearby = Incident.objects.filter(project_id=run.project_id, machine_id=run.machine_id,
+                                         night__range=(night - timedelta(days=1), night + timedelta(days=1)))
+        incident = min((found for found in nearby if found.kind == IncidentKind.MACHINE or found.night == night),
+                       key=lambda found: (abs((found.night - night).days), found.kind != IncidentKind.MACHINE),
+                       default=None)
+        if incident is not None and incident.kind == IncidentKind.MACHINE:
             start = nights.night_bounds(incident.night - timedelta(days=1))[0]
             end = nights.night_bounds(incident.night + timedelta(days=1))[1]
+        else:
+            start, end = nights.night_bounds(night)
         members = same_machine.filter(first_run__started_at__gte=start, first_run__started_at__lt=end)
         if incident is None:
-            if members.count() < max(MACHINE_WIDE_SERIES, math.ceil(MACHINE_WIDE_SHARE * series)):
+            count = members.count()
+            if count < 2:
                 continue
             first = members.order_by("first_run__started_at", "first_run_id").values_list("first_run_id",
                                                                                           flat=True).first()
-            incident = Incident.objects.create(kind=IncidentKind.MACHINE, project_id=run.project_id,
-                                               machine_id=run.machine_id, night=night, first_run_id=first)
+            incident = Incident.objects.create(
+                kind=IncidentKind.MACHINE if count >= machine_wide else IncidentKind.RANGE, project_id=run.project_id,
+                machine_id=run.machine_id, night=night, first_run_id=first)
         members.update(incident=incident)
+        if incident.kind == IncidentKind.RANGE and incident.alerts.count() >= machine_wide:
+            Incident.objects.filter(pk=incident.pk).update(kind=IncidentKind.MACHINE)
+            incident.kind = IncidentKind.MACHINE
         changed.append(incident)
     return changed
 
@@ -407,7 +415,8 @@ def alert_change_points(points: list[ChangePoint]) -> list[Alert]:
                             f"#{placed[alert.metric_id, alert.machine_id]}, an alert of its own")
         settled.append(alert)
     Alert.objects.bulk_update(settled, ["state", "state_note", "updated_at"])
-    groups = {newest: AlertGroup.objects.get_or_create(run_id=newest)[0] for _, _, _, newest in opened}
+    groups = {newest: AlertGroup.objects.get_or_create(run_id=newest)[0]
+              for newest in {newest for _, _, _, newest in opened}}
     comparisons = Comparison.objects.bulk_create([comparison for _, comparison, _, _ in opened])
     for (_, _, alert, newest), comparison in zip(opened, comparisons):
         alert.comparison, alert.evidence, alert.group = comparison, comparison, groups[newest]

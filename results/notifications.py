@@ -33,6 +33,7 @@ from .models import (
     Delivery,
     DeliveryStatus,
     Incident,
+    IncidentKind,
     Run,
     WebhookFormat,
     series_nights,
@@ -109,12 +110,15 @@ def alert_group_summary(group: AlertGroup, *, alert_ids: Collection[int] | None 
     (:func:`results.presentation.single_line`), so none adds a line to a text or an e-mail."""
     run = group.run
     every = [alert for alert in group.alerts.all() if alert_ids is None or alert.pk in alert_ids]
-    alerts = [alert for alert in every if alert.incident_id is None]
+    # A machine-wide shift is told once; the alerts of a commit range are few, and each is told.
+    shifts = {incident.pk: incident for incident in Incident.objects.filter(
+        pk__in={alert.incident_id for alert in every}, kind=IncidentKind.MACHINE).select_related(
+        "machine", "first_run__revision").order_by("night", "pk")}
+    alerts = [alert for alert in every if alert.incident_id not in shifts]
     rows = stored_rows([(alert.comparison.candidate, alert.comparison) for alert in alerts])
     alerts_path = f"{reverse('results:alerts')}?{urlencode({'project': run.project.slug})}"
     incidents = [incident_line(incident, url=site_url(f"{alerts_path}#incident-{incident.pk}"))
-                 for incident in Incident.objects.filter(pk__in={alert.incident_id for alert in every})
-                 .select_related("machine", "first_run__revision").order_by("night", "pk")]
+                 for incident in shifts.values()]
     return AlertGroupSummary(
         incidents=incidents, alerts=len(every),
         project=run.project.slug, project_name=single_line(run.project.name), machine=single_line(run.machine.name),
@@ -148,8 +152,13 @@ def incident_line(incident: Incident, *, url: str = "") -> IncidentLine:
         commits = f" (first bad commit {short_commit(first.revision.commit)}" + (
             f" after {short_commit(before)})" if before else ")")
     count = len(ratios)
-    text = (f"machine-wide shift of {single_line(incident.machine.name)} from the night of {incident.night:%Y-%m-%d}: "
-            f"{count} series {moved}{commits}; likely the environment, or one commit slowing many benchmarks")
+    if incident.kind == IncidentKind.RANGE:
+        text = (f"commit range of {single_line(incident.machine.name)} on the night of {incident.night:%Y-%m-%d}: "
+                f"{count} series {moved}{commits}; one range of commits, triaged and bisected once")
+    else:
+        text = (f"machine-wide shift of {single_line(incident.machine.name)} from the night of "
+                f"{incident.night:%Y-%m-%d}: {count} series {moved}{commits}; likely the environment, or one commit "
+                f"slowing many benchmarks")
     return IncidentLine(incident_id=incident.pk, night=incident.night, series=count, text=text, url=url)
 
 

@@ -114,13 +114,15 @@ class AlertState(models.TextChoices):
 
 class IncidentKind(models.TextChoices):
     MACHINE = "machine", "machine-wide shift: many series of one machine moved on one night"
+    RANGE = "range", "commit range: series of one machine moved on one night, between the same two commits"
 
 
 class Incident(models.Model):
-    """Alerts that are one event, shown, notified and triaged once: a *machine-wide shift*, many series of one
-    project's machine moving on the same night (a runner image, a kernel, a compiler changed under them; or one
-    commit slowing many benchmarks, which the commit range of the night says). Its alerts stay each series' own:
-    each series re-levels at the night, so its next shift is seen (:mod:`results.baselines`)."""
+    """Alerts that are one event, triaged once with one bug link and assignee, bisected once: a *commit range*,
+    series of one project's machine that moved on the same night (so between the same two commits), or a
+    *machine-wide shift*, many of them (a runner image, a kernel, a compiler changed under them; or one commit
+    slowing many benchmarks, which the commit range of the night says), also notified once. Its alerts stay each
+    series' own: each series re-levels at the night, so its next shift is seen (:mod:`results.baselines`)."""
 
     kind = models.CharField(max_length=20, choices=IncidentKind.choices, default=IncidentKind.MACHINE)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="incidents")

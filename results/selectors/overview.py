@@ -25,6 +25,7 @@ from ..models import (
     ComparisonMethod,
     FailedResult,
     Incident,
+    IncidentKind,
     Machine,
     Project,
     Result,
@@ -128,7 +129,7 @@ def _night_incidents(runs_by_group: dict[tuple[int, int], list[Run]]) -> dict[tu
     if not wanted:
         return {}
     found = Incident.objects.filter(
-        project_id__in={key[0] for key in wanted}, machine_id__in={key[1] for key in wanted},
+        kind=IncidentKind.MACHINE, project_id__in={key[0] for key in wanted}, machine_id__in={key[1] for key in wanted},
         night__in={key[2] for key in wanted}).select_related("machine", "first_run__revision")
     shown: dict[tuple[int, int], list] = defaultdict(list)
     for incident in found:

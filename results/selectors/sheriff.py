@@ -90,7 +90,7 @@ def sheriff_numbers(*, viewer, project: str, weeks: int = SHERIFF_WEEKS, now: da
         project=found,
         weeks=[_numbers(start, by_week.get(start, []), incidents_by_week.get(start, 0),
                         bisections_by_week.get(start, [])) for start in starts],
-        total=_numbers(first, every, sum(incidents_by_week.values()),
+        total=_numbers(first, every, sum(incidents_by_week.get(start, 0) for start in starts),
                        [ended for start in starts for ended in bisections_by_week.get(start, [])]),
         untriaged=sum(entry[2] == AlertStatus.NEW for entry in every),
     )

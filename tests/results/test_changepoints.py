@@ -294,10 +294,16 @@ def test_a_change_point_to_act_on_gets_one_alert_an_old_one_none_and_an_earlier_
     assert "found by a change point of the daily scan" in html
 
 
-def test_change_points_are_alerted_in_a_fixed_number_of_queries():
-    post_history({name: step(40, 30, 1.08) for name in ("a", "b", "c")}, seed=22)
+def test_change_points_are_alerted_in_a_fixed_number_of_queries(monkeypatch):
+    post_history({name: step(40, 30, 1.08) for name in ("a", "b", "c", "d")}, seed=22)
     found = {names: changepoints.detect_change_points(metric_ids=[metric(name) for name in names],
-                                                      machine_id=machine()) for names in (("a",), ("b", "c"))}
+                                                      machine_id=machine())
+             for names in (("a",), ("b",), ("c", "d"))}
+    # Gathering a night's alerts into an incident takes a few queries a night, whatever their number (tested with
+    # the incidents): left out here, where the calls' alerts fall on different nights. The first call makes the
+    # run's alert group, which the others find.
+    monkeypatch.setattr(alerts, "gather_incidents", lambda run, also=(): [])
+    alerts.alert_change_points(found.pop(("a",)))
 
     counts = []
     for names, points in found.items():

@@ -7,7 +7,7 @@ from django.test import Client
 
 from results import services
 from results.alerts import triage_incident
-from results.models import Alert, AlertEvent, AlertStatus, Incident, Project
+from results.models import Alert, AlertEvent, AlertStatus, Incident, IncidentKind
 from tests.factories import UserFactory
 from tests.results.test_sheriff import opened_alerts
 
@@ -18,11 +18,10 @@ BUG = "https://bugs.example.org/1234"
 
 @pytest.fixture
 def incident():
+    """The incident the three alerts of one night and machine make: a commit range."""
     alerts = opened_alerts()
-    first = alerts[0].first_run
-    incident = Incident.objects.create(project=Project.objects.get(), machine=first.machine,
-                                       night=first.started_at.date(), first_run=first)
-    Alert.objects.filter(pk__in=[alert.pk for alert in alerts]).update(incident=incident)
+    incident = Incident.objects.get()
+    assert incident.kind == IncidentKind.RANGE and set(incident.alerts.all()) == set(alerts)
     return incident
 
 
@@ -95,3 +94,30 @@ def test_the_api_takes_the_bug_link_and_shows_the_follow_up(incident, triager):
                    content_type="application/json")
     assert bad.status_code in (400, 422)
     assert Incident.objects.get().status == AlertStatus.ACKNOWLEDGED
+
+
+def test_a_commit_range_is_worded_as_one_and_its_alerts_are_each_told(incident):
+    from results.notifications import alert_group_summary, incident_line
+
+    line = incident_line(incident).text
+    assert line.startswith("commit range of ") and "3 series moved +19.9% to +39.9%" in line
+    summary = alert_group_summary(incident.alerts.first().group)
+    # Few alerts: each is told (a machine-wide shift is told once instead).
+    assert summary.incidents == [] and len(summary.changes) == 3
+
+
+def test_a_commit_range_that_grows_to_many_series_is_a_machine_wide_shift(incident):
+    from results.alerts import MACHINE_WIDE_SERIES, gather_incidents
+    from results.models import AlertGroup
+
+    group = incident.alerts.first().group
+    alert = incident.alerts.first()
+    for _ in range(MACHINE_WIDE_SERIES - 3):
+        comparison = alert.comparison
+        comparison.pk = None
+        comparison.save()
+        alert.pk, alert.incident, alert.comparison = None, None, comparison
+        alert.save()
+    gather_incidents(AlertGroup.objects.get(pk=group.pk).run)
+    incident.refresh_from_db()
+    assert incident.kind == IncidentKind.MACHINE and incident.alerts.count() == MACHINE_WIDE_SERIES

@@ -8,7 +8,7 @@ from django.test import Client
 
 from results import comparisons, selectors
 from results.alerts import set_alert_status
-from results.models import Alert, AlertEvent, AlertState, AlertStatus, Incident, Project
+from results.models import Alert, AlertEvent, AlertState, AlertStatus, Incident, IncidentKind, Project
 from tests.factories import NIGHT_ZERO, UserFactory, posted_run
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +30,7 @@ def week_of_alerts():
     """The three alerts (hash, scan, sort) told apart by their times: the first bad night is night 10
     (2026-10-11 02:00). hash: opened 6 h after it and triaged invalid 30 h after that; scan: opened 18 h after it,
     dismissed by later nights, never triaged; sort: opened 12 h after it, acknowledged 2 h after that, confirmed.
-    All three opened in the week of Monday 2026-10-05, which ends on Sunday 2026-10-11."""
+    All three opened in the week of Monday 2026-10-05, which ends on Sunday 2026-10-11, as their incident."""
     hash_alert, scan, sort = opened_alerts()
     first_bad = NIGHT_ZERO + timedelta(days=10)
     staff = UserFactory(is_staff=True)
@@ -42,6 +42,8 @@ def week_of_alerts():
     AlertEvent.objects.filter(alert=sort).update(created_at=first_bad + timedelta(hours=14))
     Alert.objects.filter(pk=scan.pk).update(state=AlertState.DISMISSED)
     Alert.objects.filter(pk=sort.pk).update(state=AlertState.CONFIRMED)
+    # The three moved on one night of one machine: one incident (a commit range), opened with them.
+    Incident.objects.update(created_at=first_bad + timedelta(hours=6))
     return Project.objects.get()
 
 
@@ -50,23 +52,24 @@ def test_the_numbers_of_a_week_counted_by_hand(week_of_alerts):
     assert [week.start.isoformat() for week in numbers.weeks] == ["2026-10-05", "2026-10-12", "2026-10-19",
                                                                  "2026-10-26"]
     week = numbers.weeks[0]
-    assert (week.alerts, week.false_alerts, week.regressions_confirmed, week.incidents) == (3, 2, 1, 0)
+    assert (week.alerts, week.false_alerts, week.regressions_confirmed, week.incidents) == (3, 2, 1, 1)
     assert week.false_share == pytest.approx(2 / 3)
     assert week.hours_to_alert == pytest.approx(12.0)  # the median of 6, 12 and 18
     assert week.hours_to_triage == pytest.approx((30.0 + 2.0) / 2)  # scan was never triaged
     assert all(later.alerts == 0 and later.hours_to_alert is None for later in numbers.weeks[1:])
-    assert numbers.total == type(week)(start=week.start, alerts=3, incidents=0, false_alerts=2,
+    assert numbers.total == type(week)(start=week.start, alerts=3, incidents=1, false_alerts=2,
                                        regressions_confirmed=1, hours_to_alert=12.0, hours_to_triage=16.0)
     assert numbers.untriaged == 1
 
 
 def test_an_incident_counts_in_the_week_it_was_opened(week_of_alerts):
     alert = Alert.objects.first()
-    incident = Incident.objects.create(project=week_of_alerts, machine=alert.first_run.machine,
-                                       night=alert.first_run.started_at.date(), first_run=alert.first_run)
+    incident = Incident.objects.create(kind=IncidentKind.MACHINE, project=week_of_alerts,
+                                       machine=alert.first_run.machine, night=alert.first_run.started_at.date(),
+                                       first_run=alert.first_run)
     Incident.objects.filter(pk=incident.pk).update(created_at=datetime(2026, 10, 20, 8, tzinfo=timezone.utc))
     numbers = selectors.sheriff_numbers(viewer=None, project=week_of_alerts.slug, weeks=4, now=NOW)
-    assert [week.incidents for week in numbers.weeks] == [0, 0, 1, 0] and numbers.total.incidents == 1
+    assert [week.incidents for week in numbers.weeks] == [1, 0, 1, 0] and numbers.total.incidents == 2
 
 
 def test_alerts_before_the_period_are_left_out(week_of_alerts):
@@ -89,7 +92,7 @@ def test_the_page_the_download_and_the_api_say_the_same(week_of_alerts, settings
     download = client.get(f"/projects/{slug}/sheriff/?weeks=4&format=json").json()
     api = client.get(f"/api/v1/projects/{slug}/sheriff?weeks=4").json()
     assert api["weeks"] == download
-    assert api["weeks"][0] == {"week": "2026-10-05", "alerts": 3, "incidents": 0, "false_alerts": 2,
+    assert api["weeks"][0] == {"week": "2026-10-05", "alerts": 3, "incidents": 1, "false_alerts": 2,
                                "false_share": pytest.approx(2 / 3), "regressions_confirmed": 1,
                                "median_hours_to_alert": 12.0, "median_hours_to_triage": 16.0, "bisections": 0,
                                "culprits": 0, "bisection_machine_hours": 0.0}
