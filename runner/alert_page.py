@@ -53,8 +53,8 @@ def bisections(alerts: Sequence[Alert], *, triageable: Collection[int] = ()) -> 
     additions = {}
     for alert in alerts:
         listed = [{"bisection": bisection, "rows": report.step_rows(bisection, steps[bisection.pk]),
-                   "summary": report.summary(bisection, seconds=report.machine_seconds(
-                       step.session for step in steps[bisection.pk])),
+                   "summary": (report.culprit_effect if bisection.culprit else report.summary)(
+                       bisection, seconds=report.machine_seconds(step.session for step in steps[bisection.pk])),
                    "active": bisection.status in ACTIVE, "shared": bisection.alert_id != alert.pk,
                    "project": bisection.job.project}
                   for bisection in found.get(alert.first_run_id, [])]

@@ -2,6 +2,7 @@
 with its change, readings and machine time, and what the bisection found (the only place they are worded)."""
 
 from collections.abc import Iterable
+from datetime import datetime
 from dataclasses import dataclass
 
 from results.extensions import BisectionEnd, Culprit
@@ -12,7 +13,7 @@ from ..models import Bisection, BisectionStatus, BisectionStep, Session
 from ..session.levels import NOT_REPRODUCED
 from .plan import VERIFY
 
-__all__ = ["StepRow", "ended_bisections", "machine_seconds", "night_culprits", "session_seconds", "step_rows",
+__all__ = ["StepRow", "culprit_effect", "ended_bisections", "machine_seconds", "night_culprits", "session_seconds", "step_rows",
            "summary"]
 
 
@@ -69,16 +70,21 @@ def _decision(step: BisectionStep) -> str:
     return "undecided: too noisy"
 
 
+def culprit_effect(bisection: Bisection, *, seconds: float | None = None) -> str:
+    """What a culprit did, after its name: "+10.2% [+8.9%, +11.4%] over its parent, among 15 commits"."""
+    change = format_relative_change(bisection.change, bisection.low, bisection.high)
+    spent = f"; {seconds / 60:.1f} min of machine time" if seconds else ""
+    return f"{change or 'a change'} over its parent, among {len(bisection.commits) - 1} commits{spent}"
+
+
 def summary(bisection: Bisection, *, seconds: float | None = None) -> str:
-    """What a bisection found, in one line: "culprit 3f2a9c1c0e1d: +10.2% [+8.9%, +11.4%] over its parent" or
-    "not isolated: … (range 3f2a…–9b1c…)"."""
+    """What a bisection found or is doing, in one line: "culprit 3f2a9c1c0e1d: +10.2% [+8.9%, +11.4%] over its
+    parent, among 15 commits" or "not isolated among 15 commits: …"."""
     count = len(bisection.commits)
     spent = f"; {seconds / 60:.1f} min of machine time" if seconds else ""
     match bisection.status:
         case BisectionStatus.FOUND:
-            change = format_relative_change(bisection.change, bisection.low, bisection.high)
-            return (f"culprit {short_commit(bisection.culprit)}: {change or 'a change'} over its parent, "
-                    f"among {count - 1} commits{spent}")
+            return f"culprit {short_commit(bisection.culprit)}: {culprit_effect(bisection, seconds=seconds)}"
         case BisectionStatus.NOT_ISOLATED:
             return f"not isolated among {count - 1} commits: {single_line(bisection.reason)}{spent}"
         case BisectionStatus.LISTING:
@@ -89,7 +95,7 @@ def summary(bisection: Bisection, *, seconds: float | None = None) -> str:
     return f"{bisection.get_status_display()}: {single_line(bisection.reason)}{spent}"
 
 
-def ended_bisections(project_id: int, since) -> list:
+def ended_bisections(project_id: int, since: datetime) -> list[BisectionEnd]:
     """The project's bisections that ended since `since`, with their machine time (the sheriff numbers,
     registered with :func:`results.extensions.add_bisections`); two queries. A cancelled one is not counted."""
     ended, found = {}, set()

@@ -152,7 +152,7 @@ def test_a_confirmed_regression_is_bisected_to_its_culprit_over_a_broken_build_a
     maintainer = UserFactory()
     Membership.objects.create(project=job.project, user=maintainer, role=Role.MAINTAINER)
     page = Client().get("/alerts/").content.decode()
-    assert f'id="bisection-{bisection.pk}"' in page and f"culprit {commits[CULPRIT][:12]}" in page
+    assert f'id="bisection-{bisection.pk}"' in page and f'<code title="{commits[CULPRIT]}">' in page
     assert "failed: stepped over" in page
 
 
