@@ -416,6 +416,8 @@ class Bisection(models.Model):
     low = models.FloatField(null=True, blank=True)
     high = models.FloatField(null=True, blank=True)
     reason = models.TextField(blank=True, help_text="Why no culprit is named, where none is.")
+    narrowed = models.JSONField(default=list, blank=True, help_text=(
+        "Where no culprit is named: the range left, [last good, first bad] indexes into commits."))
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                                      related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -50,8 +50,9 @@ def notify_bisection(bisection_id: int) -> None:
 
 @shared_task(ignore_result=True)
 def advance_bisections() -> None:
-    """The periodic catch-up: bisections whose advance or telling was lost with a worker or the broker, and the
-    regressions projects bisect automatically."""
+    """The periodic catch-up: bisections whose listing, advance or telling was lost with a worker or the broker,
+    and the regressions projects bisect automatically."""
+    bisections.list_again()
     for bisection_id in bisections.running_bisections():
         bisections.advance(bisection_id=bisection_id)
     bisections.bisect_confirmed()

@@ -33,7 +33,8 @@ def sheriff(request: HttpRequest, slug: str, *, export: str | None) -> HttpRespo
         [week.start for week in numbers.weeks], alerts=[week.alerts for week in numbers.weeks],
         false_alerts=[week.false_alerts for week in numbers.weeks],
         hours_to_alert=[week.hours_to_alert for week in numbers.weeks],
-        hours_to_triage=[week.hours_to_triage for week in numbers.weeks])
+        hours_to_triage=[week.hours_to_triage for week in numbers.weeks],
+        culprits=[week.culprits for week in numbers.weeks])
     return render(request, "results/sheriff.html", {
         "numbers": numbers, "form": form, "weeks": weeks, "most_weeks": selectors.SHERIFF_MAX_WEEKS,
         "figures": {"sheriff": figure},

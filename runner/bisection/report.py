@@ -86,13 +86,24 @@ def summary(bisection: Bisection, *, seconds: float | None = None) -> str:
         case BisectionStatus.FOUND:
             return f"culprit {short_commit(bisection.culprit)}: {culprit_effect(bisection, seconds=seconds)}"
         case BisectionStatus.NOT_ISOLATED:
-            return f"not isolated among {count - 1} commits: {single_line(bisection.reason)}{spent}"
+            return f"not isolated among {count - 1} commits: {single_line(bisection.reason)}{_left(bisection)}{spent}"
         case BisectionStatus.LISTING:
             return "listing its range on the machine"
         case BisectionStatus.RUNNING:
             return f"narrowing {count - 1} commits ({short_commit(bisection.last_good)}…" \
                    f"{short_commit(bisection.first_bad)}){spent}"
     return f"{bisection.get_status_display()}: {single_line(bisection.reason)}{spent}"
+
+
+def _left(bisection: Bisection) -> str:
+    """The range a bisection that named no culprit narrowed to, where it narrowed it."""
+    if len(bisection.narrowed) != 2 or not bisection.commits:
+        return ""
+    good, bad = bisection.narrowed
+    if (good, bad) == (0, len(bisection.commits) - 1):
+        return ""
+    return (f"; left: {bad - good} commits after {short_commit(bisection.commits[good])} up to "
+            f"{short_commit(bisection.commits[bad])}")
 
 
 def ended_bisections(project_id: int, since: datetime) -> list[BisectionEnd]:

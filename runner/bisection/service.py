@@ -44,6 +44,8 @@ MAY_NOT_START = "Only staff and the project's maintainers may start a bisection.
 ACTIVE = (BisectionStatus.LISTING, BisectionStatus.RUNNING)
 SETTLED = (*ACTIVE, BisectionStatus.FOUND)
 """A night with a bisection in these is not bisected again (one that found nothing, failed or was cancelled may be)."""
+LIST_AGAIN_AFTER = timedelta(minutes=5)
+"""A bisection still listing its range this long after it started has its listing sent again."""
 AUTOMATIC_WITHIN = timedelta(days=7)
 """How long after its alert opened a regression is still bisected automatically (an older one, asked by hand)."""
 
@@ -185,6 +187,9 @@ def advance(*, bisection_id: int) -> Bisection:
     planned = next_step(commits=len(bisection.commits), steps=decided, failed=set(failed), alpha=bisection.alpha)
     if not isinstance(planned, Measure):
         culprit = bisection.commits[planned.culprit] if planned.culprit is not None else ""
+        if not culprit:
+            bisection.narrowed = [planned.last_good, planned.first_bad]
+            bisection.save(update_fields=["narrowed"])
         return _end(bisection, BisectionStatus.FOUND if culprit else BisectionStatus.NOT_ISOLATED, culprit=culprit,
                     change=planned.change, low=planned.low, high=planned.high, reason=planned.reason)
     _start_step(bisection, planned, position=len(steps))
@@ -230,6 +235,16 @@ def after_settling() -> None:
 def running_bisections() -> list[int]:
     """Bisections that may need advancing (the periodic catch-up: an advance lost with its worker or broker)."""
     return list(Bisection.objects.filter(status=BisectionStatus.RUNNING).values_list("pk", flat=True))
+
+
+def list_again(*, older_than: timedelta = LIST_AGAIN_AFTER) -> list[int]:
+    """Send again the listing of bisections still listing their range after `older_than` (its message lost with
+    the broker, or its worker killed); listing twice lists once (:func:`list_range` goes on from LISTING only)."""
+    stale = list(Bisection.objects.filter(status=BisectionStatus.LISTING,
+                                          created_at__lt=timezone.now() - older_than).select_related("job__machine"))
+    for bisection in stale:
+        enqueue(LIST_RANGE, bisection.pk, queue=bisection.job.machine.queue)
+    return [bisection.pk for bisection in stale]
 
 
 def _record(step: BisectionStep, failed: list[int]) -> None:

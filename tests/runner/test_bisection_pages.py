@@ -83,8 +83,10 @@ def test_the_sheriff_numbers_count_the_culprits_and_their_machine_time(regressio
     numbers = Client().get(f"/api/v1/projects/{slug}/sheriff?weeks=1").json()["total"]
     assert (numbers["bisections"], numbers["culprits"]) == (1, 1)
     assert numbers["bisection_machine_hours"] == pytest.approx(steps.count() * 5 / 60, rel=1e-3)
-    page = Client().get(f"/projects/{slug}/sheriff/?weeks=1").content.decode()
-    assert '<dd data-total="culprits">1 of 1 bisection</dd>' in page
+    page = Client().get(f"/projects/{slug}/sheriff/?weeks=1")
+    assert '<dd data-total="culprits">1 of 1 bisection</dd>' in page.content.decode()
+    plotted = {trace["name"]: trace["y"] for trace in page.context["figures"]["sheriff"]["data"]}
+    assert plotted["culprits found by bisection"] == [1]
 
 
 def test_the_history_chart_marks_the_culprit_at_its_night(regression):  # noqa: F811

@@ -200,3 +200,41 @@ def test_the_project_is_told_the_culprit_on_each_channel_once(regression, settin
     assert (body["event"], body["culprit"], body["status"]) == ("bisection", culprit, "found")
     assert f"culprit {culprit[:12]}" in body["text"] and f"culprit {culprit[:12]}" in mailoutbox[0].body
     assert notify.notify_bisection(bisection_id=bisection.pk).notify_attempts == 2  # told: nothing more
+
+
+def test_a_listing_lost_with_the_broker_is_sent_again(regression, monkeypatch):
+    sent = []
+    monkeypatch.setattr(service, "enqueue", lambda task, *args, **options: sent.append((task, args, options)))
+    bisection = service.start_bisection(alert=regression["alert"], user=regression["maintainer"])
+    assert service.list_again() == []  # just started: its message may be on its way
+    Bisection.objects.filter(pk=bisection.pk).update(created_at=timezone.now() - timedelta(minutes=10))
+
+    assert service.list_again() == [bisection.pk]
+    assert sent[-1] == (service.LIST_RANGE, (bisection.pk,), {"queue": regression["job"].machine.queue})
+    service.list_range(bisection_id=bisection.pk)
+    service.list_range(bisection_id=bisection.pk)  # the lost message arrives after all: nothing twice
+    assert Session.objects.filter(trigger=SessionTrigger.BISECTION).count() == 1
+    assert service.list_again() == []
+
+
+def test_a_bisection_that_names_none_says_the_range_it_narrowed_to(regression):
+    from runner.bisection import report
+
+    main = regression["main"]
+    bisection = service.list_range(bisection_id=service.start_bisection(
+        alert=regression["alert"], user=regression["maintainer"]).pk)
+    for _ in range(10):
+        session = Session.objects.filter(trigger=SessionTrigger.BISECTION, status=SessionStatus.QUEUED).first()
+        if session is None:
+            break
+        if session.revisions[1]["commit"] == main[CULPRIT]:  # the culprit's session runs out of its budget
+            Session.objects.filter(pk=session.pk).update(status=SessionStatus.UNRESOLVED, outcome={"level": {
+                "decision": "undecided", "rounds": 400}})
+        else:
+            finish(session, main)
+        bisection = service.advance(bisection_id=bisection.pk)
+
+    assert bisection.status == BisectionStatus.NOT_ISOLATED and "too noisy" in bisection.reason
+    good, bad = bisection.narrowed
+    assert bisection.commits[good] == main[CULPRIT - 1] or bisection.commits[bad] in main[CULPRIT:]
+    assert f"left: {bad - good} commits after {bisection.commits[good][:12]}" in report.summary(bisection)
