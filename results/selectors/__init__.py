@@ -41,6 +41,7 @@ from .history import (
     RunDetail,
     metric_history,
     run_detail,
+    run_page_of,
     run_page_version,
     run_result,
 )
@@ -78,7 +79,7 @@ __all__ = [
     "IncidentEntry", "ShiftAlert", "alert_page",
     "COMPARE_SHORTCUTS", "RECENT_RUNS", "PullRequestReview", "no_nightly_before", "nightly_before", "pr_review",
     "recent_runs", "shortcut_baseline",
-    "HISTORY_LIMIT", "RUN_PAGED_ABOVE", "RUN_SERIES_PER_PAGE", "MetricHistory", "RunDetail", "metric_history",
+    "HISTORY_LIMIT", "RUN_PAGED_ABOVE", "RUN_SERIES_PER_PAGE", "MetricHistory", "RunDetail", "metric_history", "run_page_of",
     "run_detail", "run_page_version", "run_result",
     "RESULT_FIELDS_FOR_TABLES", "RUNS_PER_EXPORT", "RUNS_PER_PAGE", "RunList", "RunListEntry", "alerts",
     "benchmarks", "incidents", "machines", "metric_series", "metrics", "projects", "run_comparisons", "run_list",

@@ -259,6 +259,19 @@ def run_result(*, run_id: int, metric_id: int, viewer) -> Result:
             .get(run_id=run_id, metric_id=metric_id))
 
 
+def run_page_of(*, run_id: int, metric_id: int, viewer) -> int | None:
+    """The page of a run's page that shows its series of `metric_id` (None: the run shows every series on one page,
+    or has no such series); two queries. Raises Run.DoesNotExist (also for a run `viewer` may not read)."""
+    run = (access.visible(Run.objects.filter(pk=run_id), viewer)
+           .annotate(series=Count("results")).only("pk").get())
+    if (run.series or 0) <= RUN_PAGED_ABOVE:
+        return None
+    result_id = Result.objects.filter(run=run, metric_id=metric_id).values_list("pk", flat=True).first()
+    if result_id is None:
+        return None
+    return list(_WorstFirst(run, run.series).series).index(result_id) // RUN_SERIES_PER_PAGE + 1
+
+
 class _WorstFirst(Sequence):
     """A run's result ids, worst first: by the worst of each one's comparisons (a result without any is "not
     compared"), as :func:`results.decisions.worst_first` orders rows; `count` of them, for a paginator to slice

@@ -125,8 +125,8 @@ def run(request: HttpRequest, run_id: int, *, export: str | None) -> HttpRespons
     Everything but the page's frame is kept in the cache under the run's version (its comparison time
     and its alerts' last change): a stored run does not change, and its session's analysis is stored.
     A run of many series shows a page of them (``?page=``, worst first), each series' section loaded when
-    opened (:func:`run_section`). ``?format=csv|json`` downloads all its results (``&table=comparisons``: its
-    comparisons), whatever the page."""
+    opened (:func:`run_section`); ``?metric=`` goes to the page that shows that series. ``?format=csv|json``
+    downloads all its results (``&table=comparisons``: its comparisons), whatever the page."""
     try:
         if export:
             detail = selectors.run_detail(run_id=run_id, viewer=request.user)
@@ -137,6 +137,11 @@ def run(request: HttpRequest, run_id: int, *, export: str | None) -> HttpRespons
                 name=f"run-{run_id}-{'comparisons' if comparisons_table else 'results'}", format_name=export,
                 columns=exports.COMPARISON_COLUMNS if comparisons_table else None)
         version = selectors.run_page_version(run_id=run_id, viewer=request.user)
+        metric = request.GET.get("metric", "")
+        if metric.isdecimal() and 0 < int(metric) < 2**63:
+            # A link to one series of the run (the history chart's, an alert's): to the page that shows it.
+            number = selectors.run_page_of(run_id=run_id, metric_id=int(metric), viewer=request.user) or 1
+            return redirect(f"{_page_url(request, number)}#metric-{int(metric)}")
     except Run.DoesNotExist:
         raise Http404("No such run.") from None
     number = _page_number(request.GET.get("page"))

@@ -10,8 +10,10 @@
   var figures = source ? JSON.parse(source.textContent) : {};
 
   function runUrl(element, runId) {
-    // data-run-url is the URL of run 0 ("/runs/0/"): put the clicked run's id in its place.
-    return element.dataset.runUrl.replace(/\/0\/$/, "/" + encodeURIComponent(runId) + "/");
+    // data-run-url is the URL of run 0 ("/runs/0/"): put the clicked run's id in its place; data-run-query
+    // ("?metric=12") names the series, so a run of many series opens at the page that shows it.
+    return element.dataset.runUrl.replace(/\/0\/$/, "/" + encodeURIComponent(runId) + "/") +
+      (element.dataset.runQuery || "");
   }
 
   function day(value) {

@@ -36,7 +36,7 @@ def test_the_history_plot_renders_and_a_click_opens_the_run(page, screenshot):
         const trace = plot.data.findIndex(t => t.name === 'bench-2');
         plot.emit('plotly_click', {points: [{customdata: plot.data[trace].customdata.at(-1)}]});
     }""")
-    page.wait_for_url(re.compile(rf"/runs/{newest.pk}/$"))
+    page.wait_for_url(re.compile(rf"/runs/{newest.pk}/#metric-\d+$"))
     assert f"Run #{newest.pk}" in page.content()
 
 
@@ -52,7 +52,7 @@ def test_clicking_a_real_point_navigates(page):
     box = marker.bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.wait_for_url(re.compile(rf"/runs/{first.pk}/$"))
+    page.wait_for_url(re.compile(rf"/runs/{first.pk}/#metric-\d+$"))
 
 
 def test_the_run_detail_draws_its_charts(page, screenshot):

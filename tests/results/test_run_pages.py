@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 
 from results import access, selectors
 from results.decisions import worst_first
-from results.models import Comparison, Machine, Membership, Project, Result, Role, Run
+from results.models import Comparison, Machine, Membership, Metric, Project, Result, Role, Run
 from tests.factories import (
     BenchmarkFactory,
     ComparisonFactory,
@@ -98,6 +98,26 @@ def test_a_run_of_many_series_shows_them_a_page_at_a_time_worst_first():
     again = Client().get(f"/runs/{run.pk}/?page=500")
     assert again.status_code == 302 and again["Location"] == f"/runs/{run.pk}/?page={pages}"
     assert table_names(Client().get(f"/runs/{run.pk}/?page=x").content.decode(), "run-results") == order[:per_page]
+
+
+def test_a_link_to_one_series_of_a_run_opens_the_page_that_shows_it():
+    run = large_run()
+    order = expected_order(run)
+    per_page = selectors.RUN_SERIES_PER_PAGE
+    for position in (0, per_page + 3, len(order) - 1):
+        metric = Metric.objects.get(benchmark__project=run.project, benchmark__name=order[position])
+        response = Client().get(f"/runs/{run.pk}/?metric={metric.pk}")
+        page = position // per_page + 1
+        assert response.status_code == 302
+        assert response["Location"] == (f"/runs/{run.pk}/" + (f"?page={page}" if page > 1 else "")
+                                        + f"#metric-{metric.pk}")
+        shown = Client().get(response["Location"].split("#")[0]).content.decode()
+        assert f'id="metric-{metric.pk}"' in shown
+    # A series not in the run, or not a number: the first page; a run the reader may not read: not found.
+    assert Client().get(f"/runs/{run.pk}/?metric=999999")["Location"] == f"/runs/{run.pk}/#metric-999999"
+    assert Client().get(f"/runs/{run.pk}/?metric=x").status_code == 200
+    Project.objects.filter(pk=run.project_id).update(private=True)
+    assert Client().get(f"/runs/{run.pk}/?metric=1").status_code == 404
 
 
 def test_a_run_of_up_to_two_hundred_series_shows_every_series_and_section_at_once():
