@@ -196,7 +196,7 @@ def gather_incidents(run: Run, *, also: list[int] = ()) -> list[Incident]:
         nearby = Incident.objects.filter(project_id=run.project_id, machine_id=run.machine_id,
                                          night__range=(night - timedelta(days=1), night + timedelta(days=1)))
         incident = min((found for found in nearby if found.kind == IncidentKind.MACHINE or found.night == night),
-                       key=lambda found: (abs((found.night - night).days), found.kind != IncidentKind.MACHINE),
+                       key=lambda found: (found.kind != IncidentKind.MACHINE, abs((found.night - night).days)),
                        default=None)
         if incident is not None and incident.kind == IncidentKind.MACHINE:
             start = nights.night_bounds(incident.night - timedelta(days=1))[0]

@@ -42,7 +42,8 @@ def bisections(alerts: Sequence[Alert], *, triageable: Collection[int] = ()) -> 
     night has none under way or that found its culprit, and to cancel one under way. Four queries."""
     nights = {alert.first_run_id for alert in alerts if alert.first_run_id}
     found = defaultdict(list)
-    for bisection in (Bisection.objects.filter(alert__first_run__in=nights).select_related("alert", "job__project")
+    for bisection in (Bisection.objects.filter(alert__first_run__in=nights).select_related("alert", "job__project",
+                                                                                            "requested_by")
                       .order_by("-created_at", "-id")):
         found[bisection.alert.first_run_id].append(bisection)
     steps = defaultdict(list)
@@ -68,15 +69,16 @@ def bisections(alerts: Sequence[Alert], *, triageable: Collection[int] = ()) -> 
 def _bisectable(alerts: Sequence[Alert], triageable: Collection[int], found: dict[int, list]) -> set[int]:
     """The alerts the viewer may start a bisection of: confirmed nightly regressions they may triage, whose night
     has none under way nor found its culprit, with an enabled job of their benchmark on their machine that builds
-    revisions."""
+    revisions and reads their metric."""
     wanted = [alert for alert in alerts if alert.pk in triageable and alert.first_run_id
               and alert.state == AlertState.CONFIRMED and alert.group.run.kind != RunKind.PR
               and CHANGE_SIDES.get(alert.comparison.verdict) == "regression"
               and not any(bisection.status in SETTLED for bisection in found.get(alert.first_run_id, []))]
     if not wanted:
         return set()
-    jobs = {(job.project_id, job.machine_id, job.benchmark) for job in Job.objects.filter(
+    jobs = {(job.project_id, job.machine_id, job.benchmark, spec.name) for job in Job.objects.filter(
         enabled=True, project_id__in={alert.group.run.project_id for alert in wanted}).order_by()
-        if trust.builds_revisions(job) and trust.repository(job)}
+        if trust.builds_revisions(job) and trust.repository(job) for spec in job.metric_specs()}
     return {alert.pk for alert in wanted if (alert.group.run.project_id, alert.group.run.machine_id,
-                                             alert.comparison.candidate.metric.benchmark.name) in jobs}
+                                             alert.comparison.candidate.metric.benchmark.name,
+                                             alert.comparison.candidate.metric.name) in jobs}

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Q
+from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from results.identifiers import BRANCH_MAX_LENGTH, validate_branch, validate_name
@@ -421,10 +422,13 @@ class Bisection(models.Model):
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                                      related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    list_sent_at = models.DateTimeField(default=timezone.now, help_text="When its listing was last sent.")
     finished_at = models.DateTimeField(null=True, blank=True)
-    notified_at = models.DateTimeField(null=True, blank=True, help_text="When every channel told its culprit.")
+    notified_at = models.DateTimeField(null=True, blank=True, help_text=(
+        "When every channel told what it found (or was given up)."))
     notified_channels = models.JSONField(default=list, blank=True, help_text="The channels that told it so far.")
     notify_attempts = models.PositiveSmallIntegerField(default=0)
+    notify_next_at = models.DateTimeField(null=True, blank=True, help_text="When the next telling is due.")
     notify_error = models.TextField(blank=True, help_text="Why the last telling failed.")
 
     class Meta:

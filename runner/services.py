@@ -158,26 +158,31 @@ def _send(*, session_id: int, attempt: int, queue: str) -> bool:
 def cancel_session(*, session: Session, user: AbstractBaseUser) -> Session:
     """Cancel a queued or running session; a running workload's process group is killed now."""
     _require_staff(user)
-    return stop_session(session=session)
-
-
-def stop_session(*, session: Session) -> Session:
-    """Cancel a queued or running session, whoever may (the callers check): a running workload's process group
-    is killed now."""
-    with transaction.atomic():
-        session = Session.objects.select_for_update().get(pk=session.pk)
-        if session.finished:
-            return session
-        if session.status == SessionStatus.QUEUED:
-            session.status, session.finished_at = SessionStatus.CANCELLED, timezone.now()
-            session.save(update_fields=["status", "finished_at"])
-            return session
-        session.cancel_requested = True
-        session.save(update_fields=["cancel_requested"])
-        process_group = session.process_group
+    session, process_group = _request_cancel(session)
     if process_group:
         workloads.kill_process_group(process_group)
     return session
+
+
+def request_cancel(*, session: Session) -> Session:
+    """Cancel a queued session now, or ask its worker to stop a running one at its next round (it reads the
+    request as it goes); whoever may (the callers check). Nothing is killed from here: the workload runs on its
+    benchmark machine."""
+    return _request_cancel(session)[0]
+
+
+def _request_cancel(session: Session) -> tuple[Session, int | None]:
+    with transaction.atomic():
+        session = Session.objects.select_for_update().get(pk=session.pk)
+        if session.finished:
+            return session, None
+        if session.status == SessionStatus.QUEUED:
+            session.status, session.finished_at = SessionStatus.CANCELLED, timezone.now()
+            session.save(update_fields=["status", "finished_at"])
+            return session, None
+        session.cancel_requested = True
+        session.save(update_fields=["cancel_requested"])
+        return session, session.process_group
 
 
 def recover_stale_sessions(*, now=None) -> list[Session]:

@@ -50,11 +50,4 @@ def notify_bisection(bisection_id: int) -> None:
 
 @shared_task(ignore_result=True)
 def advance_bisections() -> None:
-    """The periodic catch-up: bisections whose listing, advance or telling was lost with a worker or the broker,
-    and the regressions projects bisect automatically."""
-    bisections.list_again()
-    for bisection_id in bisections.running_bisections():
-        bisections.advance(bisection_id=bisection_id)
-    bisections.bisect_confirmed()
-    for bisection_id in notify.pending_notifications():
-        notify.notify_bisection(bisection_id=bisection_id)
+    bisections.catch_up()

@@ -198,11 +198,15 @@ def bisection_cancel(request: HttpRequest, bisection_id: int) -> HttpResponse:
         return redirect_to_login(reverse("results:alerts"))
     bisection = get_object_or_404(Bisection.objects.select_related("alert").filter(
         alert__in=result_selectors.alerts(viewer=request.user)), pk=bisection_id)
+    under_way = bisection.status in bisection_service.ACTIVE
     try:
         bisection = bisection_service.cancel_bisection(bisection=bisection, user=request.user)
     except PermissionDenied as refused:
         return HttpResponseForbidden(str(refused))
-    messages.success(request, f"Bisection #{bisection.pk}: {bisection.get_status_display().lower()}.")
+    if under_way:
+        messages.success(request, f"Bisection #{bisection.pk}: cancelled.")
+    else:
+        messages.info(request, f"Bisection #{bisection.pk} had ended already: {bisection.get_status_display()}.")
     return redirect(_alert_address(bisection.alert))
 
 

@@ -33,11 +33,14 @@ class StepRow:
 
 
 def session_seconds(session: Session) -> float | None:
-    """A session's machine time: from its start to its end (or to now's last heartbeat while it runs)."""
-    end = session.finished_at or session.heartbeat_at
-    if session.started_at is None or end is None:
+    """A session's machine time: from its start to its end (or to its last heartbeat while it runs)."""
+    return _seconds(session.started_at, session.finished_at or session.heartbeat_at)
+
+
+def _seconds(started: datetime | None, ended: datetime | None) -> float | None:
+    if started is None or ended is None:
         return None
-    return max(0.0, (end - session.started_at).total_seconds())
+    return max(0.0, (ended - started).total_seconds())
 
 
 def machine_seconds(sessions: Iterable[Session]) -> float:
@@ -117,9 +120,9 @@ def ended_bisections(project_id: int, since: datetime) -> list[BisectionEnd]:
             found.add(pk)
     seconds = dict.fromkeys(ended, 0.0)
     for bisection_id, started, finished in Session.objects.filter(
-            bisection_step__bisection_id__in=list(ended), started_at__isnull=False, finished_at__isnull=False
-    ).values_list("bisection_step__bisection_id", "started_at", "finished_at"):
-        seconds[bisection_id] += max(0.0, (finished - started).total_seconds())
+            bisection_step__bisection_id__in=list(ended)).values_list("bisection_step__bisection_id", "started_at",
+                                                                       "finished_at"):
+        seconds[bisection_id] += _seconds(started, finished) or 0.0
     return [BisectionEnd(ended_at=at, found=pk in found, machine_seconds=seconds[pk]) for pk, at in ended.items()]
 
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from results import access
 from results.decisions import ALPHA, CHANGE_SIDES
-from results.models import Alert, AlertState, AlertStatus, Direction, Project, RunKind, nights_before
+from results.models import Alert, AlertState, AlertStatus, Direction, Project, Run, RunKind, nights_before
 from results.queue import enqueue
 
 from .. import trust
@@ -29,8 +29,9 @@ from ..models import (
     SessionStatus,
     SessionTrigger,
 )
-from ..services import send_on_commit, stop_session
+from ..services import request_cancel, send_on_commit
 from ..session.levels import CANDIDATE, MOVED_END, REFERENCE, LevelCheck
+from . import notify
 from .notify import TOLD
 from .plan import MIDDLE, Measure, Step, next_step
 
@@ -98,6 +99,10 @@ def _start(alert: Alert, *, requested_by, alpha: float = ALPHA) -> Bisection:
     if alert.group.run.kind == RunKind.PR or alert.state != AlertState.CONFIRMED \
             or CHANGE_SIDES.get(alert.comparison.verdict) != "regression" or alert.first_run is None:
         raise ValidationError({"alert": "Only a confirmed regression of a nightly series is bisected."})
+    if alert.comparison.ratio is None or alert.comparison.ratio == 1.0:
+        raise ValidationError({"alert": "Its comparison has no change to look for."})
+    # The night's run, locked: two starts at once (the catch-up, a maintainer's click) make one bisection.
+    list(Run.objects.select_for_update().filter(pk=alert.first_run_id).values_list("pk", flat=True))
     shared = Bisection.objects.filter(alert__first_run=alert.first_run_id, status__in=SETTLED).first()
     if shared is not None:
         doing = "is being bisected already" if shared.status in ACTIVE else "had its culprit found"
@@ -136,7 +141,7 @@ def cancel_bisection(*, bisection: Bisection, user) -> Bisection:
         return bisection
     for session in Session.objects.filter(bisection_step__bisection=bisection).exclude(
             status__in=FINISHED_STATUSES):
-        transaction.on_commit(lambda session=session: stop_session(session=session))
+        request_cancel(session=session)
     return _end(bisection, BisectionStatus.CANCELLED, reason=f"cancelled by {user.get_username()}")
 
 
@@ -232,18 +237,39 @@ def after_settling() -> None:
     transaction.on_commit(lambda: enqueue(START))
 
 
-def running_bisections() -> list[int]:
-    """Bisections that may need advancing (the periodic catch-up: an advance lost with its worker or broker)."""
+def catch_up() -> None:
+    """The periodic catch-up: listings and advances lost with a worker or the broker, the regressions projects
+    bisect automatically, and the tellings due. Each part runs whatever another raised (logged): one bisection in
+    a state no code foresaw must not stop every other's."""
+    _isolated("listing again", list_again)
+    for pk in _running():
+        _isolated(f"advancing bisection #{pk}", lambda: advance(bisection_id=pk))  # noqa: B023 (called at once)
+    _isolated("starting the automatic bisections", bisect_confirmed)
+    for pk in notify.pending_notifications():
+        _isolated(f"telling bisection #{pk}", lambda: notify.notify_bisection(bisection_id=pk))  # noqa: B023
+
+
+def _isolated(what: str, part) -> None:
+    try:
+        part()
+    except Exception:
+        logger.exception("bisection catch-up: %s failed", what)
+
+
+def _running() -> list[int]:
     return list(Bisection.objects.filter(status=BisectionStatus.RUNNING).values_list("pk", flat=True))
 
 
 def list_again(*, older_than: timedelta = LIST_AGAIN_AFTER) -> list[int]:
     """Send again the listing of bisections still listing their range after `older_than` (its message lost with
     the broker, or its worker killed); listing twice lists once (:func:`list_range` goes on from LISTING only)."""
-    stale = list(Bisection.objects.filter(status=BisectionStatus.LISTING,
-                                          created_at__lt=timezone.now() - older_than).select_related("job__machine"))
+    now = timezone.now()
+    stale = list(Bisection.objects.filter(status=BisectionStatus.LISTING, list_sent_at__lt=now - older_than)
+                 .select_related("job__machine"))
     for bisection in stale:
-        enqueue(LIST_RANGE, bisection.pk, queue=bisection.job.machine.queue)
+        # Once per `older_than`: a machine busy with a long session gets one more message, not one a tick.
+        if Bisection.objects.filter(pk=bisection.pk, list_sent_at=bisection.list_sent_at).update(list_sent_at=now):
+            enqueue(LIST_RANGE, bisection.pk, queue=bisection.job.machine.queue)
     return [bisection.pk for bisection in stale]
 
 

@@ -190,7 +190,9 @@ def test_the_project_is_told_the_culprit_on_each_channel_once(regression, settin
         # The e-mail went; the webhook failed and waits for the catch-up, which tells it alone.
         assert first.notified_at is None and first.notified_channels == ["email"] and "500" in first.notify_error
         assert len(mailoutbox) == 1
-        Bisection.objects.filter(pk=bisection.pk).update(finished_at=timezone.now() - timedelta(minutes=5))
+        assert notify.notify_bisection(bisection_id=bisection.pk).notify_attempts == 1  # waits for its backoff
+        assert notify.pending_notifications() == []
+        Bisection.objects.filter(pk=bisection.pk).update(notify_next_at=timezone.now() - timedelta(seconds=1))
         assert notify.pending_notifications() == [bisection.pk]
         second = notify.notify_bisection(bisection_id=bisection.pk)
     assert second.notified_at is not None and second.notify_error == ""
@@ -207,10 +209,11 @@ def test_a_listing_lost_with_the_broker_is_sent_again(regression, monkeypatch):
     monkeypatch.setattr(service, "enqueue", lambda task, *args, **options: sent.append((task, args, options)))
     bisection = service.start_bisection(alert=regression["alert"], user=regression["maintainer"])
     assert service.list_again() == []  # just started: its message may be on its way
-    Bisection.objects.filter(pk=bisection.pk).update(created_at=timezone.now() - timedelta(minutes=10))
+    Bisection.objects.filter(pk=bisection.pk).update(list_sent_at=timezone.now() - timedelta(minutes=10))
 
     assert service.list_again() == [bisection.pk]
     assert sent[-1] == (service.LIST_RANGE, (bisection.pk,), {"queue": regression["job"].machine.queue})
+    assert service.list_again() == []  # sent again once, not at every tick of the catch-up
     service.list_range(bisection_id=bisection.pk)
     service.list_range(bisection_id=bisection.pk)  # the lost message arrives after all: nothing twice
     assert Session.objects.filter(trigger=SessionTrigger.BISECTION).count() == 1
@@ -238,3 +241,38 @@ def test_a_bisection_that_names_none_says_the_range_it_narrowed_to(regression):
     good, bad = bisection.narrowed
     assert bisection.commits[good] == main[CULPRIT - 1] or bisection.commits[bad] in main[CULPRIT:]
     assert f"left: {bad - good} commits after {bisection.commits[good][:12]}" in report.summary(bisection)
+
+
+def test_a_telling_that_keeps_failing_is_given_up_after_the_attempts_and_says_why(regression, settings):
+    settings.PILOTWEB_WEBHOOK_ALLOW_PRIVATE = True
+    FailingThenOk.answers, FailingThenOk.received = [500] * 10, []
+    bisection = found(regression)
+    with LoopbackServer(FailingThenOk) as hook:
+        Project.objects.filter(pk=regression["job"].project_id).update(webhook_url=f"{hook.url}/hook")
+        for _ in range(8):
+            Bisection.objects.filter(pk=bisection.pk).update(notify_next_at=timezone.now() - timedelta(seconds=1))
+            bisection = notify.notify_bisection(bisection_id=bisection.pk)
+    assert bisection.notify_attempts == 5 and bisection.notified_at is not None and "500" in bisection.notify_error
+    assert len(FailingThenOk.received) == 5 and notify.pending_notifications() == []
+
+
+def test_a_regression_without_a_change_to_look_for_is_not_bisected(regression):
+    from results.models import Comparison
+
+    Comparison.objects.filter(alert=regression["alert"]).update(ratio=None)
+    with pytest.raises(ValidationError, match="no change to look for"):
+        service.start_bisection(alert=regression["alert"], user=regression["maintainer"])
+
+
+def test_the_catch_up_goes_on_past_a_bisection_that_fails(regression, monkeypatch, caplog):
+    bisection = service.list_range(bisection_id=service.start_bisection(
+        alert=regression["alert"], user=regression["maintainer"]).pk)
+    calls = []
+
+    def broken(*, bisection_id):
+        raise RuntimeError("a state no code foresaw")
+
+    monkeypatch.setattr(service, "advance", broken)
+    monkeypatch.setattr(service, "bisect_confirmed", lambda: calls.append("started"))
+    service.catch_up()
+    assert calls == ["started"] and f"advancing bisection #{bisection.pk} failed" in caplog.text
