@@ -18,6 +18,8 @@ from runner.bisection.plan import (
     next_step,
 )
 
+pytestmark = pytest.mark.any_database  # no database: run once, not again on PostgreSQL
+
 
 def run(commits, culprit, *, failed=(), verify=MOVED, first=None):
     """Drive the plan with sessions that decide right (a commit at or after the culprit has moved)."""

@@ -8,6 +8,8 @@ from results.stats import AT_LEVEL, MOVED, UNDECIDED
 from runner.session import MetricSpec, RoundOutcome, SessionStatus, SessionTargets, run_session
 from runner.session.levels import CANDIDATE, MOVED_END, NOT_REPRODUCED, REFERENCE, LevelCheck, decide_level
 
+pytestmark = pytest.mark.any_database  # no database: run once, not again on PostgreSQL
+
 TIME = MetricSpec("time", "s", "lower_is_better")
 
 

@@ -19,6 +19,8 @@ from runner.monitor import (
 from runner.session import RoundOutcome
 from runner.workloads import builtin_workload
 
+pytestmark = pytest.mark.any_database  # no database: run once, not again on PostgreSQL
+
 QUIET = Sample(
     duration=0.1,
     cpu_percent=(10.0, 20.0),

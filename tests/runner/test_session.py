@@ -25,6 +25,8 @@ from runner.session import (
     work_amount_plan,
 )
 
+pytestmark = pytest.mark.any_database  # no database: run once, not again on PostgreSQL
+
 TIME = MetricSpec("time", "s", "lower_is_better")
 THROUGHPUT = MetricSpec("throughput", "MB/s", "higher_is_better")
 
