@@ -3,9 +3,10 @@
 The runner adds a session's analysis to the page of each run it stored (:mod:`runner.run_page`): the
 stable phases and removed warm-up of every metric, the interval narrowing round by round, the machine's
 load and the monitoring overhead; and to each alert the A/B sessions that re-measured it
-(:mod:`runner.alert_page`) with its bisections; and to a project's sheriff numbers the bisections that ended. It renders a run page's HTML itself; an alert's part is a
-template and its context, rendered in the alert page's request (its forms need the page's CSRF token). An app registers a provider once, in its
-``AppConfig.ready``.
+(:mod:`runner.alert_page`) with its bisections; to a project's sheriff numbers the bisections that ended; and
+to a history chart the culprits bisections named. It renders a run page's HTML itself; an alert's part is a
+template and its context, rendered in the alert page's request (its forms need the page's CSRF token). An app
+registers a provider once, in its ``AppConfig.ready``.
 """
 
 from collections.abc import Callable, Collection, Sequence

@@ -330,8 +330,8 @@ def _reopened(group: AlertGroup, wanted: list[str]) -> bool:
 
 def project_channels(project) -> list[str]:
     """The channels a project is told on: e-mail where it names addresses, its webhook where it has one."""
-    return [channel for channel, given in ((Channel.EMAIL, _recipients(project)), (Channel.WEBHOOK, project.webhook_url))
-            if given]
+    wanted = ((Channel.EMAIL, _recipients(project)), (Channel.WEBHOOK, project.webhook_url))
+    return [channel for channel, given in wanted if given]
 
 
 def tell_project(project, channel: str, *, subject: str, text: str, html: str, fields: dict) -> None:

@@ -292,7 +292,8 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
         xs = [_timestamp(alert["started_at"]) for alert in found]
         data.append({
             "type": "scatter", "mode": "markers+text", "name": "★ culprit found by bisection",
-            "x": xs, "y": [alert.get("mean") for alert in found], "customdata": [alert["first_run_id"] for alert in found],
+            "x": xs, "y": [alert.get("mean") for alert in found],
+            "customdata": [alert["first_run_id"] for alert in found],
             "text": [presentation.short_commit(alert["culprit"].commit) for alert in found],
             "textposition": "top center", "textfont": {"size": 10, "color": REGRESSION},
             "hovertext": [_culprit_hover(alert, x) for alert, x in zip(found, xs)],

@@ -13,8 +13,8 @@ from ..models import Bisection, BisectionStatus, BisectionStep, Session
 from ..session.levels import NOT_REPRODUCED
 from .plan import VERIFY
 
-__all__ = ["StepRow", "culprit_effect", "ended_bisections", "machine_seconds", "night_culprits", "session_seconds", "step_rows",
-           "summary"]
+__all__ = ["StepRow", "culprit_effect", "ended_bisections", "machine_seconds", "night_culprits", "session_seconds",
+           "step_rows", "summary"]
 
 
 @dataclass(frozen=True)

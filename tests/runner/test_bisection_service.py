@@ -164,8 +164,9 @@ class FailingThenOk(BaseHTTPRequestHandler):
         pass
 
 
-def found(regression) -> Bisection:
-    """A bisection of the regression that named its culprit."""
+def bisected(regression, end=finish) -> Bisection:
+    """A bisection of the regression run to its end, each session ended by ``end(session, main)`` as its worker
+    would."""
     main = regression["main"]
     bisection = service.list_range(bisection_id=service.start_bisection(
         alert=regression["alert"], user=regression["maintainer"]).pk)
@@ -173,8 +174,14 @@ def found(regression) -> Bisection:
         session = Session.objects.filter(trigger=SessionTrigger.BISECTION, status=SessionStatus.QUEUED).first()
         if session is None:
             break
-        finish(session, main)
+        end(session, main)
         bisection = service.advance(bisection_id=bisection.pk)
+    return bisection
+
+
+def found(regression) -> Bisection:
+    """A bisection of the regression that named its culprit."""
+    bisection = bisected(regression)
     assert bisection.status == BisectionStatus.FOUND
     return bisection
 
@@ -224,18 +231,14 @@ def test_a_bisection_that_names_none_says_the_range_it_narrowed_to(regression):
     from runner.bisection import report
 
     main = regression["main"]
-    bisection = service.list_range(bisection_id=service.start_bisection(
-        alert=regression["alert"], user=regression["maintainer"]).pk)
-    for _ in range(10):
-        session = Session.objects.filter(trigger=SessionTrigger.BISECTION, status=SessionStatus.QUEUED).first()
-        if session is None:
-            break
-        if session.revisions[1]["commit"] == main[CULPRIT]:  # the culprit's session runs out of its budget
-            Session.objects.filter(pk=session.pk).update(status=SessionStatus.UNRESOLVED, outcome={"level": {
-                "decision": "undecided", "rounds": 400}})
-        else:
-            finish(session, main)
-        bisection = service.advance(bisection_id=bisection.pk)
+
+    def out_of_budget_at_the_culprit(session, main):
+        if session.revisions[1]["commit"] != main[CULPRIT]:
+            return finish(session, main)
+        Session.objects.filter(pk=session.pk).update(status=SessionStatus.UNRESOLVED, outcome={"level": {
+            "decision": "undecided", "rounds": 400}})
+
+    bisection = bisected(regression, out_of_budget_at_the_culprit)
 
     assert bisection.status == BisectionStatus.NOT_ISOLATED and "too noisy" in bisection.reason
     good, bad = bisection.narrowed

@@ -8,14 +8,12 @@ the code (the night's shift came from elsewhere) it names none."""
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
-import numpy as np
 import pytest
 from django.test import Client
 from django.utils import timezone
@@ -23,10 +21,10 @@ from django.utils import timezone
 from results.models import Alert, AlertState, Membership, Project, Role, Run
 from runner import services
 from runner.models import Bisection, BisectionStatus, Session, SessionStatus, SessionTrigger
-from tests.factories import ProjectFactory, UserFactory, run_document
+from tests.factories import ProjectFactory, UserFactory
 from tests.processes import LoopbackServer, wait_for
 from tests.runner.test_integration import bench_worker, machine  # noqa: F401 (fixture)
-from tests.runner.test_trusted_revisions import ci_client, git
+from tests.runner.test_trusted_revisions import ci_client, git, post_nights
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -67,21 +65,10 @@ def bisecting_job(staff, machine, repo, project: Project):  # noqa: F811 (the fi
         budget_seconds=60, budget_rounds=150, target_width=0.05)
 
 
-def post_nights(client, project: Project, machine, commits: list[str]) -> Run:  # noqa: F811 (the fixture's value)
+def nights(client, project: Project, machine, commits: list[str]) -> Run:  # noqa: F811 (the fixture's value)
     """Ten steady nights at the first commit, then one 10% slower at the last; the last night's run."""
-    rng = np.random.default_rng(32)
-    for night, (level, revision) in enumerate(zip([1.0] * 10 + [1.1], [commits[0]] * 10 + [commits[-1]],
-                                                  strict=True)):
-        document = run_document(project=project.name, machine=machine.name, commit=revision, seed=night,
-                                results=[{"benchmark": "bench", "samples": rng.normal(level, 0.005, 40).tolist()}])
-        document["project"]["slug"] = project.slug
-        document["started_at"] = f"2026-11-{10 + night:02d}T02:00:00Z"
-        response = client.post("/api/v1/runs", data=json.dumps(document), content_type="application/json")
-        assert response.status_code == 201, response.content
-        run_id = response.json()["id"]
-        wait_for(lambda: Run.objects.filter(pk=run_id, compared_at__isnull=False).exists(),
-                 what=f"night {night} to be compared")
-    return Run.objects.get(pk=run_id)
+    return Run.objects.get(pk=post_nights(client, project, machine, [commits[0]] * 10 + [commits[-1]], slower=1.1,
+                                          spread=0.005, seed=32))
 
 
 class Hook(BaseHTTPRequestHandler):
@@ -112,7 +99,7 @@ def test_a_confirmed_regression_is_bisected_to_its_culprit_over_a_broken_build_a
         job = bisecting_job(staff, machine, repo, project)
         environment = {"PILOTWEB_WEBHOOK_ALLOW_PRIVATE": "true"}
         with bench_worker(broker, machine, tmp_path, environment=environment) as worker:
-            night = post_nights(ci_client(job.project), job.project, machine, commits)
+            night = nights(ci_client(job.project), job.project, machine, commits)
             alert = wait_for(lambda: Alert.objects.filter(group__run=night).first(), what="the alert")
             # The A/B session re-measures the night's two commits, confirms the regression, and the project's
             # setting starts the bisection of its range on the machine.
@@ -161,7 +148,7 @@ def test_a_range_without_a_slowdown_names_no_culprit(staff, machine, broker, tmp
     commits = repo["commits"]
     project = ProjectFactory(name="Bisected", slug="bisected")
     with bench_worker(broker, machine, tmp_path):
-        night = post_nights(ci_client(project), project, machine, commits)  # no job yet: no A/B session
+        night = nights(ci_client(project), project, machine, commits)  # no job yet: no A/B session
         alert = Alert.objects.get(group__run=night)
         # The nights since confirmed it (as two more bad nights would); the code of the range did not change.
         Alert.objects.filter(pk=alert.pk).update(state=AlertState.CONFIRMED)

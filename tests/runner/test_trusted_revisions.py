@@ -86,13 +86,15 @@ def ci_client(project) -> Client:
     return Client(headers={"Authorization": f"Bearer {token}"})
 
 
-def post_nights(client, job, commits: list[str]) -> int:
-    """Ten steady nights of the job's benchmark, then one 30% slower, each naming its commit; the last run's id."""
-    rng = np.random.default_rng(7)
-    for night, (level, revision) in enumerate(zip([1.0] * 10 + [1.3], commits, strict=True)):
-        document = run_document(project=job.project.name, machine=job.machine.name, commit=revision, seed=night,
-                                results=[{"benchmark": "bench", "samples": rng.normal(level, 0.01, 40).tolist()}])
-        document["project"]["slug"] = job.project.slug
+def post_nights(client, project, machine, commits: list[str], *, slower: float = 1.3, spread: float = 0.01,  # noqa: F811
+                seed: int = 7) -> int:
+    """Ten steady nights of the benchmark "bench", then one `slower`, each naming its commit (posted by `client`,
+    compared by the analysis worker); the last run's id."""
+    rng = np.random.default_rng(seed)
+    for night, (level, revision) in enumerate(zip([1.0] * 10 + [slower], commits, strict=True)):
+        document = run_document(project=project.name, machine=machine.name, commit=revision, seed=night,
+                                results=[{"benchmark": "bench", "samples": rng.normal(level, spread, 40).tolist()}])
+        document["project"]["slug"] = project.slug
         document["started_at"] = f"2026-11-{10 + night:02d}T02:00:00Z"
         response = client.post("/api/v1/runs", data=json.dumps(document), content_type="application/json")
         assert response.status_code == 201, response.content
@@ -107,7 +109,8 @@ def post_nights(client, job, commits: list[str]) -> int:
 def test_an_untrusted_commit_is_never_checked_out_or_run(staff, machine, broker, tmp_path, repositories):  # noqa: F811
     job = command_job(staff, machine, repositories)
     with bench_worker(broker, machine, tmp_path):
-        run_id = post_nights(ci_client(job.project), job, repositories["main"][:10] + [repositories["evil"]])
+        run_id = post_nights(ci_client(job.project), job.project, job.machine,
+                             repositories["main"][:10] + [repositories["evil"]])
         alert = wait_for(lambda: Alert.objects.filter(group__run_id=run_id).first(), what="the alert")
         session = wait_for(lambda: Session.objects.filter(confirms=alert).first(), what="the confirmation session")
         assert [entry["trust"] for entry in session.revisions] == [{"check": True}, {"check": True}]
@@ -131,7 +134,8 @@ def test_a_pull_requests_ref_is_refused_before_a_session_is_started(staff, machi
                                                                      repositories):
     job = command_job(staff, machine, repositories)
     with bench_worker(broker, machine, tmp_path):
-        run_id = post_nights(ci_client(job.project), job, repositories["main"][:10] + ["refs/pull/1/head"])
+        run_id = post_nights(ci_client(job.project), job.project, job.machine,
+                             repositories["main"][:10] + ["refs/pull/1/head"])
         alert = wait_for(lambda: Alert.objects.filter(group__run_id=run_id).first(), what="the alert")
         wait_for(lambda: Alert.objects.filter(pk=alert.pk).exclude(confirmation_note="").exists(),
                  what="the alert to say why it is not re-measured")
@@ -148,7 +152,7 @@ def test_a_commit_on_the_trusted_branch_is_built_and_measured(staff, machine, br
     job = command_job(staff, machine, repositories)
     main = repositories["main"]
     with bench_worker(broker, machine, tmp_path):
-        run_id = post_nights(ci_client(job.project), job, main[:10] + [main[11]])
+        run_id = post_nights(ci_client(job.project), job.project, job.machine, main[:10] + [main[11]])
         alert = wait_for(lambda: Alert.objects.filter(group__run_id=run_id).first(), what="the alert")
         session = wait_for(lambda: Session.objects.filter(confirms=alert).first(), what="the confirmation session")
         session = wait_for(lambda: finished(session.pk), timeout=120, what="the confirmation session to finish")
