@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
@@ -27,6 +28,13 @@ from tests.runner.test_integration import bench_worker, machine  # noqa: F401 (f
 from tests.runner.test_trusted_revisions import ci_client, git, post_nights
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+def on_postgresql():
+    """Run once, on the production database (the PostgreSQL pass of ./pilot test): 45 s of real sessions."""
+    if connection.vendor != "postgresql":
+        pytest.skip("bisections with a real worker run in the PostgreSQL pass (python -m tests.pgcluster -- pytest …)")
 
 BUILDS = Path(__file__).with_name("git_builds.py")
 COMMITS, CULPRIT, BROKEN = 16, 11, 9
