@@ -6,13 +6,11 @@ those who may triage the alert."""
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 
-from results.decisions import CHANGE_SIDES
 from results.extensions import AlertAddition
-from results.models import Alert, AlertState, RunKind
+from results.models import Alert
 
-from . import trust
 from .bisection import report
-from .bisection.service import ACTIVE, SETTLED
+from .bisection.service import ACTIVE, SETTLED, bisects, refusal
 from .models import Bisection, BisectionStep, Job, Session
 from .pairs import session_pairs
 
@@ -67,18 +65,16 @@ def bisections(alerts: Sequence[Alert], *, triageable: Collection[int] = ()) -> 
 
 
 def _bisectable(alerts: Sequence[Alert], triageable: Collection[int], found: dict[int, list]) -> set[int]:
-    """The alerts the viewer may start a bisection of: confirmed nightly regressions they may triage, whose night
-    has none under way nor found its culprit, with an enabled job of their benchmark on their machine that builds
-    revisions and reads their metric."""
-    wanted = [alert for alert in alerts if alert.pk in triageable and alert.first_run_id
-              and alert.state == AlertState.CONFIRMED and alert.group.run.kind != RunKind.PR
-              and CHANGE_SIDES.get(alert.comparison.verdict) == "regression"
+    """The alerts the viewer may start a bisection of (:func:`runner.bisection.service.refusal` says none of them
+    is refused): those they may triage, whose night has none under way nor found its culprit, with a job of their
+    benchmark on their machine that :func:`runner.bisection.service.bisects` them. One query."""
+    wanted = [alert for alert in alerts if alert.pk in triageable and not refusal(alert)
               and not any(bisection.status in SETTLED for bisection in found.get(alert.first_run_id, []))]
     if not wanted:
         return set()
-    jobs = {(job.project_id, job.machine_id, job.benchmark, spec.name) for job in Job.objects.filter(
-        enabled=True, project_id__in={alert.group.run.project_id for alert in wanted}).order_by()
-        if trust.builds_revisions(job) and trust.repository(job) for spec in job.metric_specs()}
-    return {alert.pk for alert in wanted if (alert.group.run.project_id, alert.group.run.machine_id,
-                                             alert.comparison.candidate.metric.benchmark.name,
-                                             alert.comparison.candidate.metric.name) in jobs}
+    jobs = defaultdict(list)
+    for job in Job.objects.filter(enabled=True, project_id__in={alert.group.run.project_id for alert in wanted}):
+        jobs[job.project_id, job.machine_id, job.benchmark].append(job)
+    return {alert.pk for alert in wanted if any(
+        bisects(job, metric.name) for metric in (alert.comparison.candidate.metric,)
+        for job in jobs[alert.group.run.project_id, alert.first_run.machine_id, metric.benchmark.name])}

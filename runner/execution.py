@@ -282,7 +282,7 @@ def _finish(session: Session, outcome: session_loop.SessionOutcome) -> Session:
         if session.confirms_id is not None:
             confirmations.settle_alert(alert_id=session.confirms_id, session_id=session.pk,
                                        decision=_alert_decision(session, outcome, runs))
-            bisections.after_settling()
+            bisections.after_settling(session)
         session.status = outcome.status.value
         session.finished_at = timezone.now()
         session.process_group = None

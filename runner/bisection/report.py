@@ -9,7 +9,7 @@ from results.extensions import BisectionEnd, Culprit
 from results.presentation import format_relative_change, short_commit, single_line
 from results.stats import AT_LEVEL, MOVED
 
-from ..models import Bisection, BisectionStatus, BisectionStep, Session
+from ..models import Bisection, BisectionStatus, BisectionStep, Session, SessionStatus
 from ..session.levels import NOT_REPRODUCED
 from .plan import VERIFY
 
@@ -61,8 +61,9 @@ def step_rows(bisection: Bisection, steps: Iterable[BisectionStep]) -> list[Step
 
 def _decision(step: BisectionStep) -> str:
     if not step.decision:
-        return "failed: stepped over" if step.session.status == "failed" else "measuring" if not step.session.finished \
-            else "no decision"
+        if step.session.status == SessionStatus.FAILED:
+            return "failed: stepped over"
+        return "no decision" if step.session.finished else "measuring"
     if step.decision == NOT_REPRODUCED:
         return "its parent is at the bad level" if step.role == VERIFY and step.position else \
             "the ends read as one level: not reproduced"

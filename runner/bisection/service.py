@@ -42,6 +42,7 @@ ADVANCE = "runner.tasks.advance_bisection"
 NOTIFY = "runner.tasks.notify_bisection"
 START = "runner.tasks.start_bisections"
 MAY_NOT_START = "Only staff and the project's maintainers may start a bisection."
+MAY_NOT_CANCEL = "Only staff and the project's maintainers may cancel a bisection."
 ACTIVE = (BisectionStatus.LISTING, BisectionStatus.RUNNING)
 SETTLED = (*ACTIVE, BisectionStatus.FOUND)
 """A night with a bisection in these is not bisected again (one that found nothing, failed or was cancelled may be)."""
@@ -91,16 +92,31 @@ def bisect_confirmed() -> list[Bisection]:
     return started
 
 
+def refusal(alert: Alert) -> str:
+    """Why the alert itself cannot be bisected ("" where it can): only a confirmed regression of a nightly series,
+    with a change to look for. (Its comparison and its group's run loaded.)"""
+    if alert.group.run.kind == RunKind.PR or alert.state != AlertState.CONFIRMED \
+            or CHANGE_SIDES.get(alert.comparison.verdict) != "regression" or alert.first_run_id is None:
+        return "Only a confirmed regression of a nightly series is bisected."
+    if alert.comparison.ratio is None or alert.comparison.ratio == 1.0:
+        return "Its comparison has no change to look for."
+    return ""
+
+
+def bisects(job: Job, metric: str) -> bool:
+    """Whether `job` can bisect a series of its benchmark and machine: enabled, building the revision it is given
+    from its repository, and reading `metric`."""
+    return job.enabled and trust.builds_revisions(job) and bool(trust.repository(job)) \
+        and metric in {spec.name for spec in job.metric_specs()}
+
+
 def _start(alert: Alert, *, requested_by, alpha: float = ALPHA) -> Bisection:
     alert = Alert.objects.select_related("comparison__candidate__metric__benchmark__project", "first_run__machine",
                                          "first_run__revision", "group__run").get(pk=alert.pk)
     metric = alert.comparison.candidate.metric
     project = metric.benchmark.project
-    if alert.group.run.kind == RunKind.PR or alert.state != AlertState.CONFIRMED \
-            or CHANGE_SIDES.get(alert.comparison.verdict) != "regression" or alert.first_run is None:
-        raise ValidationError({"alert": "Only a confirmed regression of a nightly series is bisected."})
-    if alert.comparison.ratio is None or alert.comparison.ratio == 1.0:
-        raise ValidationError({"alert": "Its comparison has no change to look for."})
+    if refused := refusal(alert):
+        raise ValidationError({"alert": refused})
     # The night's run, locked: two starts at once (the catch-up, a maintainer's click) make one bisection.
     list(Run.objects.select_for_update().filter(pk=alert.first_run_id).values_list("pk", flat=True))
     shared = Bisection.objects.filter(alert__first_run=alert.first_run_id, status__in=SETTLED).first()
@@ -113,14 +129,13 @@ def _start(alert: Alert, *, requested_by, alpha: float = ALPHA) -> Bisection:
         "revision__commit", flat=True).first()
     if not first_bad or not last_good:
         raise ValidationError({"alert": "Its first bad night or the last good one before it names no commit."})
-    job = Job.objects.select_related("machine").filter(
-        project=project, machine=alert.first_run.machine, benchmark=metric.benchmark.name, enabled=True).first()
-    if job is None or not trust.builds_revisions(job) or not trust.repository(job):
+    job = next((job for job in Job.objects.select_related("machine").filter(
+        project=project, machine=alert.first_run.machine, benchmark=metric.benchmark.name).order_by("pk")
+        if bisects(job, metric.name)), None)
+    if job is None:
         raise ValidationError({"alert": f"No enabled job of project {project.slug} builds a revision of benchmark "
                                         f"{metric.benchmark.name} on {alert.first_run.machine.name} from its "
-                                        f"repository: nothing to bisect with."})
-    if metric.name not in {spec.name for spec in job.metric_specs()}:
-        raise ValidationError({"alert": f"The job {job.name} does not read the metric {metric.name}."})
+                                        f"repository and reads {metric.name}: nothing to bisect with."})
     bisection = Bisection.objects.create(
         alert=alert, job=job, metric=metric.name, alpha=alpha, last_good=last_good, first_bad=first_bad,
         direction=1 if metric.direction == Direction.LOWER_IS_BETTER else -1,
@@ -136,7 +151,7 @@ def cancel_bisection(*, bisection: Bisection, user) -> Bisection:
     with it, and no other starts."""
     bisection = Bisection.objects.select_for_update().select_related("job__project").get(pk=bisection.pk)
     if user is None or not user.is_authenticated or not access.allowed(user, "triage", bisection.job.project):
-        raise PermissionDenied(MAY_NOT_START.replace("start", "cancel"))
+        raise PermissionDenied(MAY_NOT_CANCEL)
     if bisection.status not in ACTIVE:
         return bisection
     for session in Session.objects.filter(bisection_step__bisection=bisection).exclude(
@@ -232,9 +247,11 @@ def after_session(session: Session) -> None:
         transaction.on_commit(lambda: enqueue(ADVANCE, bisection_id))
 
 
-def after_settling() -> None:
-    """A confirmation session settled its alert: start what projects bisect automatically once this commits."""
-    transaction.on_commit(lambda: enqueue(START))
+def after_settling(session: Session) -> None:
+    """A confirmation session settled its alert: if its project bisects automatically, start what it may once
+    this commits."""
+    if session.job.project.bisect_regressions:
+        transaction.on_commit(lambda: enqueue(START))
 
 
 def catch_up() -> None:

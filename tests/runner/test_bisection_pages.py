@@ -99,3 +99,15 @@ def test_the_history_chart_marks_the_culprit_at_its_night(regression):  # noqa: 
     assert marked["customdata"] == [alert.first_run_id]
     assert marked["text"] == [bisection.culprit[:12]]
     assert f"culprit {bisection.culprit[:12]}" in marked["hovertext"][0]
+
+
+def test_no_button_and_a_refusal_where_the_job_does_not_read_the_alerts_metric(regression):  # noqa: F811
+    from runner.models import Job
+
+    Job.objects.filter(pk=regression["job"].pk).update(
+        reading_mode="json_lines", metrics=[{"name": "memory", "unit": "B", "direction": "lower_is_better"}])
+    maintainer = logged_in(regression["maintainer"])
+    assert "Bisect to the culprit" not in maintainer.get("/alerts/").content.decode()
+    response = maintainer.post(START, {"alert": regression["alert"].pk}, follow=True)
+    assert "and reads time: nothing to bisect with" in response.content.decode()
+    assert not Bisection.objects.exists()
