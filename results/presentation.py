@@ -25,6 +25,8 @@ __all__ = [
     "compare_commits_url",
     "format_change",
     "format_relative_change",
+    "interval_in_scale",
+    "quantity_in_scale",
     "format_duration",
     "format_level",
     "format_probability",
@@ -48,6 +50,16 @@ VERDICT_ICONS = {Verdict.REGRESSION: "▲", SUSPECTED_REGRESSION: "△", Verdict
                  SUSPECTED_IMPROVEMENT: "▽", Verdict.INCONCLUSIVE: "?", Verdict.NO_CHANGE: "≈",
                  INSUFFICIENT_HISTORY: "·", NOT_COMPARED: "–"}
 """An icon beside every verdict, so colour is never the only signal."""
+
+def quantity_in_scale(value, metric, half_width=None) -> str:
+    """A value of a series in the series' one scale (:func:`metric_scale`), three significant digits."""
+    return format_quantity(value, half_width, metric_scale(metric, value))
+
+
+def interval_in_scale(low, high, metric) -> str:
+    """An interval of a series in the series' one scale: ``[1.21, 1.25] ms``."""
+    return format_interval(low, high, metric_scale(metric, low))
+
 
 def format_relative_change(change: float | None, low: float | None, high: float | None) -> str:
     """A relative change (0.1: 10% more) and its interval as every page writes a change ("+10.0% [+8.9%,

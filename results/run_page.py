@@ -86,9 +86,8 @@ def _result_item(section: RunSection) -> dict:
     result = section.result
     metric = result.metric
     return {"anchor": section.anchor, "benchmark": metric.benchmark.name, "metric": metric.name,
-            "mean": presentation.format_quantity(result.mean, None, presentation.metric_scale(metric, result.mean)),
-            "interval": presentation.format_interval(result.ci_low, result.ci_high,
-                                                     presentation.metric_scale(metric, result.ci_low)),
+            "mean": presentation.quantity_in_scale(result.mean, metric),
+            "interval": presentation.interval_in_scale(result.ci_low, result.ci_high, metric),
             "variance_method": result.get_variance_method_display(), "df": result.n - 1,
             "subsessions": f"{result.subsessions} × {result.subsession_size}" if result.subsessions else "—",
             "sample_count": result.sample_count, "warmup_removed": result.warmup_removed,

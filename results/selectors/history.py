@@ -264,20 +264,18 @@ def run_page_of(*, run_id: int, metric_id: int, viewer) -> int | None:
     or has no such series); two queries. Raises Run.DoesNotExist (also for a run `viewer` may not read)."""
     run = (access.visible(Run.objects.filter(pk=run_id), viewer)
            .annotate(series=Count("results")).only("pk").get())
-    if (run.series or 0) <= RUN_PAGED_ABOVE:
+    if run.series <= RUN_PAGED_ABOVE:
         return None
-    result_id = Result.objects.filter(run=run, metric_id=metric_id).values_list("pk", flat=True).first()
-    if result_id is None:
-        return None
-    return list(_WorstFirst(run, run.series).series).index(result_id) // RUN_SERIES_PER_PAGE + 1
+    order = list(_WorstFirst(run, run.series, field="metric_id").series)
+    return order.index(metric_id) // RUN_SERIES_PER_PAGE + 1 if metric_id in order else None
 
 
 class _WorstFirst(Sequence):
-    """A run's result ids, worst first: by the worst of each one's comparisons (a result without any is "not
+    """A run's result ids (or another `field` of its results), worst first: by the worst of each one's comparisons (a result without any is "not
     compared"), as :func:`results.decisions.worst_first` orders rows; `count` of them, for a paginator to slice
     (a slice is one query: a window picks each result's worst comparison, the database orders and cuts)."""
 
-    def __init__(self, run: Run, count: int) -> None:
+    def __init__(self, run: Run, count: int, *, field: str = "pk") -> None:
         rank, size = worst_first_keys("comparisons")
         self.count = count
         # Not named `ordered`: the paginator reads that attribute as a queryset's (and would fetch them all).
@@ -286,7 +284,7 @@ class _WorstFirst(Sequence):
                                                                       order_by=[rank.asc(), size.desc()]))
                         .filter(worst=1)
                         .order_by("rank", "-size", "metric__benchmark__name", "metric__name", "pk")
-                        .values_list("pk", flat=True))
+                        .values_list(field, flat=True))
 
     def __len__(self) -> int:
         return self.count

@@ -131,13 +131,13 @@ def shared_threshold(rows) -> str:
 @register.simple_tag
 def quantity(value, metric, half_width=None) -> str:
     """``{% quantity result.mean result.metric %}``: a value in its series' one scale, three significant digits."""
-    return presentation.format_quantity(value, half_width, presentation.metric_scale(metric, value))
+    return presentation.quantity_in_scale(value, metric, half_width)
 
 
 @register.simple_tag
 def interval(low, high, metric) -> str:
     """``{% interval result.ci_low result.ci_high result.metric %}``: ``[1.21, 1.25] ms`` in the series' scale."""
-    return presentation.format_interval(low, high, presentation.metric_scale(metric, low))
+    return presentation.interval_in_scale(low, high, metric)
 
 
 @register.filter

@@ -136,12 +136,12 @@ def run(request: HttpRequest, run_id: int, *, export: str | None) -> HttpRespons
                 if comparisons_table else exports.result_records(detail.results),
                 name=f"run-{run_id}-{'comparisons' if comparisons_table else 'results'}", format_name=export,
                 columns=exports.COMPARISON_COLUMNS if comparisons_table else None)
-        version = selectors.run_page_version(run_id=run_id, viewer=request.user)
         metric = request.GET.get("metric", "")
         if metric.isdecimal() and 0 < int(metric) < 2**63:
             # A link to one series of the run (the history chart's, an alert's): to the page that shows it.
             number = selectors.run_page_of(run_id=run_id, metric_id=int(metric), viewer=request.user) or 1
             return redirect(f"{_page_url(request, number)}#metric-{int(metric)}")
+        version = selectors.run_page_version(run_id=run_id, viewer=request.user)
     except Run.DoesNotExist:
         raise Http404("No such run.") from None
     number = _page_number(request.GET.get("page"))

@@ -310,8 +310,9 @@ def test_benchmark_names_are_escaped_on_every_page():
     pull = compared(posted_run(5, {SCRIPT: 1.3}, kind="pr", branch="feature", base_commit=f"{3:040x}", sd=0.002))
     client = Client()
 
+    metric = Metric.objects.get(benchmark__name=SCRIPT)
     for url in ("/", f"/compare/?baseline={tonight.pk - 1}&candidate={tonight.pk}", f"/runs/{pull.pk}/pr/",
-                f"/?benchmark={SCRIPT}"):
+                f"/?benchmark={SCRIPT}", f"/runs/{tonight.pk}/", f"/runs/{tonight.pk}/metrics/{metric.pk}/"):
         html = client.get(url).content.decode()
         assert SCRIPT not in html, url
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html, url

@@ -95,8 +95,10 @@ def test_a_run_of_many_series_shows_them_a_page_at_a_time_worst_first():
     assert table_names(last, "run-results") == order[(SERIES - 1) // per_page * per_page:]
     # Sent there: any later number beyond it is redirected without the page being built again.
     pages = (SERIES - 1) // per_page + 1
-    again = Client().get(f"/runs/{run.pk}/?page=500")
+    with CaptureQueriesContext(connection) as queries:
+        again = Client().get(f"/runs/{run.pk}/?page=500")
     assert again.status_code == 302 and again["Location"] == f"/runs/{run.pk}/?page={pages}"
+    assert len(queries.captured_queries) == 1, [query["sql"][:80] for query in queries.captured_queries]
     assert table_names(Client().get(f"/runs/{run.pk}/?page=x").content.decode(), "run-results") == order[:per_page]
 
 
