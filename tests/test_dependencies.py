@@ -90,37 +90,35 @@ def imported_at_import_time(path: Path) -> set[str]:
     return names
 
 
+def results_modules_reached(module: str) -> dict[str, set[str]]:
+    """The modules of results (outside its numerical core) that importing `module` imports, directly or in turn,
+    each with what it imports at import time."""
+    reached, pending = {}, [module]
+    while pending:
+        name = pending.pop()
+        path = _module_path(name)
+        if name in reached or path is None:
+            continue
+        reached[name] = imported_at_import_time(path)
+        pending.extend(imported for imported in reached[name]
+                       if top_level(imported) == "results" and not imported.startswith("results.stats"))
+    return reached
+
+
 @pytest.mark.parametrize("module", ["results.decisions", "results.presentation", "results.reports",
                                     "results.pairwise_rows", "results.nightly_rows"])
 def test_the_decision_rules_and_their_wording_import_no_django(module):
     # What `manage.py compare --files` decides and prints without starting Django: importing the module, and
     # every module of results it imports in turn, imports nothing of Django (presentation's HTML helpers import
     # it when called, which the command never does).
-    seen, pending, django = set(), [module], set()
-    while pending:
-        name = pending.pop()
-        path = _module_path(name)
-        if name in seen or path is None:
-            continue
-        seen.add(name)
-        for imported in imported_at_import_time(path):
-            if top_level(imported) == "django":
-                django.add(f"{name} imports {imported}")
-            elif top_level(imported) == "results" and not imported.startswith("results.stats"):
-                pending.append(imported)
-    assert "results.decisions" in seen and not django, django
+    reached = results_modules_reached(module)
+    django = {f"{name} imports {imported}" for name, imports in reached.items() for imported in imports
+              if top_level(imported) == "django"}
+    assert "results.decisions" in reached and not django, django
 
 
 def test_the_decision_rules_do_not_import_their_wording():
     # Decisions are made in one module and worded in another: the rules never reach for the presentation module,
     # directly or through what they import.
-    seen, pending = set(), ["results.decisions"]
-    while pending:
-        name = pending.pop()
-        path = _module_path(name)
-        if name in seen or path is None:
-            continue
-        seen.add(name)
-        pending.extend(imported for imported in imported_at_import_time(path)
-                       if top_level(imported) == "results" and not imported.startswith("results.stats"))
+    seen = results_modules_reached("results.decisions")
     assert "results.decisions" in seen and "results.presentation" not in seen, seen
