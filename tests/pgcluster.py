@@ -12,6 +12,7 @@ import getpass
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -94,7 +95,10 @@ def main(argv: list[str]) -> int:
         return 2
     with cluster() as url:
         print(f"PostgreSQL: throwaway cluster at {url}", flush=True)
-        return subprocess.run(argv, env={**os.environ, "DATABASE_URL": url}).returncode
+        command = subprocess.Popen(argv, env={**os.environ, "DATABASE_URL": url})
+        # Asked to stop (./pilot test interrupted), the command stops first, then the cluster is removed.
+        signal.signal(signal.SIGTERM, lambda signum, frame: command.terminate())
+        return command.wait()
 
 
 if __name__ == "__main__":
