@@ -4,6 +4,7 @@ from html import escape
 
 from django import template
 from django.template.defaultfilters import urlencode
+from django.urls import reverse
 from django.utils.formats import localize
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
@@ -30,14 +31,16 @@ def comparison_rows(rows, *, level: str, theta: str, show_bootstrap: bool, show_
     shows them (localized)."""
     high_p_badge = (f'<span class="badge high-p-badge" title="q ≥ {_number(alpha)} (or p ≥ {_number(alpha)} where '
                     'there is no q): not statistically significant">high p</span>')
+    history_path, run_path = _path_of("results:history"), _path_of("results:run")
     shown = []
     for index, row in enumerate(rows):
         verdict, slug, high_p = row.verdict, row.verdict_slug, row.high_p
         quiet = verdict in (INSUFFICIENT_HISTORY, NOT_COMPARED)
-        history = f"/history/{row.metric_id}/?machine={urlencode(row.machine)}"
+        history = f"{history_path(row.metric_id)}?machine={urlencode(row.machine)}"
         name = f'<a href="{escape(history)}">{escape(row.benchmark)}</a>'
         unit = f" ({escape(row.scale[1])})" if row.unit else ""
-        from_run = (f'\n        <a class="quiet small from-run" href="/runs/{row.run_id}/">run #{row.run_id}</a>'
+        from_run = (f'\n        <a class="quiet small from-run" href="{run_path(row.run_id)}">'
+                    f'run #{row.run_id}</a>'
                     if show_run and row.run_id else "")
         spark = row.sparkline
         trend = (f'<svg class="sparkline" width="100" height="24" viewBox="0 0 100 24" role="img"><title>'
@@ -72,6 +75,13 @@ def comparison_rows(rows, *, level: str, theta: str, show_bootstrap: bool, show_
                f'\n        <details class="why"><summary>why</summary><dl>{row.evidence_html}</dl></details>')
             + "\n      </td>\n    </tr>")
     return mark_safe("\n    ".join(shown))
+
+
+def _path_of(name: str):
+    """The address of the page `name` for any id, from the URLconf once per table (reverse() for each row would
+    cost more than the row)."""
+    head, tail = reverse(name, args=[1]).rsplit("/1/", 1)
+    return lambda pk: f"{head}/{pk}/{tail}"
 
 
 def _number(value) -> str:
