@@ -9,9 +9,10 @@ change-point code, against an oracle and the realistic bound (spec §8, revised 
 Each night posts one run of `series` results (one per series; each result the summary of 30 readings
 with a within-run sd of 3%) through ``results.services.ingest_run``, then calls the tasks' services
 in-process as the worker would: ``results.comparisons.compare_run`` (comparisons, q-values, alerts)
-and ``results.alerts.scan_run_series`` (the change points of the series it flagged, alerted). Every series
-has its own run-to-run noise (sd per level); half of them step up by 5% from night 25 (a regression), the other half stay the same
-(A/A). Printed per level:
+and ``results.alerts.scan_run_series`` (the change points of the series it flagged, alerted), then the daily
+scan of every series (``results.alerts.scan_change_points``), as beat runs it once a day. Every series
+has its own run-to-run noise (sd per level); half of them step up by 5% from night 25 (a regression), the other
+half stay the same (A/A). Printed per level:
 
 - alerts per series-night without a shift (nights K…end of the A/A series, K…24 of the step series);
 - the share of steps alerted within 1, 2, 3 and 8 nights of the step, and never (nights 25…end);
@@ -160,6 +161,7 @@ def measure(series: int, nights: int, level: float, seed: int, scenario: str = "
         run = services.ingest_run(document=document, user=None).run
         comparisons.compare_run(run_id=run.pk)
         alerts.scan_run_series(run_id=run.pk)
+        alerts.scan_change_points()  # the daily scan (beat's scan-change-points): one night, one day
         seconds += time.perf_counter() - began
 
     index = {metric_id: int(name.split()[-1]) for metric_id, name in
@@ -194,6 +196,7 @@ def measure(series: int, nights: int, level: float, seed: int, scenario: str = "
         "incidents": [len(incident.alerts.all()) for incident in Incident.objects.filter(
             kind=IncidentKind.MACHINE).prefetch_related("alerts")],
         "stepped_alerts": stepped_alerts,
+        "stepped_series": chosen.tolist(),
         "change_points_aa": sum(not stepped[index[m]] for m in change_points),
         "change_points_step": sum(bool(stepped[index[m]]) for m in change_points),
     }

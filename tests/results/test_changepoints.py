@@ -16,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone as django_timezone
 
 from results import alerts, changepoints, comparisons, services, tasks
+from results.decisions import SUSPECTED_REGRESSION
 from results.models import (
     Alert,
     AlertGroup,
@@ -312,3 +313,25 @@ def test_change_points_are_alerted_in_a_fixed_number_of_queries(monkeypatch):
         assert len(opened) == len(names)
         counts.append(len(queries.captured_queries))
     assert counts[0] == counts[1], counts
+
+
+def test_a_significant_change_point_reaching_into_the_band_is_alerted_as_suspected_once_its_nights_are_pooled():
+    # +4.5% at a night-to-night noise of 3% from night 33: its interval reaches into the 2% band (a suspected
+    # regression, spec §7). Younger than SUSPECTED_CHANGE_POINT_NIGHTS it is the nightly shift test's to alert (none
+    # here: nobody compared these nights); older, the scan alerts it as suspected, to gather its evidence nightly.
+    observed = step(44, 33, 1.045) * (1.0 + 0.03 * np.random.default_rng(1).standard_normal(44))
+    runs = [post_night(night, {"sort": observed[night]}) for night in range(40)]
+    young = ChangePoint.objects.create(metric_id=metric("sort"), machine_id=machine(), run=runs[33], ratio=1.04,
+                                       ci_low=1.019, ci_high=1.066, pvalue=0.005)
+    assert 40 - 33 < alerts.SUSPECTED_CHANGE_POINT_NIGHTS
+    assert alerts.alert_change_points([young]) == []
+
+    runs += [post_night(night, {"sort": observed[night]}) for night in range(40, 44)]
+    alerts.scan_change_points()
+
+    point = ChangePoint.objects.get()
+    alert = Alert.objects.select_related("comparison").get()
+    assert point.alert_id == alert.pk and abs(runs.index(alert.first_run) - 33) <= 1
+    assert 1.0 < point.ci_low < 1.02 < point.ci_high  # significant, not beyond the band: suspected
+    assert (alert.state, alert.comparison.verdict) == (AlertState.SUSPECTED, SUSPECTED_REGRESSION)
+    assert alert.state_note.startswith("a change point of the daily scan: suspected regression")
