@@ -1,6 +1,6 @@
 """A bisection end to end (issue 32's proof), with a real git repository made here, a job whose setup exports and
 builds each revision it is given, a real bench worker and Redis: sixteen commits of a small benchmark, one of them
-making it 10% slower. A nightly posted through the API opens an alert, the alert's A/B session confirms it, the
+making it 20% slower. A nightly posted through the API opens an alert, the alert's A/B session confirms it, the
 project bisects confirmed regressions automatically, and the bisection names that commit, steps over a commit
 that fails to build, and resumes after its worker is killed; the project's webhook is told. With no slowdown in
 the code (the night's shift came from elsewhere) it names none."""
@@ -38,9 +38,10 @@ def on_postgresql():
 
 BUILDS = Path(__file__).with_name("git_builds.py")
 COMMITS, CULPRIT, BROKEN = 16, 11, 9
-"""Sixteen commits on main; from commit 11 on the benchmark sleeps 10% longer; commit 9 fails to build."""
-# 50 ms a reading: a loaded machine wakes a sleeper a millisecond or two late, which at 10 ms hid the 10% step in
-# noise (every step ran out its budget when the suite's passes ran side by side).
+"""Sixteen commits on main; from commit 11 on the benchmark sleeps 20% longer; commit 9 fails to build."""
+# 50 ms readings and a 20% step: this test proves the plumbing, not the decisions' power (benchmarks/bisection.py
+# measures that). A loaded machine wakes a sleeper milliseconds late; with the suite's passes side by side, 10 ms
+# readings hid a 10% step in noise, and at 50 ms a middle step still ran out its budget.
 BENCH = ("import json, time\nstart = time.perf_counter()\ntime.sleep(0.05 * {factor})\n"
          "print(json.dumps({{'reading': {{'time': time.perf_counter() - start}}}}))\n")
 
@@ -52,7 +53,7 @@ def repository(tmp_path: Path, *, slower_from: int | None) -> dict:
     git("init", "--quiet", cwd=upstream)
     commits = []
     for index in range(COMMITS):
-        factor = 1.1 if slower_from is not None and index >= slower_from else 1.0
+        factor = 1.2 if slower_from is not None and index >= slower_from else 1.0
         (upstream / "bench.py").write_text(BENCH.format(factor=factor))
         (upstream / "build.py").write_text("raise SystemExit('broken build')\n" if index == BROKEN else "pass\n")
         (upstream / "CHANGES").write_text(f"commit {index}\n")
@@ -76,8 +77,8 @@ def bisecting_job(staff, machine, repo, project: Project):  # noqa: F811 (the fi
 
 
 def nights(client, project: Project, machine, commits: list[str]) -> Run:  # noqa: F811 (the fixture's value)
-    """Ten steady nights at the first commit, then one 10% slower at the last; the last night's run."""
-    return Run.objects.get(pk=post_nights(client, project, machine, [commits[0]] * 10 + [commits[-1]], slower=1.1,
+    """Ten steady nights at the first commit, then one 20% slower at the last; the last night's run."""
+    return Run.objects.get(pk=post_nights(client, project, machine, [commits[0]] * 10 + [commits[-1]], slower=1.2,
                                           spread=0.005, seed=32))
 
 
@@ -134,7 +135,7 @@ def test_a_confirmed_regression_is_bisected_to_its_culprit_over_a_broken_build_a
 
     assert bisection.status == BisectionStatus.FOUND, bisection.reason
     assert bisection.culprit == commits[CULPRIT] and bisection.commits == commits
-    assert 0.05 < bisection.change < 0.15 and bisection.low < 0.1 < bisection.high
+    assert 0.1 < bisection.change < 0.3 and bisection.low < 0.2 < bisection.high
     steps = list(bisection.steps.select_related("session").order_by("position"))
     # The broken commit's session failed and was stepped over; every other step decided.
     assert bisection.failed == [BROKEN]
