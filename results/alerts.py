@@ -132,7 +132,7 @@ def _move_or_split(splits: dict[int, tuple], opened: list[Alert], closed: dict[i
     step named a few nights early (noise before it, spec §8 "an alert names the night its shift began"): its first
     night moves to the shift's, tonight's row becomes its evidence, and no alert is opened. A first night moves
     at most ``REFINE_AFTER`` nights, as its nightly re-estimation does: an alert of more nights before the shift
-    is an earlier change, or none, and not the shift told late (measured: a second step 18 and 21 nights after a
+    is an earlier change, or none, and not the shift told late (measured: a second step 18 and 22 nights after a
     spurious alert re-placed it, and was never told; benchmarks/nightly_detection.py --scenario two-steps, 1.5%,
     seed 14). Otherwise the shift gets an alert of its own (`opened`) and the change is settled on its own nights
     (`closed`). Returns the ids of the alerts re-placed."""
