@@ -46,7 +46,7 @@ from .decisions import (
     SUSPECTED_REGRESSION,
     contradicts,
     is_significant,
-    suspected_verdict,
+    series_verdict,
 )
 from .bulk import bulk_insert
 from .nightly_rows import REFINE_AFTER, SHIFT_HISTORY
@@ -166,9 +166,9 @@ def _own_verdict(alert: Alert, numbers: dict) -> str | None:
     level as its significance."""
     verdict, ratio = numbers.get("verdict"), numbers.get("ratio")
     if verdict is not None and ratio is not None and verdict == Verdict.INCONCLUSIVE:
-        verdict = suspected_verdict(verdict, ratio=ratio, threshold=alert.comparison.threshold,
-                                    direction=alert.comparison.candidate.metric.direction,
-                                    significant=(numbers.get("pvalue") or 1.0) < SERIES_LEVEL)
+        verdict = series_verdict(verdict, ratio=ratio, pvalue=numbers.get("pvalue"),
+                                 threshold=alert.comparison.threshold,
+                                 direction=alert.comparison.candidate.metric.direction)
     return verdict
 
 
@@ -396,7 +396,7 @@ def alert_change_points(points: list[ChangePoint]) -> list[Alert]:
     superseded = Q(pk__in=[])
     for point in points:
         metric = point.metric
-        verdict = _change_point_verdict(point.ci_low, point.ci_high, point.ratio, metric)
+        verdict = _change_point_verdict(point.ci_low, point.ci_high, point.ratio, point.pvalue, metric)
         series = [run_id for run_id, _, _ in nights[point.metric_id, point.machine_id]]
         if verdict not in NIGHTLY_ALERTS or point.run_id not in series:
             continue
@@ -471,15 +471,15 @@ def _between_changes(point: ChangePoint, means: list[float], at: int, known: lis
                               confidence=point.metric.confidence_level)
     if found.start < 0 or not found.pvalue < SERIES_LEVEL:
         return False
-    return _change_point_verdict(found.low, found.high, found.ratio, point.metric) == verdict
+    return _change_point_verdict(found.low, found.high, found.ratio, found.pvalue, point.metric) == verdict
 
 
-def _change_point_verdict(low: float, high: float, ratio: float, metric: Metric) -> str:
-    """A significant change's verdict (spec §7): beyond the band, or suspected where its interval straddles the
-    band's edge but not 1."""
+def _change_point_verdict(low: float, high: float, ratio: float, pvalue: float, metric: Metric) -> str:
+    """A change's verdict in its series (spec §7, §8): beyond the band, or suspected where its interval reaches
+    into it and it is significant at the series' level."""
     verdict = str(stats.verdict(low, high, threshold=metric.threshold, direction=metric.direction))
-    return suspected_verdict(verdict, ratio=ratio, threshold=metric.threshold, direction=metric.direction,
-                             significant=low > 1.0 or high < 1.0)
+    return series_verdict(verdict, ratio=ratio, pvalue=pvalue, threshold=metric.threshold,
+                          direction=metric.direction)
 
 
 def _announce(group_id: int, alert_ids: list[int]) -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "is_high_p",
     "is_significant",
     "qvalues_by_method",
+    "series_verdict",
     "suspected_verdict",
     "worst_first",
 ]
@@ -120,6 +121,14 @@ def suspected_verdict(verdict: str, *, ratio: float | None, threshold: float, di
     above, below = ratio > 1.0 + threshold, ratio < 1.0 - threshold
     worse, better = (above, below) if direction == "lower_is_better" else (below, above)
     return SUSPECTED_REGRESSION if worse else SUSPECTED_IMPROVEMENT if better else verdict
+
+
+def series_verdict(verdict: str, *, ratio: float | None, pvalue: float | None, threshold: float,
+                   direction: str) -> str:
+    """A series' change as it alerts (spec §8): :func:`suspected_verdict` with the series' level,
+    :data:`SERIES_LEVEL`, as its significance (its p-value adjusted wherever a first night was chosen)."""
+    return suspected_verdict(verdict, ratio=ratio, threshold=threshold, direction=direction,
+                             significant=pvalue is not None and pvalue < SERIES_LEVEL)
 
 
 def qvalues_by_method(methods: Sequence[str], pvalues: Sequence[float | None]) -> list[float | None]:

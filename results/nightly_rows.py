@@ -18,7 +18,7 @@ import numpy as np
 
 from . import pairwise_rows, stats
 from .pairwise_rows import METHOD_HISTORY, METHOD_SHIFT
-from .decisions import ALPHA, INSUFFICIENT_HISTORY, NIGHTLY_ALERTS, SERIES_LEVEL, suspected_verdict
+from .decisions import ALPHA, INSUFFICIENT_HISTORY, NIGHTLY_ALERTS, series_verdict
 from .rows import ComparisonRow, Side
 from .series import Series
 
@@ -221,9 +221,8 @@ def _finds_shift(row: ComparisonRow, series: Series) -> bool:
     level (adjusted for the starts tried) with its estimate beyond the threshold (:mod:`results.alerts`)."""
     if row.pvalue is None or not row.inputs.get("starts_tried"):
         return False
-    verdict = suspected_verdict(row.verdict, ratio=row.ratio, threshold=row.threshold, direction=row.direction,
-                                significant=row.pvalue < SERIES_LEVEL)
-    return verdict in NIGHTLY_ALERTS
+    return series_verdict(row.verdict, ratio=row.ratio, pvalue=row.pvalue, threshold=row.threshold,
+                          direction=row.direction) in NIGHTLY_ALERTS
 
 
 SHIFT_MIN_HISTORY_AFTER_CHANGE = 3
