@@ -271,9 +271,10 @@ def run_page_of(*, run_id: int, metric_id: int, viewer) -> int | None:
 
 
 class _WorstFirst(Sequence):
-    """A run's result ids (or another `field` of its results), worst first: by the worst of each one's comparisons (a result without any is "not
-    compared"), as :func:`results.decisions.worst_first` orders rows; `count` of them, for a paginator to slice
-    (a slice is one query: a window picks each result's worst comparison, the database orders and cuts)."""
+    """A run's result ids (or another `field` of its results), worst first: by the worst of each one's comparisons
+    (a result without any is "not compared"), as :func:`results.decisions.worst_first` orders rows; `count` of
+    them, for a paginator to slice (a slice is one query: a window picks each result's worst comparison, the
+    database orders and cuts)."""
 
     def __init__(self, run: Run, count: int, *, field: str = "pk") -> None:
         rank, size = worst_first_keys("comparisons")
