@@ -196,7 +196,6 @@ def measure(series: int, nights: int, level: float, seed: int, scenario: str = "
         "incidents": [len(incident.alerts.all()) for incident in Incident.objects.filter(
             kind=IncidentKind.MACHINE).prefetch_related("alerts")],
         "stepped_alerts": stepped_alerts,
-        "stepped_series": chosen.tolist(),
         "change_points_aa": sum(not stepped[index[m]] for m in change_points),
         "change_points_step": sum(bool(stepped[index[m]]) for m in change_points),
     }

@@ -40,8 +40,8 @@ BUILDS = Path(__file__).with_name("git_builds.py")
 COMMITS, CULPRIT, BROKEN = 16, 11, 9
 """Sixteen commits on main; from commit 11 on the benchmark sleeps 20% longer; commit 9 fails to build."""
 # 50 ms readings and a 20% step: this test proves the plumbing, not the decisions' power (benchmarks/bisection.py
-# measures that). A loaded machine wakes a sleeper milliseconds late; with the suite's passes side by side, 10 ms
-# readings hid a 10% step in noise, and at 50 ms a middle step still ran out its budget.
+# measures that). A loaded machine wakes a sleeper milliseconds late: with the suite's passes run side by side
+# once, 10 ms readings hid a 10% step in noise, and at 50 ms a middle step still ran out its budget.
 BENCH = ("import json, time\nstart = time.perf_counter()\ntime.sleep(0.05 * {factor})\n"
          "print(json.dumps({{'reading': {{'time': time.perf_counter() - start}}}}))\n")
 
