@@ -17,7 +17,9 @@ which pin dependencies this project does not share), with their defaults (benchm
 Reference changes: the labels a source publishes for a series (its tests' expected change points, or an
 annotated dataset's) where it has them, else the peers' agreement (a point both peers report within
 ±TOLERANCE points of each other, which favours the peers: each finds all of them by construction). Printed
-per source: change points found, precision and recall against the reference (a found point matches a
+per source: change points found (``ours``: those the product shows at the end, as the peers report theirs on the
+whole series; ``ours+retr`` adds those it stored on an earlier night and retracted once later nights no longer
+showed them), precision and recall against the reference (a found point matches a
 reference one within ±TOLERANCE points, each at most once), change points on series where neither the
 reference nor either peer has one (flat series), and among those on two-mode series (bimodality
 coefficient > 5/9); and the points from a reference change to the product's first alert naming a first
@@ -110,10 +112,12 @@ def measure(path: str) -> dict:
     def night(started) -> int:
         return (started - START).days
 
-    found: dict[str, dict] = defaultdict(lambda: {"change_points": [], "alerts": []})
-    for project, name, started in ChangePoint.objects.values_list(
-            "metric__benchmark__project__name", "metric__benchmark__name", "run__started_at"):
-        found[f"{project}\t{name}"]["change_points"].append(night(started))
+    # What the history page shows at the end (a later scan retracts a change point it no longer finds: kept,
+    # marked, not shown), and apart the retracted ones: the online product's earlier decisions.
+    found: dict[str, dict] = defaultdict(lambda: {"change_points": [], "retracted": [], "alerts": []})
+    for project, name, started, retracted in ChangePoint.objects.values_list(
+            "metric__benchmark__project__name", "metric__benchmark__name", "run__started_at", "retracted_at"):
+        found[f"{project}\t{name}"]["change_points" if retracted is None else "retracted"].append(night(started))
     for project, name, opened, first, state in Alert.objects.values_list(
             "comparison__candidate__run__project__name", "comparison__candidate__metric__benchmark__name",
             "comparison__candidate__run__started_at", "first_run__started_at", "state"):
@@ -192,7 +196,15 @@ def main() -> None:
     ours = measure_in_child(__file__, [str(scratch)], database="sqlite")
     scratch.unlink()
 
-    methods = ("ours", "edivisive", "otava")
+    # "ours": the change points the product shows at the end; "ours+retr": with those it retracted on the way.
+    methods = ("ours", "ours+retr", "edivisive", "otava")
+
+    def points_of(method: str, file: str, name: str) -> list[int]:
+        if method in ("edivisive", "otava"):
+            return peers[file, name][method]
+        product = ours.get(f"{file}\t{name}", {})
+        return product.get("change_points", []) + (product.get("retracted", []) if method == "ours+retr" else [])
+
     print(f"Change points within ±{TOLERANCE} points; product end to end on SQLite (one value per night, θ = 2%),"
           " peers with their defaults")
     print("ref: series with published labels (the others: the peers' agreement)")
@@ -211,8 +223,7 @@ def main() -> None:
         flat = [h for h in entries if not reference[h.name] and not any(peers[file, h.name].values())]
         bimodal = [h for h in flat if two_mode(h.values)]
         for method in methods:
-            points = {h.name: (ours.get(f"{file}\t{h.name}", {}).get("change_points", []) if method == "ours"
-                               else peers[file, h.name][method]) for h in entries}
+            points = {h.name: points_of(method, file, h.name) for h in entries}
             found = sum(len(p) for p in points.values())
             correct = sum(matched(points[h.name], reference[h.name]) for h in entries)
             total = sum(len(r) for r in reference.values())
@@ -241,9 +252,8 @@ def main() -> None:
         print(f"{Path(file).stem}: {len(scored)} series with annotators' change points; per series, then averaged "
               f"(TCPDBench's F1, margin ±{TOLERANCE}): precision, recall, F1")
         for method in methods:
-            scores = np.array([annotated_scores(
-                ours.get(f"{file}\t{h.name}", {}).get("change_points", []) if method == "ours"
-                else peers[file, h.name][method], annotations[h.name]) for h in scored])
+            scores = np.array([annotated_scores(points_of(method, file, h.name), annotations[h.name])
+                               for h in scored])
             print(f"{'':<28} {method:>9} " + " ".join(f"{value:>7.3f}" for value in scores.mean(axis=0)))
     if delays:
         hits = [d for d in delays if d is not None]
