@@ -240,7 +240,8 @@ def test_a_scheduled_session_records_the_commit_its_checkout_measured_as_a_night
     execution.execute_session(session_id=session.pk, attempt=0)
 
     session.refresh_from_db()
-    assert session.status == SessionStatus.CONVERGED, (session.error, session.outcome)
+    # What is tested is the commit recorded, not the session's speed: a loaded machine may spend the budget first.
+    assert session.status in (SessionStatus.CONVERGED, SessionStatus.BUDGET_EXHAUSTED), (session.error, session.outcome)
     run = session.runs.get()
     checked_out = git("log", "-1", "--format=%H %cI", cwd=repositories["checkout"]).split()
     assert checked_out[0] == repositories["main"][10]  # the clone's HEAD: night 11 was pushed after it
