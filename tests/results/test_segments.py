@@ -143,6 +143,12 @@ def test_a_series_of_one_value_per_run_is_detected_from_its_run_to_run_spread():
     assert found and found[0][1] == 30 and found[0][0] - 30 <= 2, found
 
 
+def statistics_run_on_sqlite_only(why: str = "") -> None:
+    """Skip a test of the detection's statistics alone (the queries are the same as the other tests') on PostgreSQL."""
+    if connection.vendor != "sqlite":
+        pytest.skip("; ".join(filter(None, ("the same statistics as on SQLite", why))))
+
+
 def slow_nights(nights: int, *, seed: int) -> np.ndarray:
     """Nights in the slow mode of a two-mode benchmark: 40% of the first 30 nights at random, then each ten nights
     take a share between 15% and 60%, so that the share drifts from week to week, as on Perfherder's runs5 history
@@ -154,6 +160,7 @@ def slow_nights(nights: int, *, seed: int) -> np.ndarray:
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
 def test_a_series_alternating_between_two_far_apart_modes_gets_no_alert_when_its_share_of_slow_nights_drifts(seed):
+    statistics_run_on_sqlite_only()
     # A benchmark that takes a slow path (3x) on some nights, the share of slow nights drifting from week to week
     # (Perfherder's runs5 history, modes 38x apart, had three alerts confirmed and four change points shown). Before
     # this was handled, three of these six series had alerts confirmed after night 30.
@@ -175,6 +182,7 @@ def test_a_series_alternating_between_two_far_apart_modes_gets_no_alert_when_its
 
 
 def test_a_step_of_a_series_alternating_between_two_far_apart_modes_is_alerted_on_its_night():
+    statistics_run_on_sqlite_only()
     # Both modes 5% slower from night 50: the whole mixture moved, whatever share of nights each mode has.
     slow = slow_nights(70, seed=6)
     levels = np.where(slow, 3.0, 1.0) * (1.0 + np.random.default_rng(6).normal(0.0, 0.003, 70))
@@ -275,8 +283,7 @@ def test_the_benchmarks_machine_wide_shift_raises_one_incident_and_one_alert_a_m
     # chance before the move, first named as its start, then split from it; at 3% the daily scan placing the move
     # 6 nights early, sized by it. Now: the alert re-placed at the move's night, the change point tested up to
     # the alerted move.
-    if connection.vendor != "sqlite":
-        pytest.skip("the same statistics as on SQLite; PostgreSQL runs the machine-wide tests above (2 min each here)")
+    statistics_run_on_sqlite_only("PostgreSQL runs the machine-wide tests above (2 min each here)")
     from benchmarks.nightly_detection import measure
 
     figures = measure(40, 40, level, 29, "machine-wide")
