@@ -258,7 +258,7 @@ def _shift_one(result, nights: list[tuple], common: dict):
     metric = result.metric
     candidate = [result.mean, result.variance, result.n]
     oldest_first = nights[::-1]
-    means = stats.align_modes(np.array([night[2] for night in oldest_first] + [result.mean])).values
+    means = np.array([night[2] for night in oldest_first] + [result.mean])
     found = None
     if len(nights) >= SHIFT_MIN_HISTORY:
         found = stats.recent_shift(means[None, :], history=SHIFT_HISTORY, recent=min(SHIFT_RECENT, len(nights) + 1),

@@ -467,9 +467,7 @@ def _between_changes(point: ChangePoint, means: list[float], at: int, known: lis
         return True
     if at - before < 2 or after - at < 1:
         return False
-    # Within their modes where the nights alternate between two far apart, as the scan sized it.
-    aligned = stats.align_modes(np.array(means[before:after], dtype=float), context=np.array(means, dtype=float))
-    found = stats.shift_since(aligned.values, after - at, history=SHIFT_HISTORY,
+    found = stats.shift_since(np.array(means[before:after], dtype=float), after - at, history=SHIFT_HISTORY,
                               confidence=point.metric.confidence_level)
     if found.start < 0 or not found.pvalue < SERIES_LEVEL:
         return False

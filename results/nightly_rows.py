@@ -248,10 +248,10 @@ def _scan_rows(candidates: Sequence[Series], segments: Sequence[Sequence[StoredN
             before = np.full((len(members), width), np.nan)
             for row, i in enumerate(members):
                 before[row, width - len(previous[i]):] = [night.mean for night in previous[i]]
-            prior = stats.prior_spread(stats.align_modes(before).values, clip=SHIFT_CLIP)
+            prior = stats.prior_spread(before, clip=SHIFT_CLIP)
         found, means = _shift_test(candidates, segments, members, lambda means, levels: stats.recent_shift(
             means, history=SHIFT_HISTORY, recent=count, min_history=least, confidence=levels,
-            clip=SHIFT_CLIP, prior=prior), previous=previous)
+            clip=SHIFT_CLIP, prior=prior))
         for row, i in enumerate(members):
             values = {name: column[row] for name, column in found.items()}
             rows[i] = _shift_row(candidates[i], segments[i], values, starts=count, pooled_since=False)
@@ -307,28 +307,15 @@ refine, never absorb")."""
 
 
 def _shift_test(candidates: Sequence[Series], nights: Sequence[Sequence[StoredNight]], members: list[int], test,
-                *, tonight: bool = True, previous: Sequence[Sequence[StoredNight]] | None = None
-                ) -> tuple[dict, np.ndarray]:
+                *, tonight: bool = True) -> tuple[dict, np.ndarray]:
     """The columns of `test` (:func:`results.stats.recent_shift` or :func:`results.stats.shift_since`) on the
     night means of `members` (right-aligned, newest last: tonight's unless `tonight` is False, then the last of
-    their nights), with the verdict and the own-spread Welch p-value added.
-
-    Nights alternating between two far-apart modes are compared within their mode (:func:`results.stats.align_modes`),
-    the modes read from the nights tested and the `previous` segment's before them: a segment begun a few nights
-    ago is too short to show its modes."""
+    their nights), with the verdict and the own-spread Welch p-value added."""
     width = max(len(nights[i]) for i in members) + (1 if tonight else 0)
     means = np.full((len(members), width), np.nan)
     for row, i in enumerate(members):
         values = [night.mean for night in nights[i]] + ([candidates[i].summary.mean] if tonight else [])
         means[row, width - len(values):] = values
-    context = None
-    if previous is not None and any(previous[i] for i in members):
-        extra = max(len(previous[i]) for i in members)
-        context = np.concatenate([np.full((len(members), extra), np.nan), means], axis=1)
-        for row, i in enumerate(members):
-            start = width - int((~np.isnan(means[row])).sum())
-            context[row, extra + start - len(previous[i]):extra + start] = [night.mean for night in previous[i]]
-    means = stats.align_modes(means, context=context).values
     levels = np.array([candidates[i].confidence_level for i in members])
     found = test(means, levels)
     columns = {name: np.atleast_1d(getattr(found, name)) for name in (

@@ -19,7 +19,6 @@ _EXPORTS = {
     "_hierarchical": ("RepetitionPlan", "VarianceComponents", "plan_repetitions", "predicted_half_width",
                       "variance_components"),
     "_level_test": ("AT_LEVEL", "MOVED", "LevelTest", "bracketed_level_test"),
-    "_modes": ("AlignedModes", "align_modes"),
     "_long_run": ("MeanVariance", "StoredMean", "mean_variance", "overlapping_batch_means"),
     "_rank_shifts": ("RankShifts", "rank_shifts"),
     "_recent_shift": ("RecentShift", "prior_spread", "recent_shift", "shift_since"),

@@ -248,7 +248,7 @@ def test_compare_files_imports_only_the_comparisons_part_of_the_numerical_core()
     # Warm-up removal, history, planning and the sequential test are for stored runs and sessions.
     assert not core & {f"results.stats.{name}" for name in (
         "_edm", "_stable_phase", "_transient", "_wps", "_history", "_hierarchical", "_sequential", "_recent_shift",
-        "_rank_shifts", "_modes")}
+        "_rank_shifts")}
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
