@@ -164,12 +164,11 @@ def _move_or_split(splits: dict[int, tuple], opened: list[Alert], closed: dict[i
 def _own_verdict(alert: Alert, numbers: dict) -> str | None:
     """The verdict of a change's own nights, an inconclusive one split as everywhere (spec §7), with the series'
     level as its significance."""
-    verdict, ratio = numbers.get("verdict"), numbers.get("ratio")
-    if verdict is not None and ratio is not None and verdict == Verdict.INCONCLUSIVE:
-        verdict = series_verdict(verdict, ratio=ratio, pvalue=numbers.get("pvalue"),
-                                 threshold=alert.comparison.threshold,
-                                 direction=alert.comparison.candidate.metric.direction)
-    return verdict
+    verdict = numbers.get("verdict")
+    if verdict is None:
+        return None
+    return series_verdict(verdict, ratio=numbers.get("ratio"), pvalue=numbers.get("pvalue"),
+                          threshold=alert.comparison.threshold, direction=alert.comparison.candidate.metric.direction)
 
 
 def _stands_alone(alert: Alert, numbers: dict) -> bool:
