@@ -75,5 +75,10 @@ def _bisectable(alerts: Sequence[Alert], triageable: Collection[int], found: dic
     jobs = defaultdict(list)
     for job in Job.objects.filter(enabled=True, project_id__in={alert.group.run.project_id for alert in wanted}):
         jobs[job.project_id, job.machine_id, job.benchmark].append(job)
-    return {alert.pk for alert in wanted if any(bisects(job, alert.comparison.candidate.metric.name) for job in jobs[
-        alert.group.run.project_id, alert.first_run.machine_id, alert.comparison.candidate.metric.benchmark.name])}
+
+    def bisectable(alert: Alert) -> bool:
+        metric = alert.comparison.candidate.metric
+        candidates = jobs[alert.group.run.project_id, alert.first_run.machine_id, metric.benchmark.name]
+        return any(bisects(job, metric.name) for job in candidates)
+
+    return {alert.pk for alert in wanted if bisectable(alert)}
