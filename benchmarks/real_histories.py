@@ -90,11 +90,12 @@ def measure(path: str) -> dict:
     django.setup()
     from django.core.management import call_command
 
-    from results.models import Alert, ChangePoint
+    from results.models import Alert, ChangePoint, Metric
     from results.schemas import RunIn
 
     call_command("migrate", verbosity=0)
-    histories = json.loads(Path(path).read_text())
+    payload = json.loads(Path(path).read_text())
+    histories, threshold = payload["histories"], payload["threshold"]
     for source, entries in histories.items():
         length = max(len(entry["values"]) for entry in entries)
         for night in range(length):
@@ -107,6 +108,9 @@ def measure(path: str) -> dict:
                 "revision": {"commit": f"{night:040x}", "branch": "main"},
                 "started_at": START + timedelta(days=night), "results": results})
             product_night(document)
+            if night == 0 and threshold is not None:
+                # θ is the metric's, set by its owner (the first night is compared with nothing yet).
+                Metric.objects.filter(benchmark__project__name=source).update(threshold=threshold)
     daily_scan()
 
     def night(started) -> int:
@@ -169,6 +173,8 @@ def main() -> None:
     parser.add_argument("--files", nargs="+", help="Only these history files (names, e.g. otava_tigerbeetle.json).")
     parser.add_argument("--max-length", type=int, default=1000,
                         help="Leave out longer series (MongoDB's profiling series repeat another up to 28 times).")
+    parser.add_argument("--threshold", type=float, help="θ of every series, in percent (default: the product's "
+                        "default, 2%%), as a project sets it for its metrics.")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.child:
@@ -192,7 +198,8 @@ def main() -> None:
                        "lower_is_better": h.lower_is_better} for h in entries] for file, entries in by_source.items()}
     scratch = ROOT / "var" / "real_histories.json"
     scratch.parent.mkdir(exist_ok=True)
-    scratch.write_text(json.dumps(payload))
+    threshold = None if arguments.threshold is None else arguments.threshold / 100
+    scratch.write_text(json.dumps({"histories": payload, "threshold": threshold}))
     ours = measure_in_child(__file__, [str(scratch)], database="sqlite")
     scratch.unlink()
 
@@ -205,7 +212,8 @@ def main() -> None:
         product = ours.get(f"{file}\t{name}", {})
         return product.get("change_points", []) + (product.get("retracted", []) if method == "ours+retr" else [])
 
-    print(f"Change points within ±{TOLERANCE} points; product end to end on SQLite (one value per night, θ = 2%),"
+    print(f"Change points within ±{TOLERANCE} points; product end to end on SQLite (one value per night, θ = "
+          f"{arguments.threshold if arguments.threshold is not None else 2:g}%),"
           " peers with their defaults")
     print("ref: series with published labels (the others: the peers' agreement)")
     print(f"{'source':<28} {'series':>6} {'ref':>9} {'method':>9} {'found':>6} {'precision':>10} {'recall':>7} "
