@@ -3,6 +3,7 @@ means (`signal-processing-algorithms`) and Apache Otava on the same series.
 
     .venv/bin/python benchmarks/real_histories.py                       # every file in benchmarks/data/histories
     .venv/bin/python benchmarks/real_histories.py --peers-python /path/to/python
+    .venv/bin/python benchmarks/real_histories.py --files perfherder_graphs.json --threshold 1   # θ = 1%
 
 The histories (source repository, commit and paths printed; see benchmarks/data/histories/README.md) go
 through the product end to end in a child process on a fresh SQLite file: each source is a project, night i
