@@ -466,8 +466,9 @@ def _between_changes(point: ChangePoint, means: list[float], at: int, known: lis
         return True
     if at - before < 2 or after - at < 1:
         return False
-    found = stats.shift_since(np.array(means[before:after], dtype=float), after - at, history=SHIFT_HISTORY,
-                              confidence=point.metric.confidence_level)
+    # Within their modes where the nights alternate between two far apart, read from the nights before the change.
+    window = stats.align_modes(np.array(means[before:after], dtype=float), tested=after - at).values
+    found = stats.shift_since(window, after - at, history=SHIFT_HISTORY, confidence=point.metric.confidence_level)
     if found.start < 0 or not found.pvalue < SERIES_LEVEL:
         return False
     return _change_point_verdict(found.low, found.high, found.ratio, found.pvalue, point.metric) == verdict

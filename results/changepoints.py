@@ -92,8 +92,10 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
     thresholds: list[float] = []
     for metric_id, history in series.items():
         history.sort(key=lambda row: (row["run__started_at"], row["run_id"]))
-        # Each night's machine environment divided out (results.environment), as the shift detection reads it.
-        means = np.array([row["mean"] * stats.without_environment(row["environment_offset"]) for row in history])
+        # Each night's machine environment divided out (results.environment), as the shift detection reads it;
+        # nights alternating between two far-apart modes compared within their mode (results.stats.align_modes).
+        means = stats.align_modes(np.array([row["mean"] * stats.without_environment(row["environment_offset"])
+                                            for row in history])).values
         shifts = stats.rank_shifts(means, min_segment=MIN_SEGMENT, alpha=ALPHA, seed=metric_id)
         bounds = (0, *shifts.indices, means.size)
         for start, split, stop, pvalue in zip(bounds, bounds[1:-1], bounds[2:], shifts.pvalues):

@@ -242,14 +242,9 @@ def _scan_rows(candidates: Sequence[Series], segments: Sequence[Sequence[StoredN
         else:
             rows[i] = _untested_shift(series, len(earlier), recent[i])
     for (count, least), members in groups.items():
-        prior = None
-        if least < SHIFT_MIN_HISTORY:
-            width = max(len(previous[i]) for i in members)
-            before = np.full((len(members), width), np.nan)
-            for row, i in enumerate(members):
-                before[row, width - len(previous[i]):] = [night.mean for night in previous[i]]
-            prior = stats.prior_spread(before, clip=SHIFT_CLIP)
-        found, means = _shift_test(candidates, segments, members, lambda means, levels: stats.recent_shift(
+        means, before = _night_means(candidates, segments, members, tested=count, previous=previous)
+        prior = stats.prior_spread(before, clip=SHIFT_CLIP) if least < SHIFT_MIN_HISTORY else None
+        found = _shift_test(candidates, members, means, lambda means, levels: stats.recent_shift(
             means, history=SHIFT_HISTORY, recent=count, min_history=least, confidence=levels,
             clip=SHIFT_CLIP, prior=prior))
         for row, i in enumerate(members):
@@ -289,8 +284,8 @@ def _carried_rows(candidates: Sequence[Series], nights: Sequence[Sequence[Stored
         else:
             test = partial(stats.recent_shift, history=SHIFT_HISTORY, recent=count + before, skip=count - after - 1,
                            min_history=least, clip=SHIFT_CLIP, sign=np.array([signs[i] for i in members]))
-        found, _ = _shift_test(candidates, nights, members,
-                               lambda means, levels, test=test: test(means, confidence=levels), tonight=tonight)
+        means, _ = _night_means(candidates, nights, members, tested=count + before, tonight=tonight)
+        found = _shift_test(candidates, members, means, lambda means, levels, test=test: test(means, confidence=levels))
         for row, i in enumerate(members):
             values = {name: column[row] for name, column in found.items()}
             earlier = nights[i] if tonight else nights[i][:-1]
@@ -306,16 +301,35 @@ from REFINE_BEFORE before it to REFINE_AFTER after it as the first (spec §8, re
 refine, never absorb")."""
 
 
-def _shift_test(candidates: Sequence[Series], nights: Sequence[Sequence[StoredNight]], members: list[int], test,
-                *, tonight: bool = True) -> tuple[dict, np.ndarray]:
+def _night_means(candidates: Sequence[Series], nights: Sequence[Sequence[StoredNight]], members: list[int], *,
+                 tested: int, tonight: bool = True, previous: Sequence[Sequence[StoredNight]] | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The night means of `members` as their shift is tested (right-aligned, newest last: tonight's unless
+    `tonight` is False, then the last of their nights), and those of their `previous` segment before them (whose
+    spread a short segment borrows).
+
+    Nights alternating between two far-apart modes are compared within their mode
+    (:func:`results.stats.align_modes`): the modes are read from the segment's nights before the `tested` newest
+    (an earlier level's modes may have moved: a change of the series), and the previous segment is put on the same
+    scale, or left as measured with them."""
+    own = [[night.mean for night in nights[i]] + ([candidates[i].summary.mean] if tonight else []) for i in members]
+    earlier = [[night.mean for night in previous[i]] if previous is not None else [] for i in members]
+    width, extra = max(map(len, own)), max(map(len, earlier))
+    context = np.full((len(members), extra + width), np.nan)
+    for row, (values, before) in enumerate(zip(own, earlier)):
+        context[row, extra + width - len(values):] = values
+        context[row, extra + width - len(values) - len(before):extra + width - len(values)] = before
+    aligned = stats.align_modes(context, tested=min(tested, width - 1), modes_from=extra).values
+    means, before = aligned[:, extra:], np.full((len(members), extra), np.nan)
+    for row, (values, earlier_means) in enumerate(zip(own, earlier)):
+        start = extra + width - len(values)
+        before[row, extra - len(earlier_means):] = aligned[row, start - len(earlier_means):start]
+    return means, before
+
+
+def _shift_test(candidates: Sequence[Series], members: list[int], means: np.ndarray, test) -> dict:
     """The columns of `test` (:func:`results.stats.recent_shift` or :func:`results.stats.shift_since`) on the
-    night means of `members` (right-aligned, newest last: tonight's unless `tonight` is False, then the last of
-    their nights), with the verdict and the own-spread Welch p-value added."""
-    width = max(len(nights[i]) for i in members) + (1 if tonight else 0)
-    means = np.full((len(members), width), np.nan)
-    for row, i in enumerate(members):
-        values = [night.mean for night in nights[i]] + ([candidates[i].summary.mean] if tonight else [])
-        means[row, width - len(values):] = values
+    night means of `members` (:func:`_night_means`), with the verdict and the own-spread Welch p-value added."""
     levels = np.array([candidates[i].confidence_level for i in members])
     found = test(means, levels)
     columns = {name: np.atleast_1d(getattr(found, name)) for name in (
@@ -329,7 +343,7 @@ def _shift_test(candidates: Sequence[Series], nights: Sequence[Sequence[StoredNi
             threshold=np.array([candidates[i].threshold for i in members])[tested],
             direction=np.array([candidates[i].direction for i in members], dtype=object)[tested])
     columns["welch_pvalue"] = _own_spread_pvalues(means, columns, tested)
-    return {name: column.tolist() for name, column in columns.items()}, means
+    return {name: column.tolist() for name, column in columns.items()}
 
 
 def _own_spread_pvalues(means: np.ndarray, columns: dict, tested: np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ _EXPORTS = {
                       "variance_components"),
     "_level_test": ("AT_LEVEL", "MOVED", "LevelTest", "bracketed_level_test"),
     "_long_run": ("MeanVariance", "StoredMean", "mean_variance", "overlapping_batch_means"),
+    "_modes": ("AlignedModes", "align_modes"),
     "_rank_shifts": ("RankShifts", "rank_shifts"),
     "_recent_shift": ("RecentShift", "prior_spread", "recent_shift", "shift_since"),
     "_ratio": ("RatioResult", "ratio_bootstrap", "ratio_fieller", "ratio_fieller_from_stats"),

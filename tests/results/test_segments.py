@@ -158,19 +158,19 @@ def slow_nights(nights: int, *, seed: int) -> np.ndarray:
     return rng.random(nights) < share
 
 
-FAR_APART_MODES = ("issue 29, not met: nights alternating between two modes far apart are tested as one mixture, "
-                   "so a drifting share of slow nights reads as shifts and a shift of both modes hides in the "
-                   "mixture's spread. Aligning the modes (tried 2026-11-27) hid regressions: a mode moving past the "
-                   "midpoint flipped sign, a late run of slow nights was aligned away (docs/detection.md)")
-
-
-@pytest.mark.xfail(strict=True, reason=FAR_APART_MODES)
-@pytest.mark.parametrize("seed", [2, 3])
+@pytest.mark.parametrize("seed", [
+    2,
+    pytest.param(3, marks=pytest.mark.xfail(strict=True, reason=(
+        "issue 29, not met: after night 30 this seed's slow nights are rare (2 in the 18 nights of a half of the "
+        "window the modes are read from), so no two modes are recognised, and a run of 4 slow nights at night 66 "
+        "after them is alerted as a change (results.stats.align_modes)"))),
+])
 def test_a_series_alternating_between_two_far_apart_modes_gets_no_alert_when_its_share_of_slow_nights_drifts(seed):
     statistics_run_on_sqlite_only()
     # A benchmark that takes a slow path (3x) on some nights, the share of slow nights drifting from week to week
     # (Perfherder's runs5 history, modes 38x apart: three alerts confirmed and four change points shown, where its
-    # maintainers' test expects none). Of seeds 1 to 6, 2, 3 and 4 have alerts confirmed after night 30.
+    # maintainers' test expects none). Of seeds 1 to 6, 2, 3 and 4 had alerts confirmed after night 30 before the
+    # nights were compared within their modes.
     slow = slow_nights(80, seed=seed)
     levels = np.where(slow, 3.0, 1.0) * (1.0 + np.random.default_rng(seed).normal(0.0, 0.003, 80))
 
@@ -188,7 +188,6 @@ def test_a_series_alternating_between_two_far_apart_modes_gets_no_alert_when_its
         ChangePoint.objects.values_list("run__started_at", "ratio"))
 
 
-@pytest.mark.xfail(strict=True, reason=FAR_APART_MODES)
 def test_a_step_of_a_series_alternating_between_two_far_apart_modes_is_alerted_on_its_night():
     statistics_run_on_sqlite_only()
     # Both modes 5% slower from night 50: the whole mixture moved, whatever share of nights each mode has.
@@ -203,15 +202,14 @@ def test_a_step_of_a_series_alternating_between_two_far_apart_modes_is_alerted_o
 
 
 @pytest.mark.parametrize(("change", "moved"), [
-    pytest.param("the fast mode slows to 2x", 2.0, marks=pytest.mark.xfail(strict=True, reason=(
-        "issue 29, not met: 20 nights of the slowed fast mode do not stand out from the mixture's spread"))),
+    ("the fast mode slows to 2x", 2.0),
     ("every night slow", 3.0),
 ])
 def test_a_regression_of_a_series_alternating_between_two_far_apart_modes_is_alerted_as_one(change, moved):
     statistics_run_on_sqlite_only()
-    # What a treatment of far-apart modes must do (a review of the alignment tried on 2026-11-27 found it reading
-    # the first as a 33% improvement and aligning the second away): from night 50 the fast nights of a 1x/3x series
-    # take 2x, past the gap's midpoint, or every night is slow.
+    # What comparing nights within their modes must not hide (a first alignment, reverted, read the first as a 33%
+    # improvement and aligned the second away): from night 50 the fast nights of a 1x/3x series take 2x, past the
+    # gap's midpoint, or every night is slow.
     slow = slow_nights(70, seed=6)
     levels = np.where(slow, 3.0, 1.0)
     levels[50:] = np.where(slow[50:], 3.0, moved)

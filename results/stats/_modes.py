@@ -1,0 +1,217 @@
+"""Nights that alternate between two far-apart modes, compared within their mode (spec §8).
+
+Some series alternate between two levels far apart from night to night: a benchmark that sometimes takes a slow
+path, a runner type twice as fast as the others. Where the share of nights in each mode drifts (a stretch of slow
+nights, then of fast ones), a test on the night means reads the drift as shifts of the series: on Perfherder's
+``runs5`` history (modes 38× apart, the slow one 20% to 60% of a month's nights), whose maintainers expect no
+alert, the nightly detection confirmed three alerts and showed four change points. Putting the slow mode's nights
+on the fast mode's scale makes such a series flat, while a shift of both modes stays a shift.
+
+An alignment must never hide a regression, so it is narrow:
+
+- The modes are read from the nights before those tested: their centres, their spreads, and how long each mode's
+  runs of consecutive nights last. The nights tested never define the modes they are put in.
+- A night is put in a mode only when it lies within a quarter of the gap from that mode's centre (logarithms), so a
+  mode that moves by less stays in it and its move is measured at its size; any other night (a mode moved further,
+  a third level) is compared as measured: a fast mode slowed to halfway between the two reads as slower, never as
+  the slow mode made fast. (A slow mode made faster by more than a quarter of the gap reads as slower too: a false
+  alert, never a hidden regression.)
+- Two modes are modes only when they alternate in the nights before those tested: at least ``MIN_SWITCHES``
+  changes of mode, each mode ``MIN_SHARE`` of the nights and ``MIN_PER_HALF`` nights in each half, and the gap
+  between the centres at least ``MODE_RATIO`` and ``SEPARATION`` times the wider mode's spread.
+- A run of nights in one mode longer than ``RUN_MULTIPLE`` times that mode's longest run before it (its longest
+  *other* run, where a whole history is scanned at once) is no alternation: the series is then compared as
+  measured, so every night slow (or fast) from some night on is a shift of the series.
+- What it cannot see: a change of the share of nights in each mode, the runs staying as short as before (a slow
+  path taken on 85% of the nights instead of 40%), is not a shift of such a series.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["AlignedModes", "align_modes"]
+
+MODE_RATIO = 1.5
+"""The least ratio between the two modes' centres: far beyond any regression a mixture's shift is looked for at."""
+SEPARATION = 12.0
+"""The least gap between the modes' centres (logarithms) in robust standard deviations of the wider mode: a quarter
+of the gap, the reach of each mode, holds its nights (3 standard deviations at least)."""
+MIN_SWITCHES = 4
+"""The fewest changes of mode from one night to the next: two visits to the other mode and back."""
+MIN_SHARE = 0.15
+"""The least share of the nights in each mode (Perfherder's ``runs5``: at least 15% of each 40-night
+window slow)."""
+MIN_PER_HALF = 3
+"""The fewest nights of each mode in each half of the nights the modes are read from: a step with a few odd nights
+on either side of it is no alternation."""
+RUN_MULTIPLE = 2
+"""A run of one mode longer than this many times its longest run before it ends the alignment."""
+
+
+@dataclass(frozen=True)
+class AlignedModes:
+    """Night means with the nights of the upper of two alternating modes put on the lower mode's scale.
+
+    Attributes
+    ----------
+    values : ndarray
+        The means, the upper mode's nights multiplied by `factor` (the others as measured; NaN where absent).
+    factor : ndarray
+        Per series, the lower mode's level over the upper's (1 where the series is compared as measured).
+    aligned : ndarray of bool
+        Per series, whether its nights were compared within their modes.
+    """
+
+    values: np.ndarray
+    factor: np.ndarray
+    aligned: np.ndarray
+
+
+def align_modes(means, *, tested=0, modes_from=0):
+    """Put the nights of the upper of two alternating, far-apart modes of each series on the lower mode's scale.
+
+    The modes are read from the nights before the last `tested` (see the module's docstring): split at the widest
+    gap between the sorted logarithms of their nights, each side's centre is the median of its logarithms and its
+    spread 1.4826 × their median absolute deviation. Where they qualify, every night within a quarter of the gap
+    from the upper centre is multiplied by the lower mode's level over the upper's (the exponential of the
+    centres' difference), unless a run of one mode among the tested nights (continuing the last run before them)
+    is longer than ``RUN_MULTIPLE`` times that mode's longest run before them.
+
+    Parameters
+    ----------
+    means : array_like, shape (..., T)
+        Positive night means, oldest first along the last axis; NaN where a series has no night (padding).
+    tested : int, optional
+        The newest nights under test (the same columns for every series), which never define the modes. 0: the
+        whole history is read at once (a scan of it), where each half must hold the two modes on its own and a
+        run is compared with the longest *other* run of its mode.
+    modes_from : int, optional
+        The first column the modes are read from: the nights before it (an earlier level of the series, whose
+        spread a short segment borrows) are put on the same scale and never define the modes.
+
+    Returns
+    -------
+    AlignedModes
+
+    Notes
+    -----
+    A series whose nights before the tested ones hold a non-positive mean, or fewer than ``4 * MIN_PER_HALF``
+    nights, is compared as measured. Comparing nights within a class of runs is how treeherder and Skia Perf keep
+    platforms apart; here the class is read off the values, since an upload rarely names it.
+    """
+    means = np.asarray(means, dtype=float)
+    if means.ndim == 0:
+        raise ValueError("`means` must hold at least one axis of nights.")
+    if isinstance(tested, bool) or not isinstance(tested, (int, np.integer)) or not 0 <= tested < means.shape[-1]:
+        raise ValueError(f"`tested` must be a whole number of nights from 0 to {means.shape[-1] - 1} (fewer than "
+                         f"the nights given); got {tested!r}.")
+    split = means.shape[-1] - tested
+    if isinstance(modes_from, bool) or not isinstance(modes_from, (int, np.integer)) or not 0 <= modes_from < split:
+        raise ValueError(f"`modes_from` must be a column before the tested nights (0 to {split - 1}); got "
+                         f"{modes_from!r}.")
+    shape = means.shape
+    rows = means.reshape(-1, shape[-1])
+    values = rows.copy()
+    factor = np.ones(len(rows))
+    aligned = np.zeros(len(rows), dtype=bool)
+    for index, row in enumerate(rows):
+        earlier = row[modes_from:split][~np.isnan(row[modes_from:split])]
+        modes = _modes(earlier)
+        if modes is None:
+            continue
+        if tested == 0:
+            half = earlier.size // 2
+            if _modes(earlier[:half]) is None or _modes(earlier[half:]) is None:
+                continue
+        classes = _classes(row, modes)
+        if not _alternating(classes[modes_from:split], classes[split:], own=tested == 0):
+            continue
+        factor[index], aligned[index] = np.exp(modes[0] - modes[1]), True
+        values[index] = np.where(classes == 1, row * factor[index], row)
+    return AlignedModes(values=values.reshape(shape), factor=factor.reshape(shape[:-1]),
+                        aligned=aligned.reshape(shape[:-1]))
+
+
+def _modes(nights):
+    """The centres ``(lower, upper)`` of the logarithms of `nights` (present, in time order)
+    where they hold two alternating, well-separated modes; None otherwise."""
+    if nights.size < 4 * MIN_PER_HALF or (nights <= 0).any():
+        return None
+    logs = np.log(nights)
+    ordered = np.sort(logs)
+    widest = int(np.argmax(np.diff(ordered)))
+    cut = (ordered[widest] + ordered[widest + 1]) / 2.0
+    upper = logs > cut
+    modes = []
+    for side in (~upper, upper):
+        part = logs[side]
+        if part.size < MIN_SHARE * logs.size:
+            return None
+        centre = float(np.median(part))
+        modes.append((centre, 1.4826 * float(np.median(np.abs(part - centre)))))
+    (low, low_spread), (high, high_spread) = modes
+    if high - low < max(np.log(MODE_RATIO), SEPARATION * max(low_spread, high_spread)):
+        return None
+    half = logs.size // 2
+    if min(np.sum(~upper[:half]), np.sum(upper[:half]), np.sum(~upper[half:]), np.sum(upper[half:])) < MIN_PER_HALF:
+        return None
+    if np.count_nonzero(np.diff(upper.astype(int))) < MIN_SWITCHES:
+        return None
+    return low, high
+
+
+def _classes(nights, modes):
+    """Per night: 0 in the lower mode, 1 in the upper, -1 in neither, -2 absent."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        logs = np.log(np.where(nights > 0, nights, np.nan))
+    classes = np.where(np.isnan(nights), -2, -1)
+    reach = (modes[1] - modes[0]) / 4.0
+    for label, centre in enumerate(modes):
+        classes[np.abs(logs - centre) <= reach] = label
+    return classes
+
+
+def _runs(classes):
+    """``(label, start, length)`` of each run of consecutive present nights of one mode: absent nights are skipped,
+    a night in neither mode ends a run."""
+    present = classes[classes >= -1]
+    runs, start = [], 0
+    for position in range(1, present.size + 1):
+        if position == present.size or present[position] != present[start]:
+            if present[start] >= 0:
+                runs.append((int(present[start]), start, position - start))
+            start = position
+    return runs
+
+
+def _alternating(earlier, tested, *, own):
+    """Whether no run of one mode among the `tested` nights' classes outlasts ``RUN_MULTIPLE`` times that mode's
+    longest other run among the `earlier` nights' (where `own`, the whole history's)."""
+    if own:
+        runs = _runs(earlier)
+        for label, start, length in runs:
+            others = [other for mode, begun, other in runs if mode == label and begun != start]
+            if not others or length > RUN_MULTIPLE * max(others):
+                return False
+        return True
+    # The last run before the tested nights continues into them: the runs it is compared with are the others.
+    longest = {}
+    for label, _, length in _runs(earlier)[:-1]:
+        longest[label] = max(longest.get(label, 0), length)
+    if len(longest) < 2:
+        return False
+    runs = _runs(np.concatenate([earlier[earlier >= -1][-1:], tested]))
+    if runs:
+        label, _, length = runs[0]
+        runs[0] = (label, 0, length - 1 + _last_run(earlier))
+    return all(length <= RUN_MULTIPLE * longest.get(label, 0) for label, _, length in runs)
+
+
+def _last_run(classes):
+    """The length of the run the present nights end with (0 where they end in neither mode)."""
+    present = classes[classes >= -1]
+    if not present.size or present[-1] < 0:
+        return 0
+    changes = np.flatnonzero(present != present[-1])
+    return int(present.size - (changes[-1] + 1 if changes.size else 0))

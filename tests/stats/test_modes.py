@@ -1,0 +1,115 @@
+"""align_modes: two alternating, far-apart modes put on one scale (checked against the known modes and numpy's
+medians), a drifting share of slow nights no shift of the aligned nights for recent_shift, a shift of both modes
+one, and the regressions a review of a first alignment found hidden (a mode moved past the gap's midpoint, a late
+run of slow nights, a step with odd nights on either side) read as regressions."""
+
+import numpy as np
+import pytest
+
+from results.stats import align_modes, recent_shift
+
+
+def drifting_modes(nights, *, seed, slow=38.0, noise=0.005, low=0.15, high=0.6):
+    """Nights in a fast (1.0) or slow mode, the share of slow nights drawn anew every ten nights in [low, high]."""
+    rng = np.random.default_rng(seed)
+    share = np.repeat(rng.uniform(low, high, nights // 10 + 1), 10)[:nights]
+    upper = rng.random(nights) < share
+    return np.where(upper, slow, 1.0) * (1.0 + rng.normal(0.0, noise, nights)), upper
+
+
+def shifted(means, tested=10):
+    """recent_shift's p-value on the nights as the nightly detection reads them (winsorized history)."""
+    return float(recent_shift(means, history=30, recent=tested, min_history=10, clip=3.5).pvalue)
+
+
+def test_the_upper_mode_is_put_on_the_lower_ones_scale_by_the_ratio_of_the_modes_medians():
+    means, upper = drifting_modes(60, seed=1)
+
+    aligned = align_modes(means, tested=10)
+
+    logs = np.log(means[:50])
+    factor = np.exp(np.median(logs[~upper[:50]]) - np.median(logs[upper[:50]]))
+    assert aligned.aligned and aligned.factor == pytest.approx(factor, rel=1e-12)
+    assert aligned.factor == pytest.approx(1 / 38.0, rel=0.01)
+    np.testing.assert_allclose(aligned.values, np.where(upper, means * factor, means), rtol=1e-12)
+    # The aligned nights spread as one mode does (0.5%), not as the mixture.
+    assert np.std(aligned.values) / np.mean(aligned.values) < 0.01
+
+
+def test_a_drifting_share_of_slow_nights_is_no_shift_of_the_aligned_nights():
+    recognised = found = 0
+    for seed in range(60):
+        means, _ = drifting_modes(50, seed=seed)
+        aligned = align_modes(means, tested=10)
+        if aligned.aligned:
+            recognised += 1
+            found += shifted(aligned.values) < 0.01
+    # The aligned nights are one mode's noise: shifts at about the test's level (one of these seeds has three
+    # nights of +2.4 standard deviations in a row).
+    assert recognised >= 50 and found <= 2, (recognised, found)
+
+
+def test_a_shift_of_both_modes_is_a_shift_of_the_aligned_nights_at_its_size():
+    means, _ = drifting_modes(50, seed=4)
+    means[45:] *= 1.05
+
+    aligned = align_modes(means, tested=10).values
+
+    assert aligned[45:].mean() / aligned[15:45].mean() == pytest.approx(1.05, abs=0.005)
+    assert shifted(aligned) < 1e-6
+
+
+@pytest.mark.parametrize(("fast", "slow"), [(2.0, 3.0), (7.0, 38.0)])
+def test_a_fast_mode_moved_past_the_middle_of_the_gap_reads_as_slower_never_as_the_slow_mode_made_fast(fast, slow):
+    means, upper = drifting_modes(50, seed=5, slow=slow)
+    means[45:] = np.where(upper[45:], means[45:], fast)
+
+    aligned = align_modes(means, tested=10).values
+
+    # Fast nights that moved are compared as measured, the slow ones as before: the newest nights read slower.
+    np.testing.assert_allclose(aligned[45:][~upper[45:]], fast)
+    assert aligned[45:].mean() > 1.5 * aligned[:40].mean()
+
+
+def test_a_late_run_of_slow_nights_longer_than_twice_the_longest_before_it_is_compared_as_measured():
+    means, upper = drifting_modes(60, seed=6, slow=3.0)
+    runs = np.diff(np.flatnonzero(np.diff(np.r_[0, upper[:50].astype(int), 0])))[::2]  # lengths of slow runs
+    cap = 2 * runs.max()
+    means[50:] = 3.0
+
+    allowed = align_modes(means[:50 + cap], tested=10)
+    ended = align_modes(means[:51 + cap], tested=10)
+
+    assert allowed.aligned and not ended.aligned
+    np.testing.assert_array_equal(ended.values, means[:51 + cap])
+    # The scan of a whole history: a run of slow nights outlasting twice every other is no alternation either.
+    assert not align_modes(np.r_[means[:50], np.full(40, 3.0)]).aligned
+
+
+def test_a_step_with_odd_nights_of_the_other_level_on_either_side_is_no_alternation():
+    rng = np.random.default_rng(7)
+    means = np.r_[np.ones(30), np.full(30, 2.0)] * (1.0 + rng.normal(0.0, 0.003, 60))
+    means[[3, 9, 15, 21]] *= 2.0
+    means[[36, 42, 48, 54]] /= 2.0
+
+    # Scanned whole, and night by night as the step's nights arrive (tested: those since the step).
+    assert not align_modes(means).aligned
+    assert not any(align_modes(means[:night], tested=min(10, night - 30)).aligned for night in range(31, 41))
+
+
+@pytest.mark.parametrize("means", [
+    np.r_[np.ones(20), np.full(20, 1.3)],  # two levels nearer than MODE_RATIO
+    np.tile([1.0, 1.0, 1.0, 2.0], 10) * np.r_[np.ones(20), np.full(20, 1.2)],  # modes that are not separated
+])
+def test_near_or_unseparated_modes_are_left_as_they_are(means):
+    means = means * (1.0 + np.random.default_rng(8).normal(0.0, 0.05, means.size))
+    assert not align_modes(means, tested=5).aligned
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="`tested`"):
+        align_modes(np.ones(10), tested=10)
+    with pytest.raises(ValueError, match="`modes_from`"):
+        align_modes(np.ones(10), tested=3, modes_from=7)
+    with pytest.raises(ValueError, match="`means`"):
+        align_modes(1.0)
