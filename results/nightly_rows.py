@@ -315,16 +315,13 @@ def _night_means(candidates: Sequence[Series], nights: Sequence[Sequence[StoredN
     own = [[night.mean for night in nights[i]] + ([candidates[i].summary.mean] if tonight else []) for i in members]
     earlier = [[night.mean for night in previous[i]] if previous is not None else [] for i in members]
     width, extra = max(map(len, own)), max(map(len, earlier))
+    # Each window right-aligned in its own columns (absent nights between them are NaN, skipped by the alignment).
     context = np.full((len(members), extra + width), np.nan)
     for row, (values, before) in enumerate(zip(own, earlier)):
         context[row, extra + width - len(values):] = values
-        context[row, extra + width - len(values) - len(before):extra + width - len(values)] = before
+        context[row, extra - len(before):extra] = before
     aligned = stats.align_modes(context, tested=min(tested, width - 1), modes_from=extra).values
-    means, before = aligned[:, extra:], np.full((len(members), extra), np.nan)
-    for row, (values, earlier_means) in enumerate(zip(own, earlier)):
-        start = extra + width - len(values)
-        before[row, extra - len(earlier_means):] = aligned[row, start - len(earlier_means):start]
-    return means, before
+    return aligned[:, extra:], aligned[:, :extra]
 
 
 def _shift_test(candidates: Sequence[Series], members: list[int], means: np.ndarray, test) -> dict:
