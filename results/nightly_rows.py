@@ -242,9 +242,9 @@ def _scan_rows(candidates: Sequence[Series], segments: Sequence[Sequence[StoredN
         else:
             rows[i] = _untested_shift(series, len(earlier), recent[i])
     for (count, least), members in groups.items():
-        means, before = _night_means(candidates, segments, members, tested=count, previous=previous)
+        means, before, factors = _night_means(candidates, segments, members, tested=count, previous=previous)
         prior = stats.prior_spread(before, clip=SHIFT_CLIP) if least < SHIFT_MIN_HISTORY else None
-        found = _shift_test(candidates, members, means, lambda means, levels: stats.recent_shift(
+        found = _shift_test(candidates, members, means, factors, lambda means, levels: stats.recent_shift(
             means, history=SHIFT_HISTORY, recent=count, min_history=least, confidence=levels,
             clip=SHIFT_CLIP, prior=prior))
         for row, i in enumerate(members):
@@ -284,8 +284,9 @@ def _carried_rows(candidates: Sequence[Series], nights: Sequence[Sequence[Stored
         else:
             test = partial(stats.recent_shift, history=SHIFT_HISTORY, recent=count + before, skip=count - after - 1,
                            min_history=least, clip=SHIFT_CLIP, sign=np.array([signs[i] for i in members]))
-        means, _ = _night_means(candidates, nights, members, tested=count + before, tonight=tonight)
-        found = _shift_test(candidates, members, means, lambda means, levels, test=test: test(means, confidence=levels))
+        means, _, factors = _night_means(candidates, nights, members, tested=count + before, tonight=tonight)
+        found = _shift_test(candidates, members, means, factors,
+                            lambda means, levels, test=test: test(means, confidence=levels))
         for row, i in enumerate(members):
             values = {name: column[row] for name, column in found.items()}
             earlier = nights[i] if tonight else nights[i][:-1]
@@ -303,10 +304,10 @@ refine, never absorb")."""
 
 def _night_means(candidates: Sequence[Series], nights: Sequence[Sequence[StoredNight]], members: list[int], *,
                  tested: int, tonight: bool = True, previous: Sequence[Sequence[StoredNight]] | None = None
-                 ) -> tuple[np.ndarray, np.ndarray]:
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The night means of `members` as their shift is tested (right-aligned, newest last: tonight's unless
-    `tonight` is False, then the last of their nights), and those of their `previous` segment before them (whose
-    spread a short segment borrows).
+    `tonight` is False, then the last of their nights), those of their `previous` segment before them (whose
+    spread a short segment borrows), and the factor their slow mode's nights were multiplied by (1: none).
 
     Nights alternating between two far-apart modes are compared within their mode
     (:func:`results.stats.align_modes`): the modes are read from the segment's nights before the `tested` newest
@@ -320,13 +321,15 @@ def _night_means(candidates: Sequence[Series], nights: Sequence[Sequence[StoredN
     for row, (values, before) in enumerate(zip(own, earlier)):
         context[row, extra + width - len(values):] = values
         context[row, extra - len(before):extra] = before
-    aligned = stats.align_modes(context, tested=min(tested, width - 1), modes_from=extra).values
-    return aligned[:, extra:], aligned[:, :extra]
+    aligned = stats.align_modes(context, tested=min(tested, width - 1), modes_from=extra)
+    return aligned.values[:, extra:], aligned.values[:, :extra], np.atleast_1d(aligned.factor)
 
 
-def _shift_test(candidates: Sequence[Series], members: list[int], means: np.ndarray, test) -> dict:
+def _shift_test(candidates: Sequence[Series], members: list[int], means: np.ndarray, factors: np.ndarray, test
+                ) -> dict:
     """The columns of `test` (:func:`results.stats.recent_shift` or :func:`results.stats.shift_since`) on the
-    night means of `members` (:func:`_night_means`), with the verdict and the own-spread Welch p-value added."""
+    night means of `members` and their modes' factors (:func:`_night_means`), with the verdict and the own-spread
+    Welch p-value added."""
     levels = np.array([candidates[i].confidence_level for i in members])
     found = test(means, levels)
     columns = {name: np.atleast_1d(getattr(found, name)) for name in (
@@ -340,6 +343,7 @@ def _shift_test(candidates: Sequence[Series], members: list[int], means: np.ndar
             threshold=np.array([candidates[i].threshold for i in members])[tested],
             direction=np.array([candidates[i].direction for i in members], dtype=object)[tested])
     columns["welch_pvalue"] = _own_spread_pvalues(means, columns, tested)
+    columns["mode_factor"] = factors
     return {name: column.tolist() for name, column in columns.items()}
 
 
@@ -378,23 +382,27 @@ def _shift_row(series: Series, earlier: Sequence[StoredNight], values: dict, *, 
     # The nights since with their own spread (Welch): a one-night spike is significant against the history's
     # spread but not against its own, so it never confirms a new level (results.alerts).
     welch = float(values["welch_pvalue"])
+    modes = {"mode_factor": float(values["mode_factor"])} if values["mode_factor"] != 1.0 else {}
     return pairwise_rows.comparison_row(
         series, method=METHOD_SHIFT, alpha=ALPHA, numbers={**values, "df": k + m - 2},
         verdict=str(values["verdict"]), baseline=Side(mean=baseline[0], variance=pooled, n=k),
         candidate=Side(mean=float(values["mean_after"]), variance=pooled, n=m),
-        note=shift_note(m, k, int(values["starts_tried"])),
+        note=shift_note(m, k, int(values["starts_tried"]), modes.get("mode_factor", 1.0)),
         inputs={"first_run": after[0], "pooled_runs": after, "history_runs": before,
                 "starts_tried": int(values["starts_tried"]),
                 "nights_since": m, "carried": pooled_since,
                 "unadjusted_pvalue": float(values["unadjusted_pvalue"]), "baseline": baseline,
-                "welch_pvalue": None if math.isnan(welch) else welch})
+                "welch_pvalue": None if math.isnan(welch) else welch, **modes})
 
 
-def shift_note(nights: int, history: int, starts: int = 1) -> str:
-    """A shift row's note: what it pooled, and that its p-value (not its interval) is adjusted for the first
-    nights tried."""
+def shift_note(nights: int, history: int, starts: int = 1, mode_factor: float = 1.0) -> str:
+    """A shift row's note: what it pooled, that its p-value (not its interval) is adjusted for the first nights
+    tried, and where its nights alternate between two far-apart modes, that its means are on the fast mode's
+    scale (:func:`results.stats.align_modes`)."""
     adjusted = f"; p adjusted for {starts} first nights tried, the interval not" if starts > 1 else ""
-    return f"{nights} night{'s' if nights != 1 else ''} pooled against {history} before{adjusted}"
+    modes = (f"; compared within its two modes, the slow mode's nights ×{mode_factor:.3g} (on the fast mode's "
+             f"scale)" if mode_factor != 1.0 else "")
+    return f"{nights} night{'s' if nights != 1 else ''} pooled against {history} before{adjusted}{modes}"
 
 
 def _untested_shift(series: Series, found: int, starts: int) -> ComparisonRow:

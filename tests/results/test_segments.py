@@ -12,6 +12,7 @@ from django.db import connection
 
 from results import alerts, comparisons, nights, notifications
 from results.models import Alert, AlertGroup, AlertState, ChangePoint, Incident, Run
+from results.stored_rows import stored_rows
 from tests.factories import NIGHT_ZERO, post_results
 
 pytestmark = pytest.mark.django_db
@@ -199,6 +200,11 @@ def test_a_step_of_a_series_alternating_between_two_far_apart_modes_is_alerted_o
 
     found = [alert for alert in alerts_of("modes") if alert[2] != AlertState.DISMISSED]
     assert [first for _, first, _ in found] == [50] and found[0][0] - 50 <= 2, alerts_of("modes")
+    # Its rows say the means shown are on the fast mode's scale (the slow nights divided by about 3).
+    (alert,) = Alert.objects.exclude(state=AlertState.DISMISSED)
+    assert alert.comparison.inputs["mode_factor"] == pytest.approx(1 / 3, rel=0.02)
+    (row,) = stored_rows([(alert.comparison.candidate, alert.comparison)])
+    assert "compared within its two modes, the slow mode's nights ×0.33" in row.note, row.note
 
 
 @pytest.mark.parametrize(("change", "moved"), [
