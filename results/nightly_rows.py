@@ -311,8 +311,9 @@ def _night_means(candidates: Sequence[Series], nights: Sequence[Sequence[StoredN
 
     Nights alternating between two far-apart modes are compared within their mode
     (:func:`results.stats.align_modes`): the modes are read from the segment's nights before the `tested` newest
-    (an earlier level's modes may have moved: a change of the series), and the previous segment is put on the same
-    scale, or left as measured with them."""
+    (an earlier level's modes may have moved: a change of the series); the previous segment lends its spread only
+    on the same footing, within its own modes where the segment's nights are compared within theirs (NaN
+    otherwise: no spread lent)."""
     own = [[night.mean for night in nights[i]] + ([candidates[i].summary.mean] if tonight else []) for i in members]
     earlier = [[night.mean for night in previous[i]] if previous is not None else [] for i in members]
     width, extra = max(map(len, own)), max(map(len, earlier))
@@ -322,7 +323,14 @@ def _night_means(candidates: Sequence[Series], nights: Sequence[Sequence[StoredN
         context[row, extra + width - len(values):] = values
         context[row, extra - len(before):extra] = before
     aligned = stats.align_modes(context, tested=min(tested, width - 1), modes_from=extra)
-    return aligned.values[:, extra:], aligned.values[:, :extra], np.atleast_1d(aligned.factor)
+    before = context[:, :extra]
+    if extra:
+        # The previous segment's spread on the same footing as the nights tested: within its own modes where both
+        # are compared within theirs (a change may have moved the modes), as measured where neither is, else none.
+        own = stats.align_modes(before)
+        same = np.atleast_1d(own.aligned) == np.atleast_1d(aligned.aligned)
+        before = np.where(same[:, None], np.where(np.atleast_1d(own.aligned)[:, None], own.values, before), np.nan)
+    return aligned.values[:, extra:], before, np.atleast_1d(aligned.factor)
 
 
 def _shift_test(candidates: Sequence[Series], members: list[int], means: np.ndarray, factors: np.ndarray, test
