@@ -312,8 +312,8 @@ def _night_means(candidates: Sequence[Series], nights: Sequence[Sequence[StoredN
     Nights alternating between two far-apart modes are compared within their mode
     (:func:`results.stats.align_modes`): the modes are read from the segment's nights before the `tested` newest
     (an earlier level's modes may have moved: a change of the series); the previous segment lends its spread only
-    on the same footing, within its own modes where the segment's nights are compared within theirs (NaN
-    otherwise: no spread lent)."""
+    on the same footing, within its own modes where the segment's nights are compared within theirs, as measured
+    where neither is and it has no two modes (NaN otherwise: no spread lent)."""
     own = [[night.mean for night in nights[i]] + ([candidates[i].summary.mean] if tonight else []) for i in members]
     earlier = [[night.mean for night in previous[i]] if previous is not None else [] for i in members]
     width, extra = max(map(len, own)), max(map(len, earlier))
@@ -326,10 +326,12 @@ def _night_means(candidates: Sequence[Series], nights: Sequence[Sequence[StoredN
     before = context[:, :extra]
     if extra:
         # The previous segment's spread on the same footing as the nights tested: within its own modes where both
-        # are compared within theirs (a change may have moved the modes), as measured where neither is, else none.
+        # are compared within theirs (a change may have moved the modes), as measured where neither is and it holds
+        # no two far-apart modes (a mixture's spread would hide a step of the nights tested), else none.
         own = stats.align_modes(before)
-        same = np.atleast_1d(own.aligned) == np.atleast_1d(aligned.aligned)
-        before = np.where(same[:, None], np.where(np.atleast_1d(own.aligned)[:, None], own.values, before), np.nan)
+        within, tested_within = np.atleast_1d(own.aligned), np.atleast_1d(aligned.aligned)
+        raw = ~within & ~tested_within & ~np.atleast_1d(own.found)
+        before = np.where((within & tested_within)[:, None], own.values, np.where(raw[:, None], before, np.nan))
     return aligned.values[:, extra:], before, np.atleast_1d(aligned.factor)
 
 

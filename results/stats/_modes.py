@@ -21,10 +21,11 @@ An alignment must never hide a regression, so it is narrow:
   between the centres at least ``MODE_RATIO`` and ``SEPARATION`` times the wider mode's spread.
 - A run of nights in one mode longer than ``RUN_MULTIPLE`` times that mode's longest run before it (its longest
   *other* run, where a whole history is scanned at once) is no alternation. A run of fast nights: the series is
-  compared as measured. A run of slow nights: the nights tested are compared as measured against the history on
-  the fast mode's scale, so every night slow from some night on (the fast path gone) is a regression of its full
-  size. (Before the run is that long, a fast mode slowed to within a quarter of the gap of the slow one reads as
-  slow nights, faster than it is: up to ``RUN_MULTIPLE`` times the longest slow run, an alert of the wrong sign.)
+  compared as measured. A run of slow nights that reaches the newest night: the nights tested are compared as
+  measured against the history on the fast mode's scale, so every night slow from some night on (the fast path
+  gone) is a regression of its full size. (Before the run is that long, a fast mode slowed to within a quarter of
+  the gap of the slow one reads as slow nights, faster than it is: up to ``RUN_MULTIPLE`` times the longest slow
+  run, an alert of the wrong sign.)
 - The upper mode's spread is at most ``SPREAD_RATIO`` times the lower's.
 - What it cannot see: a change of the share of nights in each mode, the runs staying short (a slow path taken on
   60% of the nights instead of 30%), is not a shift of such a series.
@@ -49,10 +50,11 @@ window slow)."""
 MIN_PER_HALF = 3
 """The fewest nights of each mode in each half of the nights the modes are read from: a step with a few odd nights
 on either side of it is no alternation."""
-SPREAD_RATIO = 2.0
+SPREAD_RATIO = 3.0
 """The most the upper mode's spread may exceed the lower's: its nights keep their spread on the lower's scale, and
 a noisier one among quiet nights gets winsorized and read as shifts (flat series of 1% and 10% modes aligned:
-5.2% of windows significant, against 1.0% as measured)."""
+5.2% of windows significant, against 1.0% as measured). Spreads are estimated from 10 to 20 nights of a mode, so
+a limit of 2 switched the alignment off in half of the windows of two equally noisy modes (2 against 1: 46%)."""
 RUN_MULTIPLE = 2
 """A run of one mode longer than this many times its longest run before it ends the alignment."""
 
@@ -69,11 +71,15 @@ class AlignedModes:
         Per series, the lower mode's level over the upper's (1 where the series is compared as measured).
     aligned : ndarray of bool
         Per series, whether its nights were compared within their modes.
+    found : ndarray of bool
+        Per series, whether the nights the modes are read from hold two alternating, far-apart modes, aligned or
+        not (as measured, such nights spread as a mixture does).
     """
 
     values: np.ndarray
     factor: np.ndarray
     aligned: np.ndarray
+    found: np.ndarray
 
 
 def align_modes(means, *, tested=0, modes_from=0):
@@ -123,11 +129,13 @@ def align_modes(means, *, tested=0, modes_from=0):
     values = rows.copy()
     factor = np.ones(len(rows))
     aligned = np.zeros(len(rows), dtype=bool)
+    found = np.zeros(len(rows), dtype=bool)
     for index, row in enumerate(rows):
         earlier = row[modes_from:split][~np.isnan(row[modes_from:split])]
         modes = _modes(earlier)
         if modes is None:
             continue
+        found[index] = True
         if tested == 0:
             half = earlier.size // 2
             if _modes(earlier[:half]) is None or _modes(earlier[half:]) is None:
@@ -144,7 +152,7 @@ def align_modes(means, *, tested=0, modes_from=0):
             upper[split:] = False
         values[index] = np.where(upper, row * factor[index], row)
     return AlignedModes(values=values.reshape(shape), factor=factor.reshape(shape[:-1]),
-                        aligned=aligned.reshape(shape[:-1]))
+                        aligned=aligned.reshape(shape[:-1]), found=found.reshape(shape[:-1]))
 
 
 def _modes(nights):
@@ -202,9 +210,15 @@ def _runs(classes):
 
 
 def _run_too_long(earlier, tested, *, own):
-    """The mode (0 lower, 1 upper) of the first run among the `tested` nights' classes that outlasts
-    ``RUN_MULTIPLE`` times that mode's longest run among the `earlier` nights' (its longest other run where `own`:
-    a whole history, `tested` empty), counting the part of it before the tested nights; None where none does."""
+    """Whether the alignment ends, and how: 1 where the run of slow nights that reaches the newest night outlasts
+    ``RUN_MULTIPLE`` times the longest slow run among the `earlier` nights' (the fast path gone), else 0 where a run
+    of fast nights among the `tested` does so for the fast runs, else None. Where `own` (a whole history, `tested`
+    empty), any run of either mode against its mode's longest other run, the first in time deciding.
+
+    A run is counted whole, its part before the tested nights included; the earlier runs it is compared with are
+    those that ended before the tested nights began. Only a slow run that still lasts is the fast path gone: one
+    that ended was a stretch of the share's drift (measured on flat series alternating 1x/38x, 15-60% slow: any long
+    slow run among the tested nights made 4.0% of the series-nights alert, one that reaches the newest night fewer)."""
     runs = _runs(np.concatenate([earlier, tested]))
     offset = int(np.count_nonzero(earlier >= -1))  # present nights before the tested ones
     if own:
@@ -213,14 +227,16 @@ def _run_too_long(earlier, tested, *, own):
             if not others or length > RUN_MULTIPLE * max(others):
                 return label
         return None
-    # The runs it is compared with: those before the tested nights, but the one they begin with or border on.
     longest = {}
     for label, start, length in runs:
-        if start + length < offset:
+        if start + length <= offset:
             longest[label] = max(longest.get(label, 0), length)
+    present = int(np.count_nonzero(np.concatenate([earlier, tested]) >= -1))
+    if runs:
+        label, start, length = runs[-1]
+        if label == 1 and start + length == present and length > RUN_MULTIPLE * longest.get(1, 0):
+            return 1
     for label, start, length in runs:
-        if start + length > offset and length > RUN_MULTIPLE * longest.get(label, 0):
-            return label
+        if label == 0 and start + length > offset and length > RUN_MULTIPLE * longest.get(0, 0):
+            return 0
     return None
-
-
