@@ -159,3 +159,30 @@ def test_a_run_after_a_night_in_neither_mode_counts_from_its_first_night():
     aligned = align_modes(means, tested=5)
 
     np.testing.assert_array_equal(aligned.values[-5:], 3.0)  # the tested nights as measured: a regression
+
+
+def test_a_slow_run_as_long_as_the_one_just_before_the_nights_tested_keeps_them_aligned():
+    # A review's case: slow runs of one night, then three just before the nights tested, then three again among
+    # them, ending before tonight: a run seen before, and over (only a slow run reaching tonight is the fast path
+    # gone).
+    before = np.array(list("FFSFFSFFFSFFSFFSFFFSFFSFFSFFSFFSSS")) == "S"
+    tested = np.array(list("FFSSSFFFFF")) == "S"
+    upper = np.r_[before, tested]
+    means = np.where(upper, 3.0, 1.0) * (1.0 + np.random.default_rng(0).normal(0.0, 0.005, upper.size))
+
+    aligned = align_modes(means, tested=10)
+
+    assert aligned.aligned and aligned.found
+    np.testing.assert_allclose(aligned.values[-10:], 1.0, rtol=0.02)
+    assert shifted(aligned.values) > 0.01  # no alert (the series level)
+
+
+def test_modes_found_but_not_alternating_over_each_half_are_reported_found_and_left_as_measured():
+    # 24 nights alternating 1x/3x: two modes, too few for each half of a scanned history to alternate on its own.
+    upper = np.tile([0, 0, 1, 0, 1, 1, 0, 1, 0, 0], 3).astype(bool)[:24]
+    means = np.where(upper, 3.0, 1.0) * (1.0 + np.random.default_rng(1).normal(0.0, 0.005, 24))
+
+    aligned = align_modes(means)
+
+    assert aligned.found and not aligned.aligned
+    np.testing.assert_array_equal(aligned.values, means)
