@@ -311,9 +311,10 @@ def _night_means(candidates: Sequence[Series], nights: Sequence[Sequence[StoredN
 
     Nights alternating between two far-apart modes are compared within their mode
     (:func:`results.stats.align_modes`): the modes are read from the segment's nights before the `tested` newest
-    (an earlier level's modes may have moved: a change of the series); the previous segment lends its spread only
-    on the same footing, within its own modes where the segment's nights are compared within theirs, as measured
-    where neither is and it has no two modes (NaN otherwise: no spread lent)."""
+    (an earlier level's modes may have moved: a change of the series), or where a short segment shows none, from
+    the previous segment's with them if every night of the segment fits those modes. The previous segment lends its
+    spread only on the same footing: within its own modes where the segment's nights are compared within theirs, as
+    measured where neither is and it has no two modes (NaN otherwise: no spread lent)."""
     own = [[night.mean for night in nights[i]] + ([candidates[i].summary.mean] if tonight else []) for i in members]
     earlier = [[night.mean for night in previous[i]] if previous is not None else [] for i in members]
     width, extra = max(map(len, own)), max(map(len, earlier))
@@ -322,7 +323,7 @@ def _night_means(candidates: Sequence[Series], nights: Sequence[Sequence[StoredN
     for row, (values, before) in enumerate(zip(own, earlier)):
         context[row, extra + width - len(values):] = values
         context[row, extra - len(before):extra] = before
-    aligned = stats.align_modes(context, tested=min(tested, width - 1), modes_from=extra)
+    aligned = stats.align_modes(context, tested=min(tested, width - 1), modes_from=extra, earlier_from=0)
     before = context[:, :extra]
     if extra:
         # The previous segment's spread on the same footing as the nights tested: within its own modes where both

@@ -19,13 +19,13 @@ An alignment must never hide a regression, so it is narrow:
 - Two modes are modes only when they alternate in the nights before those tested: at least ``MIN_SWITCHES``
   changes of mode, each mode ``MIN_SHARE`` of the nights and ``MIN_PER_HALF`` nights in each half, and the gap
   between the centres at least ``MODE_RATIO`` and ``SEPARATION`` times the wider mode's spread.
-- A run of nights in one mode longer than ``RUN_MULTIPLE`` times that mode's longest run before it (its longest
-  *other* run, where a whole history is scanned at once) is no alternation. A run of fast nights: the series is
-  compared as measured. A run of slow nights that reaches the newest night: the nights tested are compared as
-  measured against the history on the fast mode's scale, so every night slow from some night on (the fast path
-  gone) is a regression of its full size. (Before the run is that long, a fast mode slowed to within a quarter of
-  the gap of the slow one reads as slow nights, faster than it is: up to ``RUN_MULTIPLE`` times the longest slow
-  run, an alert of the wrong sign.)
+- A run of slow nights that reaches the newest night and is longer than ``RUN_MULTIPLE`` times the longest slow
+  run before it (where a whole history is scanned at once, a run of either mode against its mode's longest other
+  run) is no alternation: the nights tested are compared as measured against the history on the fast mode's
+  scale, so every night slow from some night on (the fast path gone) is a regression of its full size. (The slow
+  path gone is no alert: an improvement this cannot report.) Before the run is that long, a fast mode slowed to
+  within a quarter of the gap of the slow one reads as slow nights, faster than it is: up to ``RUN_MULTIPLE`` times
+  the longest slow run, an alert of the wrong sign.
 - The upper mode's spread is at most ``SPREAD_RATIO`` times the lower's.
 - What it cannot see: a change of the share of nights in each mode, the runs staying short (a slow path taken on
   60% of the nights instead of 30%), is not a shift of such a series.
@@ -82,7 +82,7 @@ class AlignedModes:
     found: np.ndarray
 
 
-def align_modes(means, *, tested=0, modes_from=0):
+def align_modes(means, *, tested=0, modes_from=0, earlier_from=None):
     """Put the nights of the upper of two alternating, far-apart modes of each series on the lower mode's scale.
 
     The modes are read from the nights before the last `tested` (see the module's docstring): split at the widest
@@ -101,8 +101,12 @@ def align_modes(means, *, tested=0, modes_from=0):
         whole history is read at once (a scan of it), where each half must hold the two modes on its own and a
         run is compared with the longest *other* run of its mode.
     modes_from : int, optional
-        The first column the modes are read from: the nights before it (an earlier level of the series, whose
-        spread a short segment borrows) are put on the same scale and never define the modes.
+        The first column the modes are read from (the nights of the segment, since the series' last change).
+    earlier_from : int, optional
+        A column before `modes_from` (the nights of the segment before): where the nights from `modes_from` show no
+        two modes (a segment begun a few nights ago), the modes are read from this column on instead, provided every
+        night from `modes_from` on lies within one of them (a change that moved the modes moves the segment's
+        nights out of their reach). None: never.
 
     Returns
     -------
@@ -124,6 +128,10 @@ def align_modes(means, *, tested=0, modes_from=0):
     if isinstance(modes_from, bool) or not isinstance(modes_from, (int, np.integer)) or not 0 <= modes_from < split:
         raise ValueError(f"`modes_from` must be a column before the tested nights (0 to {split - 1}); got "
                          f"{modes_from!r}.")
+    if earlier_from is not None and (isinstance(earlier_from, bool) or not isinstance(earlier_from, (int, np.integer))
+                                     or not 0 <= earlier_from <= modes_from):
+        raise ValueError(f"`earlier_from` must be a column from 0 to `modes_from` ({modes_from}), or None; got "
+                         f"{earlier_from!r}.")
     shape = means.shape
     rows = means.reshape(-1, shape[-1])
     values = rows.copy()
@@ -131,8 +139,15 @@ def align_modes(means, *, tested=0, modes_from=0):
     aligned = np.zeros(len(rows), dtype=bool)
     found = np.zeros(len(rows), dtype=bool)
     for index, row in enumerate(rows):
-        earlier = row[modes_from:split][~np.isnan(row[modes_from:split])]
+        start = modes_from
+        earlier = row[start:split][~np.isnan(row[start:split])]
         modes = _modes(earlier)
+        if modes is None and earlier_from is not None:
+            wider = row[earlier_from:split][~np.isnan(row[earlier_from:split])]
+            candidate = _modes(wider)
+            since = row[modes_from:]
+            if candidate is not None and (_classes(since[~np.isnan(since)], candidate) >= 0).all():
+                modes, start, earlier = candidate, earlier_from, wider
         if modes is None:
             continue
         found[index] = True
@@ -141,7 +156,7 @@ def align_modes(means, *, tested=0, modes_from=0):
             if _modes(earlier[:half]) is None or _modes(earlier[half:]) is None:
                 continue
         classes = _classes(row, modes)
-        broken = _run_too_long(classes[modes_from:split], classes[split:], own=tested == 0)
+        broken = _run_too_long(classes[start:split], classes[split:], own=tested == 0)
         if broken == 0 or (broken == 1 and tested == 0):
             continue
         factor[index], aligned[index] = np.exp(modes[0] - modes[1]), True
@@ -211,9 +226,14 @@ def _runs(classes):
 
 def _run_too_long(earlier, tested, *, own):
     """Whether the alignment ends, and how: 1 where the run of slow nights that reaches the newest night outlasts
-    ``RUN_MULTIPLE`` times the longest slow run among the `earlier` nights' (the fast path gone), else 0 where a run
-    of fast nights among the `tested` does so for the fast runs, else None. Where `own` (a whole history, `tested`
-    empty), any run of either mode against its mode's longest other run, the first in time deciding.
+    ``RUN_MULTIPLE`` times the longest slow run among the `earlier` nights' (the fast path gone), else None. Where
+    `own` (a whole history, `tested` empty), any run of either mode against its mode's longest other run, the first
+    in time deciding (0 or 1).
+
+    A long run of fast nights among the tested ends nothing: slow nights coming back after it are the share
+    drifting, unless the slow ones have gone from the nights the modes are read from, where no modes are found and
+    their return is compared as measured (Perfherder's ``runs5``: 18 fast nights in a row, then slow ones, had two
+    alerts confirmed when a fast run ended the alignment).
 
     A run is counted whole, its part before the tested nights included; the earlier runs it is compared with are
     those that ended before the tested nights began. Only a slow run that still lasts is the fast path gone: one
@@ -236,7 +256,4 @@ def _run_too_long(earlier, tested, *, own):
         label, start, length = runs[-1]
         if label == 1 and start + length == present and length > RUN_MULTIPLE * longest.get(1, 0):
             return 1
-    for label, start, length in runs:
-        if label == 0 and start + length > offset and length > RUN_MULTIPLE * longest.get(0, 0):
-            return 0
     return None

@@ -186,3 +186,22 @@ def test_modes_found_but_not_alternating_over_each_half_are_reported_found_and_l
 
     assert aligned.found and not aligned.aligned
     np.testing.assert_array_equal(aligned.values, means)
+
+
+@pytest.mark.parametrize(("moved", "aligned"), [(1.0, True), (1.4, False)])
+def test_a_short_segment_reads_the_modes_of_the_one_before_only_where_its_nights_fit_them(moved, aligned):
+    # 40 nights alternating 1x/3x, then a segment of 14 nights (its first 4 too few to show modes): as they were,
+    # or both modes 40% slower (a change: its nights out of the earlier modes' reach, compared as measured).
+    means, _ = drifting_modes(54, seed=11, slow=3.0)
+    means[40:] *= moved
+
+    found = align_modes(means, tested=10, modes_from=40, earlier_from=0)
+
+    assert bool(found.aligned) is aligned and not align_modes(means, tested=10, modes_from=40).aligned
+    if not aligned:
+        np.testing.assert_array_equal(found.values, means)
+
+
+def test_earlier_from_must_come_before_modes_from():
+    with pytest.raises(ValueError, match="`earlier_from`"):
+        align_modes(np.ones(20), tested=5, modes_from=3, earlier_from=4)
