@@ -466,8 +466,7 @@ def _between_changes(point: ChangePoint, means: list[float], at: int, known: lis
         return True
     if at - before < 2 or after - at < 1:
         return False
-    # Within their modes where the nights alternate between two far apart, read from the nights before the change.
-    window = stats.align_modes(np.array(means[before:after], dtype=float), tested=after - at).values
+    window = stats.align_modes(np.array(means[before:after], dtype=float), tested=after - at).values  # within modes
     found = stats.shift_since(window, after - at, history=SHIFT_HISTORY, confidence=point.metric.confidence_level)
     if found.start < 0 or not found.pvalue < SERIES_LEVEL:
         return False
