@@ -7,11 +7,12 @@ Measured: ``results.comparisons.compare_run(run_id=...)`` as the analysis worker
 baselines and histories, computes the history, previous-night and shift comparisons with q-values, stores
 them, opens alerts, enqueues change-point detection).
 
-Baseline, in the same child on the same database, turn about with it: the same comparison written the obvious
-way, a per-series ORM loop in one transaction (for each series: query its earlier nights, compute the history
+Baseline, in the same child on the same database, turn about with it: the same comparison written the obvious way,
+a per-series ORM loop in one transaction (for each series: query its earlier nights, compute the history
 comparison and the previous-night Welch/Fieller comparison with scipy, test it for a shift at one of its recent
-nights with the core's ``recent_shift`` on that one series, ``create()`` the three Comparison rows; then
-Benjamini-Hochberg q-values with scipy, a ``bulk_update``, and an alert ``create()``d for each alerting shift).
+nights with the core's ``align_modes`` and ``recent_shift`` (its history winsorized) on that one series,
+``create()`` the three Comparison rows; then Benjamini-Hochberg q-values with scipy, a ``bulk_update``, and an
+alert ``create()``d for each alerting shift).
 The script checks that both store the same numbers, verdicts and alerts.
 
 Target (issue 18): end to end <= 2 s for 10,000 series on SQLite and on PostgreSQL, with a number of queries
@@ -252,17 +253,20 @@ def _shift_one(result, nights: list[tuple], common: dict):
     from scipy import stats as scipy_stats
 
     from results import stats
-    from results.nightly_rows import SHIFT_HISTORY, SHIFT_MIN_HISTORY, SHIFT_RECENT
+    from results.nightly_rows import SHIFT_CLIP, SHIFT_HISTORY, SHIFT_MIN_HISTORY, SHIFT_RECENT
     from results.models import Comparison, ComparisonMethod, Verdict
 
     metric = result.metric
     candidate = [result.mean, result.variance, result.n]
     oldest_first = nights[::-1]
-    means = np.array([night[2] for night in oldest_first] + [result.mean])
+    recent = min(SHIFT_RECENT, len(nights) + 1)
+    # As the product reads them: nights of two far-apart modes within their mode, the history winsorized.
+    means = stats.align_modes(np.array([night[2] for night in oldest_first] + [result.mean]),
+                              tested=min(recent, len(nights))).values
     found = None
     if len(nights) >= SHIFT_MIN_HISTORY:
-        found = stats.recent_shift(means[None, :], history=SHIFT_HISTORY, recent=min(SHIFT_RECENT, len(nights) + 1),
-                                   min_history=SHIFT_MIN_HISTORY, confidence=metric.confidence_level)
+        found = stats.recent_shift(means[None, :], history=SHIFT_HISTORY, recent=recent,
+                                   min_history=SHIFT_MIN_HISTORY, confidence=metric.confidence_level, clip=SHIFT_CLIP)
     if found is None or int(found.start[0]) < 0:
         return Comparison.objects.create(**common, method=ComparisonMethod.SHIFT, verdict=Verdict.INSUFFICIENT_HISTORY,
                                          ratio=None, bounded=False, inputs={"candidate": candidate})
