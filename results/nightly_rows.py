@@ -323,7 +323,8 @@ def _night_means(candidates: Sequence[Series], nights: Sequence[Sequence[StoredN
     for row, (values, before) in enumerate(zip(own, earlier)):
         context[row, extra + width - len(values):] = values
         context[row, extra - len(before):extra] = before
-    aligned = stats.align_modes(context, tested=min(tested, width - 1), modes_from=extra, earlier_from=0)
+    aligned = stats.align_modes(context, tested=min(tested, width - 1), modes_from=extra,
+                                earlier_from=0 if extra else None)
     before = context[:, :extra]
     if extra:
         # The previous segment's spread on the same footing as the nights tested: within its own modes where both

@@ -89,8 +89,9 @@ def align_modes(means, *, tested=0, modes_from=0, earlier_from=None):
     gap between the sorted logarithms of their nights, each side's centre is the median of its logarithms and its
     spread 1.4826 × their median absolute deviation. Where they qualify, every night within a quarter of the gap
     from the upper centre is multiplied by the lower mode's level over the upper's (the exponential of the
-    centres' difference), unless a run of one mode among the tested nights (continuing the last run before them)
-    is longer than ``RUN_MULTIPLE`` times that mode's longest run before them.
+    centres' difference). A run of slow nights reaching the newest that outlasts ``RUN_MULTIPLE`` times the longest
+    slow run before the tested nights leaves the tested nights as measured (the fast path gone); a scanned whole
+    history with a run of either mode outlasting twice its mode's longest other run is left as measured.
 
     Parameters
     ----------
@@ -138,7 +139,13 @@ def align_modes(means, *, tested=0, modes_from=0, earlier_from=None):
     factor = np.ones(len(rows))
     aligned = np.zeros(len(rows), dtype=bool)
     found = np.zeros(len(rows), dtype=bool)
-    for index, row in enumerate(rows):
+    # Two modes' centres lie within the range of the nights they are read from: most series span less than
+    # MODE_RATIO there, and are left as measured without looking further.
+    read = rows[:, modes_from if earlier_from is None else earlier_from:split]
+    wide = (np.fmax.reduce(read, axis=1, initial=-np.inf)
+            >= MODE_RATIO * np.fmin.reduce(read, axis=1, initial=np.inf))
+    for index in np.flatnonzero(wide):
+        row = rows[index]
         start = modes_from
         earlier = row[start:split][~np.isnan(row[start:split])]
         modes = _modes(earlier)
@@ -156,12 +163,12 @@ def align_modes(means, *, tested=0, modes_from=0, earlier_from=None):
             if _modes(earlier[:half]) is None or _modes(earlier[half:]) is None:
                 continue
         classes = _classes(row, modes)
-        broken = _run_too_long(classes[start:split], classes[split:], own=tested == 0)
-        if broken == 0 or (broken == 1 and tested == 0):
+        gone = _run_too_long(classes[start:split], classes[split:], own=tested == 0)
+        if gone and tested == 0:
             continue
         factor[index], aligned[index] = np.exp(modes[0] - modes[1]), True
         upper = classes == 1
-        if broken == 1:
+        if gone:
             # Every night slow for longer than ever before: the tested nights as measured against the history on
             # the fast mode's scale, so that the fast path gone is a regression of its full size.
             upper[split:] = False
@@ -225,10 +232,10 @@ def _runs(classes):
 
 
 def _run_too_long(earlier, tested, *, own):
-    """Whether the alignment ends, and how: 1 where the run of slow nights that reaches the newest night outlasts
-    ``RUN_MULTIPLE`` times the longest slow run among the `earlier` nights' (the fast path gone), else None. Where
-    `own` (a whole history, `tested` empty), any run of either mode against its mode's longest other run, the first
-    in time deciding (0 or 1).
+    """Whether the alignment ends: where the run of slow nights that reaches the newest night outlasts
+    ``RUN_MULTIPLE`` times the longest slow run among the `earlier` nights' (the fast path gone); where `own` (a
+    whole history, `tested` empty), where any mode's longest run outlasts that many times its next longest (or is
+    its only one).
 
     A long run of fast nights among the tested ends nothing: slow nights coming back after it are the share
     drifting, unless the slow ones have gone from the nights the modes are read from, where no modes are found and
@@ -240,20 +247,16 @@ def _run_too_long(earlier, tested, *, own):
     that ended was a stretch of the share's drift (measured on flat series alternating 1x/38x, 15-60% slow: any long
     slow run among the tested nights made 4.0% of the series-nights alert, one that reaches the newest night fewer)."""
     runs = _runs(np.concatenate([earlier, tested]))
-    offset = int(np.count_nonzero(earlier >= -1))  # present nights before the tested ones
     if own:
-        for label, start, length in runs:
-            others = [other for mode, begun, other in runs if mode == label and begun != start]
-            if not others or length > RUN_MULTIPLE * max(others):
-                return label
-        return None
-    longest = {}
-    for label, start, length in runs:
-        if start + length <= offset:
-            longest[label] = max(longest.get(label, 0), length)
-    present = int(np.count_nonzero(np.concatenate([earlier, tested]) >= -1))
-    if runs:
-        label, start, length = runs[-1]
-        if label == 1 and start + length == present and length > RUN_MULTIPLE * longest.get(1, 0):
-            return 1
-    return None
+        for label in (0, 1):
+            lengths = sorted((length for mode, _, length in runs if mode == label), reverse=True)
+            if lengths and (len(lengths) == 1 or lengths[0] > RUN_MULTIPLE * lengths[1]):
+                return True
+        return False
+    offset = int(np.count_nonzero(earlier >= -1))  # present nights before the tested ones
+    present = offset + int(np.count_nonzero(tested >= -1))
+    longest = max((length for mode, start, length in runs if mode == 1 and start + length <= offset), default=0)
+    if not runs:
+        return False
+    label, start, length = runs[-1]
+    return label == 1 and start + length == present and length > RUN_MULTIPLE * longest
