@@ -5,12 +5,13 @@ beside a binary search with fixed-size samples and measuring every commit (issue
     .venv/bin/python benchmarks/bisection.py --quick    # 60 a cell, 300 for the target
 
 The bisection is the product's plan (:func:`runner.bisection.plan.next_step`) driven with simulated sessions:
-each session reads three commits (the reference at the good level, the candidate, the first bad commit) in
-interleaved rounds, one reading of each a round with normal noise of the given relative sd, and is decided as the
-runner decides it: by :func:`results.stats.bracketed_level_test` (the ends' readings of earlier sessions given as
-``earlier``), and where the plan asks, stopped as *not reproduced* once the reference and the first bad commit are
-equivalent by :func:`results.stats.sequential_comparison` (τ = the alert's effect, θ = half of it). A range of N
-commits holds one culprit (uniform among them) whose commit and every later one are slower by the effect.
+each session measures three commits (the reference at the good level, the candidate, the first bad commit) in
+interleaved rounds with normal noise of the given relative sd, each round reading the candidate and the end or
+ends the level test asks for, and is decided as the runner decides it: by :func:`results.stats.bracketed_level_test`
+(the ends' readings of earlier sessions given as ``earlier``), and where the plan asks, stopped as *not
+reproduced* once the reference and the first bad commit are equivalent by :func:`results.stats.sequential_comparison`
+(τ = the alert's effect, θ = half of it). A range of N commits holds one culprit (uniform among them) whose commit
+and every later one are slower by the effect.
 
 Baselines, both told the true noise and effect (the most favourable sizing they could have): *fixed binary*, the
 plain halving, ⌈log₂ N⌉ A/B comparisons of n readings a side (2n readings each: a design that kept the last good
@@ -65,26 +66,46 @@ def wilson(successes: int, trials: int, *, level: float = 0.95) -> tuple[float, 
 
 def session(rng, levels: tuple[float, float, float], noise: float, measure: Measure, expected: float,
             earlier: dict[int, np.ndarray]) -> tuple[Step, dict[int, np.ndarray]]:
-    """One interleaved session of three commits (true levels: reference, candidate, moved), decided as the runner's
-    session loop decides it (:func:`runner.session.levels.decide_level`); the step and the readings it took, by
-    commit."""
+    """One interleaved session of three commits (true levels: reference, candidate, moved), each round reading the
+    candidate and the ends the level test asks for, decided as the runner's session loop decides it
+    (:func:`runner.session.levels.decide_level`); the step and the readings it took, by commit.
+
+    Every commit's reading is drawn for every round and the ends a round does not read are left out; since the
+    ends a round reads depend only on the rounds before it, each round's reads are guessed as the round before
+    asked and corrected from the first round the decision asks otherwise, until none does: the session the
+    runner would have run, at a few calls a session instead of one a round."""
     check = LevelCheck(metric="time", alpha=measure.alpha, direction=1, expected=expected,
                        check_ends=measure.check_ends,
                        earlier=(tuple(earlier.get(measure.reference, ())), tuple(earlier.get(measure.moved, ()))))
     arms = np.empty((3, 0))
+    reads = np.empty((0, 2), dtype=bool)
     chunk = 64
     while arms.shape[1] < MAX_ROUNDS:
         arms = np.concatenate([arms, np.asarray(levels)[:, None] * (1 + noise * rng.standard_normal((3, chunk)))],
                               axis=1)
-        decided = decide_level(*arms, check)
+        following = decide_level(*_unread(arms[:, :reads.shape[0]], reads), check).planned_reads[-1]
+        reads = np.concatenate([reads, np.tile(following, (chunk, 1))])
+        while True:
+            decided = decide_level(*_unread(arms, reads), check)
+            asked = np.asarray(decided.planned_reads[:-1], dtype=bool)
+            wrong = np.flatnonzero((asked != reads).any(axis=1))
+            if not wrong.size or decided.decision != stats.UNDECIDED and decided.rounds <= wrong[0]:
+                break
+            reads[wrong[0]:] = asked[wrong[0]]
         chunk = min(2 * chunk, 4096)
         if decided.decision != stats.UNDECIDED:
             break
     rounds = decided.rounds
     step = Step(measure.role, measure.reference, measure.candidate, measure.moved, decided.decision,
                 change=decided.change, low=decided.low, high=decided.high, rounds=rounds)
-    taken = {measure.reference: arms[0, :rounds], measure.candidate: arms[1, :rounds], measure.moved: arms[2, :rounds]}
+    taken = {measure.reference: arms[0, :rounds][reads[:rounds, 0]], measure.candidate: arms[1, :rounds],
+             measure.moved: arms[2, :rounds][reads[:rounds, 1]]}
     return step, taken
+
+
+def _unread(arms: np.ndarray, reads: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The three commits' readings with the ends a round did not read as NaN."""
+    return np.where(reads[:, 0], arms[0], np.nan), arms[1], np.where(reads[:, 1], arms[2], np.nan)
 
 
 def bisect(rng, commits: int, culprit: int | None, effect: float, noise: float, *, expected: float,
@@ -109,7 +130,7 @@ def bisect(rng, commits: int, culprit: int | None, effect: float, noise: float, 
         for index, values in taken.items():
             earlier[index] = np.concatenate([earlier.get(index, np.empty(0)), values])
         steps.append(step)
-        readings += 3 * step.rounds
+        readings += sum(len(values) for values in taken.values())
 
 
 def fixed_size(error: float, effect: float, noise: float) -> int:
@@ -169,7 +190,8 @@ def main() -> None:
         options.trials, options.target_trials = 60, 300
     rng = np.random.default_rng(options.seed)
     began, load = time.perf_counter(), os.getloadavg()[0]
-    print(f"bisection, simulated: α = {ALPHA}, sessions of three commits looked at after every round; "
+    print(f"bisection, simulated: α = {ALPHA}, sessions of three commits, rounds reading the "
+          f"candidate and the end(s) asked for, looked at after every round; "
           f"{options.trials} bisections a cell, seed {options.seed}; load {load:.1f} on {os.cpu_count()} cores")
     print(f"{'N':>4} {'effect':>6} {'noise':>5} | {'right [Wilson low]':>18} {'wrong [up]':>12} {'none':>5} | "
           f"{'readings':>9} {'sessions':>8} | {'fixed binary (right)':>21} {'every commit':>12} | {'ours/fixed':>10}")

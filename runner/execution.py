@@ -294,7 +294,7 @@ def _finish(session: Session, outcome: session_loop.SessionOutcome) -> Session:
             "estimates": {label: {name: _estimate_summary(estimate) for name, estimate in estimates.items()}
                           for label, estimates in outcome.estimates.items()},
             "comparisons": [dataclasses.asdict(pair) for pair in outcome.comparisons],
-            **({"level": dataclasses.asdict(outcome.level)} if outcome.level is not None else {}),
+            **({"level": outcome.level.stored()} if outcome.level is not None else {}),
         }
         session.save(update_fields=["status", "finished_at", "process_group", "outcome"])
         bisections.after_session(session)

@@ -28,7 +28,7 @@ from results.stats import (
 
 from .comparison import _growth_to_decide, compare
 from .estimates import MetricEstimate, round_stable_phase
-from .levels import CANDIDATE, MOVED_END, REFERENCE, decide_level
+from .levels import follow_level
 from .targets import ComparisonRule, MetricSpec, WarmupMethod, check_metrics
 
 NO_UNIT_READINGS = "No unit readings: warm-up could not be removed by EDM."
@@ -158,13 +158,12 @@ class _State:
         everything = [estimate for per_metric in self.estimates.values() for estimate in per_metric.values()]
         converged = bool(everything) and all(estimate.converged for estimate in everything)
         check = self.targets.level_check
-        self.level = None
+        self.level = self.level_progress = None
         if check is not None:
-            # A bisection's session ends when its candidate's level is decided, from one reading of each commit a
-            # round (the rounds analysed).
-            readings = [[record.outcome.readings[check.metric] for record in self.by_workload.get(name, [])
-                         if record.analysed] for name in (REFERENCE, CANDIDATE, MOVED_END)]
-            self.level = decide_level(*readings, check)
+            # A bisection's session ends when its candidate's level is decided; the level test says which commits
+            # each round reads.
+            self.level_progress = follow_level(rounds, check)
+            self.level = self.level_progress.decision
             self.done = self.level.decision != UNDECIDED
         elif comparing:
             expected = len(self.metrics) * (len(self.estimates) - 1)

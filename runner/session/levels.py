@@ -1,17 +1,23 @@
-"""A bisection's session: three commits read in turn each round (the last good, a candidate, the first bad) and
-decided by which level the candidate is at (:func:`results.stats.bracketed_level_test` on each round's reading of
-one metric); where asked, stopped as *not reproduced* once the last good and the first bad commit are equivalent
+"""A bisection's session: each round reads the last good commit (the reference), a candidate and the first bad
+commit (the moved end), in that order, or the candidate and the one end the level test asks for, and is decided by
+which level the candidate is at (:func:`results.stats.bracketed_level_test` on each round's reading of one metric);
+where asked, stopped as *not reproduced* once the last good and the first bad commit are equivalent
 (:func:`results.stats.sequential_comparison`, tuned to the alert's effect). The runner's session loop and
-``benchmarks/bisection.py`` decide through :func:`decide_level`, the one place that does."""
+``benchmarks/bisection.py`` decide through :func:`decide_level`, the one place that does; :func:`follow_level`
+tells the loop which commit it reads next."""
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from results.stats import UNDECIDED, bracketed_level_test, sequential_comparison
 
-__all__ = ["CANDIDATE", "MOVED_END", "NOT_REPRODUCED", "REFERENCE", "LevelCheck", "LevelDecision", "decide_level"]
+from .rounds import RoundRecord
+
+__all__ = ["CANDIDATE", "MOVED_END", "NOT_REPRODUCED", "REFERENCE", "LevelCheck", "LevelDecision", "LevelProgress",
+           "decide_level", "follow_level"]
 
 REFERENCE, CANDIDATE, MOVED_END = "reference", "candidate", "moved"
 """The labels of a bisection session's three workloads, in the order each round reads them."""
@@ -62,53 +68,117 @@ class LevelDecision:
     """A bisection session's decision after the rounds read: :data:`results.stats.MOVED`,
     :data:`results.stats.AT_LEVEL`, :data:`NOT_REPRODUCED` or ``UNDECIDED``, at round `rounds`; the candidate's
     relative change over the reference with its anytime-valid interval at the check's level (None before two
-    rounds, or unbounded)."""
+    rounds, or unbounded); and which ends each round reads as the rounds before it ask ((reference, moved end),
+    one row a round and one for the next round: :attr:`results.stats.LevelTest.planned_reads`)."""
 
     decision: str
     rounds: int
     change: float | None = None
     low: float | None = None
     high: float | None = None
+    planned_reads: tuple[tuple[bool, bool], ...] = field(default=((True, True),), repr=False, compare=False)
+
+    def stored(self) -> dict:
+        """What a session's outcome keeps of the decision."""
+        return {"decision": self.decision, "rounds": self.rounds, "change": self.change, "low": self.low,
+                "high": self.high}
+
+
+@dataclass(frozen=True)
+class LevelProgress:
+    """Where a bisection's session stands after the readings so far: the decision on its rounds, whether the
+    readings end a round (a session stops only there), and the commit it reads next (a workload label)."""
+
+    decision: LevelDecision
+    round_complete: bool
+    next_workload: str
+
+
+def follow_level(records: Sequence[RoundRecord], check: LevelCheck) -> LevelProgress:
+    """A bisection session's decision from its readings in the order they ran (:func:`decide_level` on its
+    rounds), whether they end a round, and the workload read next.
+
+    A round is the reference's reading (where the round reads it), the candidate's, then the moved end's (where
+    it reads it): the readings split into rounds by that order alone, so stored rounds replay to the same
+    decision. A round with a reading too short to analyse counts that reading as not read, and a round whose
+    candidate or both ends are so is left out of the decision."""
+    rounds: list[dict[str, RoundRecord]] = []
+    for record in records:
+        label = record.workload
+        current = rounds[-1] if rounds else None
+        if current is None or label == REFERENCE and current or label == CANDIDATE and (
+                CANDIDATE in current or MOVED_END in current) or label == MOVED_END and MOVED_END in current:
+            rounds.append({})
+        rounds[-1][label] = record
+
+    def reading(read: dict[str, RoundRecord], label: str) -> float:
+        record = read.get(label)
+        return record.outcome.readings[check.metric] if record is not None and record.analysed else np.nan
+
+    arms = np.array([[reading(read, label) for label in (REFERENCE, CANDIDATE, MOVED_END)] for read in rounds]
+                    ).reshape(-1, 3)
+    usable = ~np.isnan(arms[:, 1]) & ~(np.isnan(arms[:, 0]) & np.isnan(arms[:, 2]))
+    decision = decide_level(*arms[usable].T, check)
+    last = rounds[-1] if rounds else {}
+    # The last round's plan: its row where it is among the rounds decided on, the next round's otherwise.
+    plan = decision.planned_reads[-2] if rounds and usable[-1] else decision.planned_reads[-1]
+    if not last or CANDIDATE in last and (MOVED_END in last or not plan[1]):
+        following = decision.planned_reads[-1]
+        return LevelProgress(decision, True, REFERENCE if following[0] else CANDIDATE)
+    return LevelProgress(decision, False, MOVED_END if CANDIDATE in last else CANDIDATE)
 
 
 def decide_level(reference, candidate, moved, check: LevelCheck) -> LevelDecision:
-    """The decision of a bisection session from its three commits' readings, one of each a round (the rounds a
-    commit read beyond the others' are not used yet)."""
-    rounds = min(len(reference), len(candidate), len(moved))
-    if rounds < 2:
-        return LevelDecision(UNDECIDED, rounds)
-    reference, candidate, moved = (np.asarray(values, dtype=float)[:rounds] for values in (reference, candidate,
-                                                                                            moved))
+    """The decision of a bisection session from its rounds: one reading of the candidate a round and one of each
+    end it read (NaN where a round did not read that end), in the order the rounds ran."""
+    reference, candidate, moved = (np.asarray(values, dtype=float).reshape(-1) for values in (reference, candidate,
+                                                                                                moved))
+    rounds = candidate.size
+    if not rounds:
+        return LevelDecision(UNDECIDED, 0)
     earlier = check.earlier if all(check.earlier) else None
     found = bracketed_level_test(reference, candidate, moved, alpha=check.alpha, direction=check.direction,
                                  earlier=earlier)
+    planned = tuple((bool(first), bool(second)) for first, second in found.planned_reads)
+    if rounds < 2:
+        return LevelDecision(UNDECIDED, rounds, planned_reads=planned)
     decision, at = found.decision, found.rounds
     if check.check_ends:
-        ends = _after_each_round(reference, moved, check)
-        equivalent = np.flatnonzero(ends.equivalent)
-        if equivalent.size and (decision == UNDECIDED or equivalent[0] + 2 < at):
-            decision, at = NOT_REPRODUCED, int(equivalent[0]) + 2
+        looks, ends = _after_each_round(reference, moved, check)
+        equivalent = (looks[np.asarray(ends.equivalent, dtype=bool).reshape(-1)] + 1 if ends is not None
+                      else np.empty(0, dtype=int))
+        if equivalent.size and (decision == UNDECIDED or equivalent[0] < at):
+            decision, at = NOT_REPRODUCED, int(equivalent[0])
     if decision == UNDECIDED:
         at = rounds
-    change = _after_each_round(reference[:at], candidate[:at], check, last_only=True)
-    bounded = bool(np.asarray(change.ratio_bounded).reshape(-1)[-1])
+    _, change = _after_each_round(reference[:at], candidate[:at], check, last_only=True)
+    bounded = change is not None and bool(np.asarray(change.ratio_bounded).reshape(-1)[-1])
     return LevelDecision(
-        str(decision), at, float(np.asarray(change.ratio).reshape(-1)[-1]) - 1.0,
+        str(decision), at, float(np.asarray(change.ratio).reshape(-1)[-1]) - 1.0 if change is not None else None,
         float(np.asarray(change.ratio_low).reshape(-1)[-1]) - 1.0 if bounded else None,
-        float(np.asarray(change.ratio_high).reshape(-1)[-1]) - 1.0 if bounded else None)
+        float(np.asarray(change.ratio_high).reshape(-1)[-1]) - 1.0 if bounded else None, planned_reads=planned)
 
 
 def _after_each_round(first: np.ndarray, second: np.ndarray, check: LevelCheck, *, last_only: bool = False):
-    """The anytime-valid comparison of `second` against `first` after each round from the second (or the last)."""
-    counts = np.arange(1, first.size + 1)
+    """The anytime-valid comparison of `second` against `first` (NaN: not read that round) after each round at which
+    each side has two readings (or after the last such round), with those rounds' indexes; None where there is
+    none."""
     sides = []
     for values in (first, second):
-        centred = values - values[0]  # sums about the first reading: a large level cancels no small spread
-        means = np.cumsum(centred) / counts
-        variances = np.maximum(np.cumsum(centred**2) - counts * means**2, 0.0) / np.maximum(counts - 1, 1)
-        sides.append((means + values[0], variances))
-    looks = slice(first.size - 1, None) if last_only else slice(1, None)
-    (mean_a, var_a), (mean_b, var_b) = sides
-    return sequential_comparison(mean_a[looks], var_a[looks], counts[looks], mean_b[looks], var_b[looks],
-                                 counts[looks], alpha=check.alpha, mixture_scale=check.expected,
-                                 threshold=check.expected / 2)
+        read = ~np.isnan(values)
+        counts = np.cumsum(read)
+        origin = values[read][0] if read.any() else 0.0
+        centred = np.where(read, values - origin, 0.0)  # sums about the first reading: no small spread cancelled
+        with np.errstate(divide="ignore", invalid="ignore"):
+            means = np.cumsum(centred) / counts
+            variances = np.maximum(np.cumsum(centred**2) - counts * means**2, 0.0) / np.maximum(counts - 1, 1)
+        sides.append((means + origin, variances, counts))
+    (mean_a, var_a, count_a), (mean_b, var_b, count_b) = sides
+    looks = np.flatnonzero((count_a >= 2) & (count_b >= 2))
+    if last_only:
+        looks = looks[-1:]
+    if not looks.size:
+        return looks, None
+    return looks, sequential_comparison(mean_a[looks], var_a[looks], count_a[looks], mean_b[looks], var_b[looks],
+                                        count_b[looks], alpha=check.alpha, mixture_scale=check.expected,
+                                        threshold=check.expected / 2)

@@ -86,7 +86,9 @@ def run_session(
     A1 B1 C1 A2 B2 C2 …, and the session stops after a complete cycle when every CI can be computed,
     every adjacent pair by mean is decided by ``targets.comparison_rule`` (:func:`compare`; by default
     anytime-valid, so looking after every cycle costs no false decisions), and, if
-    ``targets.require_width_in_comparison``, every CI is narrow enough (Pilot §III-F; spec §5).
+    ``targets.require_width_in_comparison``, every CI is narrow enough (Pilot §III-F; spec §5). A bisection's
+    session (``targets.level_check``) reads the commits its level test asks for each round and stops after a
+    round once the candidate's level is decided (:func:`.levels.follow_level`).
 
     Parameters
     ----------
@@ -132,7 +134,11 @@ def run_session(
     state = analyser.state(rounds, comparing=comparing)
     status = None
     while True:
-        cycle_done = len(rounds) % len(names) == 0
+        if state.level_progress is not None:
+            # A bisection's session: the level test chooses the commits of each round (runner.session.levels).
+            cycle_done, name = state.level_progress.round_complete, state.level_progress.next_workload
+        else:
+            cycle_done, name = len(rounds) % len(names) == 0, names[len(rounds) % len(names)]
         if rounds and cycle_done and state.done:
             status = SessionStatus.RESOLVED if comparing else SessionStatus.CONVERGED
             break
@@ -142,7 +148,6 @@ def run_session(
         if should_stop is not None and should_stop():
             status = SessionStatus.CANCELLED
             break
-        name = names[len(rounds) % len(names)]
         mine = [record for record in rounds if record.workload == name]
         work_amount = work_amount_plan(mine, targets, floor=state.floor(name), cap=state.cap(name))
         outcome = workloads[name](work_amount)

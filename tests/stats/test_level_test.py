@@ -1,6 +1,7 @@
-"""The bisection's level test (two betting supermartingales): each round's bet worked out by hand, and simulations
+"""The bisection's level test (two betting martingales): each round's bet worked out by hand, and simulations
 with a known truth: its two errors stay within α with and without earlier readings, whatever the effect's
-estimate, for a noisier candidate and for outliers; readings without spread are decided."""
+estimate, for a noisier candidate and for outliers, with every round reading both ends and with rounds reading the
+end the test asks for; readings without spread are decided."""
 
 import numpy as np
 import pytest
@@ -11,25 +12,45 @@ from results.stats import AT_LEVEL, MOVED, UNDECIDED, bracketed_level_test
 ROUNDS = 600
 
 
-def test_each_round_bets_the_fraction_that_maximises_its_expected_gain():
-    # Three rounds by hand: the move and spread before round 3 come from the earlier readings and rounds 1-2.
+def _by_hand(reference, candidate, moved, earlier):
+    """Both log ratios, round by round as the docstring writes them (NaN: the round did not read that end)."""
+    log_moved = log_level = 0.0
+    below = np.subtract(candidate, reference)
+    above = np.subtract(candidate, moved)
+    fallback = np.var(earlier[0], ddof=1) + np.var(earlier[1], ddof=1)
+    for i in range(len(candidate)):
+        read_r = [value for value in reference[:i] if not np.isnan(value)]
+        read_m = [value for value in moved[:i] if not np.isnan(value)]
+        shift = max(np.mean(earlier[1] + read_m) - np.mean(earlier[0] + read_r), 0.0)
+        pairs_below, pairs_above = below[:i][~np.isnan(below[:i])], above[:i][~np.isnan(above[:i])]
+        # The earlier spread counts as 10 degrees of freedom beside the session's pairs.
+        spread_below, spread_above = (
+            ((pairs.size - 1) * np.var(pairs, ddof=1) + 10 * fallback) / (pairs.size - 1 + 10) if pairs.size >= 2
+            else fallback for pairs in (pairs_below, pairs_above))
+        if not np.isnan(below[i]):
+            log_moved += np.log(1 + np.tanh(shift / (spread_below + shift**2 / 2) * below[i]))
+        if not np.isnan(above[i]):
+            log_level += np.log(1 - np.tanh(shift / (spread_above + shift**2 / 2) * above[i]))
+    return log_moved, log_level
+
+
+@pytest.mark.parametrize("reference, moved", [
+    ([10.0, 10.1, 9.9, 10.05], [11.1, 10.9, 11.0, 10.95]),
+    ([10.0, 10.1, np.nan, 10.05], [11.1, np.nan, 11.0, 10.95]),  # rounds that read one end
+])
+def test_each_round_bets_the_fraction_worked_out_by_hand(reference, moved):
+    # The move and spread before each round come from the earlier readings and the rounds before it.
     earlier = ([10.0, 10.2, 9.8], [11.0, 11.2, 10.8])
-    reference, candidate, moved = [10.0, 10.1, 9.9], [10.1, 9.9, 10.0], [11.1, 10.9, 11.0]
+    candidate = [10.1, 9.9, 10.0, 10.2]
     found = bracketed_level_test(reference, candidate, moved, alpha=1e-9, earlier=earlier)
-    expected_moved = expected_level = 0.0
-    for i in range(3):
-        shift = np.mean(earlier[1] + moved[:i]) - np.mean(earlier[0] + reference[:i])
-        below = np.subtract(candidate, reference)
-        above = np.subtract(candidate, moved)
-        fallback = np.var(earlier[0], ddof=1) + np.var(earlier[1], ddof=1)
-        spread_below = np.var(below[:i], ddof=1) if i >= 2 else fallback
-        spread_above = np.var(above[:i], ddof=1) if i >= 2 else fallback
-        bet, bet_level = shift / (spread_below + shift**2), shift / (spread_above + shift**2)
-        expected_moved += bet * below[i] - (bet * below[i]) ** 2 / 2
-        expected_level += -bet_level * above[i] - (bet_level * above[i]) ** 2 / 2
-    assert found.decision == UNDECIDED and found.rounds == 3
-    assert found.log_ratio_moved == pytest.approx(expected_moved, rel=1e-12)
-    assert found.log_ratio_at_level == pytest.approx(expected_level, rel=1e-12)
+    log_moved, log_level = _by_hand(reference, candidate, moved, earlier)
+    assert found.decision == UNDECIDED and found.rounds == 4
+    assert found.log_ratio_moved == pytest.approx(log_moved, rel=1e-12)
+    assert found.log_ratio_at_level == pytest.approx(log_level, rel=1e-12)
+    # The first round reads both ends (a tie); each later one the end of the test that leads after the rounds before.
+    assert found.planned_reads[0].tolist() == [True, True]
+    leads = np.sign(np.subtract(*_by_hand(reference, candidate, moved, earlier)))
+    assert found.planned_reads[-1].tolist() == [leads >= 0, leads <= 0]
 
 
 def _decisions(candidate_level, *, sessions, alpha, effect=0.05, noise=0.05, earlier_effect=None, seed=0,
@@ -90,6 +111,44 @@ def test_the_level_holds_for_noise_that_is_not_normal_or_not_equal(kind, options
     assert _within(int((at_moved == AT_LEVEL).sum()), 1500, alpha), kind
 
 
+def _as_asked(arms, **options):
+    """The test on rounds that read the ends it asks for (:attr:`LevelTest.planned_reads`): every commit's readings
+    drawn for every round and the ends not asked for left unread; each round's reads are guessed as the round before
+    asked and corrected from the first round the test asks otherwise, until none does."""
+    reference, candidate, moved = arms
+    reads = np.ones((candidate.size, 2), dtype=bool)
+    while True:
+        found = bracketed_level_test(np.where(reads[:, 0], reference, np.nan), candidate,
+                                     np.where(reads[:, 1], moved, np.nan), **options)
+        asked = found.planned_reads[:-1]
+        wrong = np.flatnonzero((asked != reads).any(axis=1))
+        if not wrong.size or found.decision != UNDECIDED and found.rounds <= wrong[0]:
+            return found, reads[:found.rounds]
+        reads[wrong[0]:] = asked[wrong[0]]
+
+
+@pytest.mark.parametrize("options", [{}, {"candidate_noise": 0.15}, {"outliers": 0.02}])
+def test_both_errors_stay_within_alpha_when_rounds_read_the_end_asked_for(options):
+    # Which end a round reads depends on the rounds before it; a round that skips an end bets nothing on it.
+    alpha, sessions = 0.05 / 9, 1000
+    rng = np.random.default_rng(9)
+    for candidate_level, wrong in ((1.0, MOVED), (1.05, AT_LEVEL)):
+        decisions, readings, rounds = [], [], []
+        for _ in range(sessions):
+            spread = np.array([0.05, options.get("candidate_noise", 0.05), 0.05])[:, None]
+            arms = np.array([1.0, candidate_level, 1.05])[:, None] * (1 + spread * rng.standard_normal((3, ROUNDS)))
+            arms *= np.where(rng.random((3, ROUNDS)) < options.get("outliers", 0.0), 1.5, 1.0)
+            found, reads = _as_asked(arms, alpha=alpha)
+            decisions.append(found.decision)
+            readings.append(found.rounds + reads.sum())
+            rounds.append(found.rounds)
+        decisions = np.array(decisions)
+        assert options or (decisions != UNDECIDED).mean() > 0.95
+        assert _within(int((decisions == wrong).sum()), sessions, alpha)
+        # Most rounds read the candidate and one end: two readings, not three.
+        assert sum(readings) / sum(rounds) < 2.3
+
+
 def test_readings_without_spread_are_decided():
     # Counts (an allocation count, a page count) read the same every round: each commit is exactly at a level.
     constant = np.ones(20)
@@ -126,7 +185,9 @@ def test_invalid_parameters_are_named(keyword, value, message):
 @pytest.mark.parametrize("arms, message", [
     (([1.0, 2.0], [1.0], [1.0, 2.0]), "equal lengths"),
     (([], [], []), "at least one round"),
-    (([1.0, np.nan], [1.0, 1.0], [1.0, 1.0]), "`reference` must be one finite reading"),
+    (([1.0, np.inf], [1.0, 1.0], [1.0, 1.0]), "`reference` must be one finite or NaN"),
+    (([1.0, 1.0], [1.0, np.nan], [1.0, 1.0]), "`candidate` must be one finite reading"),
+    (([1.0, np.nan], [1.0, 1.0], [1.0, np.nan]), "Every round must read"),
     (([[1.0]], [[1.0]], [[1.0]]), "1-d array"),
 ])
 def test_invalid_readings_are_named(arms, message):
