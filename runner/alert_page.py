@@ -6,6 +6,8 @@ those who may triage the alert."""
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 
+from django.db.models import Count
+
 from results.extensions import AlertAddition
 from results.models import Alert
 
@@ -46,7 +48,8 @@ def bisections(alerts: Sequence[Alert], *, triageable: Collection[int] = ()) -> 
         found[bisection.alert.first_run_id].append(bisection)
     steps = defaultdict(list)
     for step in (BisectionStep.objects.filter(bisection__in=[b for listed in found.values() for b in listed])
-                 .select_related("session").order_by("bisection", "position")):
+                 .select_related("session").annotate(readings=Count("session__rounds"))
+                 .order_by("bisection", "position")):
         steps[step.bisection_id].append(step)
     bisectable = _bisectable(alerts, triageable, found)
     additions = {}

@@ -28,7 +28,7 @@ class StepRow:
     status: str
     decision: str
     change: str
-    rounds: int
+    readings: int
     seconds: float | None
 
 
@@ -49,13 +49,14 @@ def machine_seconds(sessions: Iterable[Session]) -> float:
 
 
 def step_rows(bisection: Bisection, steps: Iterable[BisectionStep]) -> list[StepRow]:
-    """The steps (with their sessions loaded) as rows, in the order they ran."""
+    """The steps (with their sessions loaded, and annotated with ``readings``: their sessions' rounds, one reading
+    of one commit each) as rows, in the order they ran."""
     commits = bisection.commits
     return [StepRow(position=step.position + 1, role=step.role,
                     commit=commits[step.candidate] if step.candidate < len(commits) else "",
                     session_id=step.session_id, status=step.session.get_status_display(),
                     decision=_decision(step), change=format_relative_change(step.change, step.low, step.high),
-                    rounds=step.rounds, seconds=session_seconds(step.session))
+                    readings=step.readings, seconds=session_seconds(step.session))
             for step in steps]
 
 

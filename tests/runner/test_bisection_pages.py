@@ -1,6 +1,7 @@
 """The bisection on the alert page: who sees the button to start or cancel one, what a refused or bad request gets
 (a clear 4xx or a message, nothing changed), and the steps and culprit as the page words them."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -9,7 +10,7 @@ from django.utils import timezone
 
 from results.models import Alert, AlertState
 from runner.bisection import service
-from runner.models import Bisection, BisectionStatus, Session
+from runner.models import Bisection, BisectionStatus, Round, Session
 from tests.factories import UserFactory
 from tests.runner.test_bisection_service import CULPRIT, found, regression  # noqa: F401 (fixture)
 from tests.runner.test_integration import machine  # noqa: F401 (fixture)
@@ -57,6 +58,18 @@ def test_the_page_shows_the_steps_and_links_the_culprit(regression):  # noqa: F8
     assert f'id="bisection-{bisection.pk}"' in page and "over its parent, among 5 commits" in page
     assert f'<code title="{culprit}">' in page
     assert page.count("moved: at the bad level") >= 2 and "at the good level" in page
+    # Each step's readings: its session's rounds, one reading of one commit each (the level test's rounds read the
+    # candidate and one end or both).
+    first = bisection.steps.get(position=0).session
+    Round.objects.bulk_create(Round(session=first, index=index, workload=label, work_amount=1.0, duration=0.1,
+                                    readings={"time": 1.0})
+                              for index, label in enumerate(["reference", "candidate", "moved"] * 5 + ["candidate",
+                                                                                                       "moved"] * 3))
+    page = logged_in(regression["maintainer"]).get("/alerts/").content.decode()
+    cells = (r'sessions/(\d+)/">#\d+</a>[^<]*</td>\s*<td>[^<]*</td><td class="num">[^<]*</td>'
+             r'<td class="num">([^<]*)</td>')
+    shown = dict(re.findall(cells, page))
+    assert shown[str(first.pk)] == "21" and set(shown.values()) == {"21", "—"}
     assert "Bisect to the culprit" not in page  # found: not bisected again
     assert "Cancel bisection" not in page
 
