@@ -47,9 +47,13 @@ MIN_SWITCHES = 4
 MIN_SHARE = 0.15
 """The least share of the nights in each mode (Perfherder's ``runs5``: at least 15% of each 40-night
 window slow)."""
-MIN_PER_HALF = 3
+MIN_PER_HALF = 2
 """The fewest nights of each mode in each half of the nights the modes are read from: a step with a few odd nights
-on either side of it is no alternation."""
+on either side of it is no alternation (with them fewer than ``MIN_SHARE`` of the nights, nor are its halves). At 3,
+a window of Perfherder's ``runs5`` whose second half held 2 slow nights of 15 read as measured, and its next slow
+run was confirmed as a regression (a change point shown and an alert confirmed; with 2, none); of six seeded
+series whose share of slow nights drifts (tests/results/test_segments.py), one had two alerts confirmed at 3,
+none at 2."""
 SPREAD_RATIO = 3.0
 """The most the upper mode's spread may exceed the lower's: its nights keep their spread on the lower's scale, and
 a noisier one among quiet nights gets winsorized and read as shifts (flat series of 1% and 10% modes aligned:
