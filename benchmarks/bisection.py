@@ -67,10 +67,10 @@ def wilson(successes: int, trials: int, *, level: float = 0.95) -> tuple[float, 
 
 
 def session(rng, levels: tuple[float, float, float], noise: float, measure: Measure, expected: float,
-            earlier: dict[int, np.ndarray]) -> tuple[Step, dict[int, np.ndarray]]:
+            earlier: dict[int, np.ndarray]) -> tuple[Step, dict[int, np.ndarray], int]:
     """One interleaved session of three commits (true levels: reference, candidate, moved), each round reading the
     candidate and the ends the level test asks for, decided as the runner's session loop decides it
-    (:func:`runner.session.levels.decide_level`); the step and the readings it took, by commit.
+    (:func:`runner.session.levels.decide_level`); the step, the readings it took by commit, and how many.
 
     Every commit's reading is drawn for every round and the ends a round does not read are left out; since the
     ends a round reads depend only on the rounds before it, each round's reads are guessed as the round before
@@ -100,9 +100,12 @@ def session(rng, levels: tuple[float, float, float], noise: float, measure: Meas
     rounds = decided.rounds
     step = Step(measure.role, measure.reference, measure.candidate, measure.moved, decided.decision,
                 change=decided.change, low=decided.low, high=decided.high, rounds=rounds)
-    taken = {measure.reference: arms[0, :rounds][reads[:rounds, 0]], measure.candidate: arms[1, :rounds],
-             measure.moved: arms[2, :rounds][reads[:rounds, 1]]}
-    return step, taken
+    taken: dict[int, np.ndarray] = {}
+    # (A verify session's candidate may be the first bad commit itself: one commit's readings under two labels.)
+    for index, values in ((measure.reference, arms[0, :rounds][reads[:rounds, 0]]),
+                          (measure.candidate, arms[1, :rounds]), (measure.moved, arms[2, :rounds][reads[:rounds, 1]])):
+        taken[index] = np.concatenate([taken.get(index, np.empty(0)), values])
+    return step, taken, rounds + int(reads[:rounds].sum())
 
 
 def _unread(arms: np.ndarray, reads: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -127,12 +130,12 @@ def bisect(rng, commits: int, culprit: int | None, effect: float, noise: float, 
         if not isinstance(planned, Measure):
             isolatable = culprit is None or not {culprit, culprit - 1} & failed
             return planned.culprit, readings, len(steps), isolatable
-        step, taken = session(rng, (level(planned.reference), level(planned.candidate), level(planned.moved)), noise,
-                              planned, expected, earlier)
+        step, taken, read = session(rng, (level(planned.reference), level(planned.candidate), level(planned.moved)),
+                                    noise, planned, expected, earlier)
         for index, values in taken.items():
             earlier[index] = np.concatenate([earlier.get(index, np.empty(0)), values])
         steps.append(step)
-        readings += sum(len(values) for values in taken.values())
+        readings += read
 
 
 def fixed_size(error: float, effect: float, noise: float) -> int:

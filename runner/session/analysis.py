@@ -225,6 +225,14 @@ class _State:
             total += samples * sum(record.outcome.duration for record in self.by_workload[name]) / count
         return total
 
+    def work_plan(self, name):
+        """What the next reading of `name` is planned from (:func:`.plan.work_amount_plan`): its rounds, the floor
+        and the cap. A bisection's session plans each round's one work amount from its complete rounds
+        (:class:`.levels.LevelProgress`), with neither floor nor cap: its stop rule is the level test, not a width."""
+        if self.level_progress is not None:
+            return self.level_progress.planning, None, None
+        return self.by_workload.get(name, []), self.floor(name), self.cap(name)
+
     def floor(self, name):
         """WPS: the work amount α·v of the latest fit, below which rounds are not analysed."""
         if self.targets.warmup is not WarmupMethod.WPS or name not in self.by_workload:

@@ -67,8 +67,9 @@ class LevelCheck:
 class LevelDecision:
     """A bisection session's decision after the rounds read: :data:`results.stats.MOVED`,
     :data:`results.stats.AT_LEVEL`, :data:`NOT_REPRODUCED` or ``UNDECIDED``, at round `rounds`; the candidate's
-    relative change over the reference with its anytime-valid interval at the check's level (None before two
-    rounds, or unbounded); and which ends each round reads as the rounds before it ask ((reference, moved end),
+    relative change over the reference with its anytime-valid interval at the check's level (over the reference's
+    earlier readings too where the session read it fewer than twice; None before two rounds, or unbounded); and
+    which ends each round reads as the rounds before it ask ((reference, moved end),
     one row a round and one for the next round: :attr:`results.stats.LevelTest.planned_reads`)."""
 
     decision: str
@@ -87,11 +88,19 @@ class LevelDecision:
 @dataclass(frozen=True)
 class LevelProgress:
     """Where a bisection's session stands after the readings so far: the decision on its rounds, whether the
-    readings end a round (a session stops only there), and the commit it reads next (a workload label)."""
+    readings end a round (a session stops only there), the commit it reads next (a workload label), and what the
+    next reading's work amount is planned from: each complete round as its shortest reading.
+
+    Every reading of a round does the same work, planned from the rounds before it: a candidate at a commit's level
+    then reads like that commit in each round, whichever commits the earlier rounds read (planned per commit, the
+    candidate, read every round, would run ahead of the ends in the plan's schedule and read at other amounts). A
+    round's shortest reading says whether the round was too short (a symmetric choice: no commit's own readings
+    steer the plan)."""
 
     decision: LevelDecision
     round_complete: bool
     next_workload: str
+    planning: tuple[RoundRecord, ...] = ()
 
 
 def follow_level(records: Sequence[RoundRecord], check: LevelCheck) -> LevelProgress:
@@ -122,10 +131,13 @@ def follow_level(records: Sequence[RoundRecord], check: LevelCheck) -> LevelProg
     last = rounds[-1] if rounds else {}
     # The last round's plan: its row where it is among the rounds decided on, the next round's otherwise.
     plan = decision.planned_reads[-2] if rounds and usable[-1] else decision.planned_reads[-1]
-    if not last or CANDIDATE in last and (MOVED_END in last or not plan[1]):
+    complete = not last or CANDIDATE in last and (MOVED_END in last or not plan[1])
+    planning = tuple(min(read.values(), key=lambda record: record.outcome.duration)
+                     for read in (rounds if complete else rounds[:-1]))
+    if complete:
         following = decision.planned_reads[-1]
-        return LevelProgress(decision, True, REFERENCE if following[0] else CANDIDATE)
-    return LevelProgress(decision, False, MOVED_END if CANDIDATE in last else CANDIDATE)
+        return LevelProgress(decision, True, REFERENCE if following[0] else CANDIDATE, planning)
+    return LevelProgress(decision, False, MOVED_END if CANDIDATE in last else CANDIDATE, planning)
 
 
 def decide_level(reference, candidate, moved, check: LevelCheck) -> LevelDecision:
@@ -151,7 +163,11 @@ def decide_level(reference, candidate, moved, check: LevelCheck) -> LevelDecisio
             decision, at = NOT_REPRODUCED, int(equivalent[0])
     if decision == UNDECIDED:
         at = rounds
-    _, change = _after_each_round(reference[:at], candidate[:at], check, last_only=True)
+    own = reference[:at][~np.isnan(reference[:at])]
+    # A session whose candidate sits at the reference's level reads the reference seldom: its change is then over
+    # the reference's readings of the earlier sessions too.
+    base = own if own.size >= 2 else np.concatenate([np.asarray(check.earlier[0], dtype=float), own])
+    _, change = _after_each_round(base, candidate[:at], check, last_only=True)
     bounded = change is not None and bool(np.asarray(change.ratio_bounded).reshape(-1)[-1])
     return LevelDecision(
         str(decision), at, float(np.asarray(change.ratio).reshape(-1)[-1]) - 1.0 if change is not None else None,
@@ -161,8 +177,12 @@ def decide_level(reference, candidate, moved, check: LevelCheck) -> LevelDecisio
 
 def _after_each_round(first: np.ndarray, second: np.ndarray, check: LevelCheck, *, last_only: bool = False):
     """The anytime-valid comparison of `second` against `first` (NaN: not read that round) after each round at which
-    each side has two readings (or after the last such round), with those rounds' indexes; None where there is
-    none."""
+    each side has two readings (or, `last_only`, of all their readings, whatever their lengths), with those rounds'
+    indexes; None where there is none."""
+    if last_only:
+        first, second = (values[~np.isnan(values)] for values in (first, second))
+        width = max(first.size, second.size)
+        first, second = (np.concatenate([values, np.full(width - values.size, np.nan)]) for values in (first, second))
     sides = []
     for values in (first, second):
         read = ~np.isnan(values)

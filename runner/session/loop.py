@@ -148,8 +148,8 @@ def run_session(
         if should_stop is not None and should_stop():
             status = SessionStatus.CANCELLED
             break
-        mine = [record for record in rounds if record.workload == name]
-        work_amount = work_amount_plan(mine, targets, floor=state.floor(name), cap=state.cap(name))
+        mine, floor, cap = state.work_plan(name)
+        work_amount = work_amount_plan(mine, targets, floor=floor, cap=cap)
         outcome = workloads[name](work_amount)
         check_outcome(outcome, name, metrics)
         record = RoundRecord(

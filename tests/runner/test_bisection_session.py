@@ -127,3 +127,46 @@ def test_a_resumed_session_reads_what_the_uninterrupted_one_read_next(cut):
                           on_round=lambda record, progress: seen.append(record.workload))
     assert len(whole.rounds) > cut + 1
     assert seen == [whole.rounds[cut].workload] and len(resumed.rounds) == cut + 1
+
+
+def test_every_reading_of_a_round_does_the_same_work():
+    # Readings that depend on the work done (a wall time with a start-up cost): a candidate read every round must
+    # not run ahead of the ends in the plan's schedule, or it would be compared at other work amounts.
+    clock = FakeClock()
+    rng = np.random.default_rng(12)
+
+    def timed(level):
+        def workload(work_amount):
+            seconds = 0.02 + 0.001 * work_amount * level * (1 + 0.05 * rng.standard_normal())
+            clock.now += seconds
+            return RoundOutcome(duration=seconds, readings={"time": seconds})
+        return workload
+
+    targets = SessionTargets(warmup="none", work_range=(10, 200), min_round_duration=0.0, budget_rounds=3000,
+                             budget_seconds=1e9, level_check=LevelCheck(metric="time", alpha=0.05 / 7, direction=1,
+                                                                        expected=0.05))
+    outcome = run_session({label: timed(level) for label, level in zip((REFERENCE, CANDIDATE, MOVED_END),
+                                                                       (1.0, 1.0, 1.05))}, [TIME], targets,
+                          clock=clock)
+    amounts = {record.work_amount for record in outcome.rounds}
+    assert outcome.level.decision == AT_LEVEL and len(amounts) > 3  # the schedule moved
+    rounds: list[list] = []
+    for record in outcome.rounds:
+        if record.workload == REFERENCE or record.workload == CANDIDATE and (
+                not rounds or CANDIDATE in {read.workload for read in rounds[-1]}):
+            rounds.append([])
+        rounds[-1].append(record)
+    assert all(len({read.work_amount for read in read_together}) == 1 for read_together in rounds)
+
+
+def test_a_candidate_that_seldom_needs_the_reference_reports_its_change_over_the_earlier_readings_too():
+    rng = np.random.default_rng(13)
+    earlier = tuple(1.0 + 0.02 * rng.standard_normal(30)), tuple(1.05 + 0.02 * rng.standard_normal(30))
+    candidate = 1.0 + 0.02 * rng.standard_normal(20)
+    reference = np.full(20, np.nan)
+    reference[0] = 1.0
+    moved = 1.05 + 0.02 * rng.standard_normal(20)
+    moved[0] = np.nan
+    decided = decide_level(reference, candidate, moved, LevelCheck(metric="time", alpha=0.01, direction=1,
+                                                                   expected=0.05, earlier=earlier))
+    assert decided.change is not None and abs(decided.change) < 0.02 and decided.low < decided.change < decided.high
