@@ -158,12 +158,12 @@ class _State:
         everything = [estimate for per_metric in self.estimates.values() for estimate in per_metric.values()]
         converged = bool(everything) and all(estimate.converged for estimate in everything)
         check = self.targets.level_check
-        self.level = self.level_progress = None
+        self.rounds_read = len(rounds)
+        self.level_progress = None
         if check is not None:
             # A bisection's session ends when its candidate's level is decided; the level test says which commits
             # each round reads.
             self.level_progress = follow_level(rounds, check)
-            self.level = self.level_progress.decision
             self.done = self.level.decision != UNDECIDED
         elif comparing:
             expected = len(self.metrics) * (len(self.estimates) - 1)
@@ -224,6 +224,18 @@ class _State:
                 return None
             total += samples * sum(record.outcome.duration for record in self.by_workload[name]) / count
         return total
+
+    @property
+    def level(self):
+        """A bisection's session: the decision on its rounds so far (:class:`.levels.LevelDecision`); else None."""
+        return None if self.level_progress is None else self.level_progress.decision
+
+    def next_reading(self, names):
+        """Whether the readings so far end a cycle (a session stops only there), and the workload read next: the
+        workloads in turn, or in a bisection's session the commits its level test asks for."""
+        if self.level_progress is not None:
+            return self.level_progress.round_complete, self.level_progress.next_workload
+        return self.rounds_read % len(names) == 0, names[self.rounds_read % len(names)]
 
     def work_plan(self, name):
         """What the next reading of `name` is planned from (:func:`.plan.work_amount_plan`): its rounds, the floor

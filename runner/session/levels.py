@@ -77,7 +77,8 @@ class LevelDecision:
     change: float | None = None
     low: float | None = None
     high: float | None = None
-    planned_reads: tuple[tuple[bool, bool], ...] = field(default=((True, True),), repr=False, compare=False)
+    planned_reads: np.ndarray = field(default_factory=lambda: np.ones((1, 2), dtype=bool), repr=False,
+                                      compare=False)
 
     def stored(self) -> dict:
         """What a session's outcome keeps of the decision."""
@@ -151,12 +152,12 @@ def decide_level(reference, candidate, moved, check: LevelCheck) -> LevelDecisio
     earlier = check.earlier if all(check.earlier) else None
     found = bracketed_level_test(reference, candidate, moved, alpha=check.alpha, direction=check.direction,
                                  earlier=earlier)
-    planned = tuple((bool(first), bool(second)) for first, second in found.planned_reads)
+    planned = found.planned_reads
     if rounds < 2:
         return LevelDecision(UNDECIDED, rounds, planned_reads=planned)
     decision, at = found.decision, found.rounds
     if check.check_ends:
-        looks, ends = _after_each_round(reference, moved, check)
+        looks, ends = _ends_after_each_round(reference, moved, check)
         equivalent = (looks[np.asarray(ends.equivalent, dtype=bool).reshape(-1)] + 1 if ends is not None
                       else np.empty(0, dtype=int))
         if equivalent.size and (decision == UNDECIDED or equivalent[0] < at):
@@ -167,22 +168,28 @@ def decide_level(reference, candidate, moved, check: LevelCheck) -> LevelDecisio
     # A session whose candidate sits at the reference's level reads the reference seldom: its change is then over
     # the reference's readings of the earlier sessions too.
     base = own if own.size >= 2 else np.concatenate([np.asarray(check.earlier[0], dtype=float), own])
-    _, change = _after_each_round(base, candidate[:at], check, last_only=True)
-    bounded = change is not None and bool(np.asarray(change.ratio_bounded).reshape(-1)[-1])
-    return LevelDecision(
-        str(decision), at, float(np.asarray(change.ratio).reshape(-1)[-1]) - 1.0 if change is not None else None,
-        float(np.asarray(change.ratio_low).reshape(-1)[-1]) - 1.0 if bounded else None,
-        float(np.asarray(change.ratio_high).reshape(-1)[-1]) - 1.0 if bounded else None, planned_reads=planned)
+    change = _change_over(base, candidate[:at], check)
+    if change is None:
+        return LevelDecision(str(decision), at, planned_reads=planned)
+    bounded = bool(change.ratio_bounded)
+    return LevelDecision(str(decision), at, float(change.ratio) - 1.0,
+                         float(change.ratio_low) - 1.0 if bounded else None,
+                         float(change.ratio_high) - 1.0 if bounded else None, planned_reads=planned)
 
 
-def _after_each_round(first: np.ndarray, second: np.ndarray, check: LevelCheck, *, last_only: bool = False):
+def _change_over(reference: np.ndarray, candidate: np.ndarray, check: LevelCheck):
+    """The anytime-valid comparison of all the `candidate`'s readings against all the `reference`'s (at least two
+    each; None otherwise)."""
+    if min(reference.size, candidate.size) < 2:
+        return None
+    return sequential_comparison(reference.mean(), reference.var(ddof=1), reference.size, candidate.mean(),
+                                 candidate.var(ddof=1), candidate.size, alpha=check.alpha,
+                                 mixture_scale=check.expected, threshold=check.expected / 2)
+
+
+def _ends_after_each_round(first: np.ndarray, second: np.ndarray, check: LevelCheck):
     """The anytime-valid comparison of `second` against `first` (NaN: not read that round) after each round at which
-    each side has two readings (or, `last_only`, of all their readings, whatever their lengths), with those rounds'
-    indexes; None where there is none."""
-    if last_only:
-        first, second = (values[~np.isnan(values)] for values in (first, second))
-        width = max(first.size, second.size)
-        first, second = (np.concatenate([values, np.full(width - values.size, np.nan)]) for values in (first, second))
+    each side has two readings, with those rounds' indexes; None where there is none."""
     sides = []
     for values in (first, second):
         read = ~np.isnan(values)
@@ -195,8 +202,6 @@ def _after_each_round(first: np.ndarray, second: np.ndarray, check: LevelCheck, 
         sides.append((means + origin, variances, counts))
     (mean_a, var_a, count_a), (mean_b, var_b, count_b) = sides
     looks = np.flatnonzero((count_a >= 2) & (count_b >= 2))
-    if last_only:
-        looks = looks[-1:]
     if not looks.size:
         return looks, None
     return looks, sequential_comparison(mean_a[looks], var_a[looks], count_a[looks], mean_b[looks], var_b[looks],

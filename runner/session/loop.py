@@ -134,11 +134,7 @@ def run_session(
     state = analyser.state(rounds, comparing=comparing)
     status = None
     while True:
-        if state.level_progress is not None:
-            # A bisection's session: the level test chooses the commits of each round (runner.session.levels).
-            cycle_done, name = state.level_progress.round_complete, state.level_progress.next_workload
-        else:
-            cycle_done, name = len(rounds) % len(names) == 0, names[len(rounds) % len(names)]
+        cycle_done, name = state.next_reading(names)
         if rounds and cycle_done and state.done:
             status = SessionStatus.RESOLVED if comparing else SessionStatus.CONVERGED
             break
