@@ -32,6 +32,18 @@ SHIFT_RECENT = 10
 sooner (the adjustment for the starts tried is smaller): at a run-to-run sd of 3%, 8 left 8% of 5% steps never
 alerted, 10 leave 5%, 12 3% (benchmarks/nightly_detection.py); at 1.5%, 10 alert 95% by the third night, 12 a
 night later."""
+NEWEST_NIGHT_WEIGHT = 0.5
+"""Tonight alone is also judged against the segment's history, beside the scan of every start, with this share of
+the series' level (results.stats.recent_shift's ``newest_weight``; a Shewhart limit beside a CUSUM-type scan, Lucas
+1982): the scan's adjustment for ten starts costs a first night's shift about five times its own p-value, and the
+morning after a change is when an alert is worth most. It spends the false-alarm budget the scan leaves (spec §8:
+0.5% per series-night). Measured (benchmarks/nightly_detection.py, seed 14; without → with): 5% steps alerted on
+their first night at 1.5% run-to-run noise 27% → 47%, at 3% 2% → 5%; false alerts per A/A series-night 0.01% →
+0.10%, 0.21% → 0.27%, 0.33% → 0.41% at 0.5%, 1.5%, 3%. On the Firefox Talos histories (benchmarks/injected_steps.py,
+one value a push) +3% steps alerted on their first push 25% → 58% (Otava 50%), at 1.31% → 1.62% alerts per
+untouched series-night (the peers' change points 1.88% and 1.92%). A weight of 0.3 bought less (41% and 50%) for
+little less (0.36% and 1.46%)."""
+
 SHIFT_MIN_HISTORY = 10
 """The fewest nights of a segment a shift is tested against. The test takes night means as normal; with 3 to 9
 nights a series whose nights fall in one of two modes (bimodal noise) often has all of them in one mode, and
@@ -246,7 +258,7 @@ def _scan_rows(candidates: Sequence[Series], segments: Sequence[Sequence[StoredN
         prior = stats.prior_spread(before, clip=SHIFT_CLIP) if least < SHIFT_MIN_HISTORY else None
         found = _shift_test(candidates, members, means, factors, lambda means, levels: stats.recent_shift(
             means, history=SHIFT_HISTORY, recent=count, min_history=least, confidence=levels,
-            clip=SHIFT_CLIP, prior=prior))
+            clip=SHIFT_CLIP, prior=prior, newest_weight=NEWEST_NIGHT_WEIGHT))
         for row, i in enumerate(members):
             values = {name: column[row] for name, column in found.items()}
             rows[i] = _shift_row(candidates[i], segments[i], values, starts=count, pooled_since=False)
@@ -346,7 +358,7 @@ def _shift_test(candidates: Sequence[Series], members: list[int], means: np.ndar
     found = test(means, levels)
     columns = {name: np.atleast_1d(getattr(found, name)) for name in (
         "start", "nights", "history_size", "ratio", "low", "high", "bounded", "statistic", "pvalue",
-        "unadjusted_pvalue", "mean_after", "mean_before", "pooled_variance", "starts_tried")}
+        "unadjusted_pvalue", "mean_after", "mean_before", "pooled_variance", "starts_tried", "newest_alone")}
     tested = columns["start"] >= 0
     columns["verdict"] = np.full(len(members), INSUFFICIENT_HISTORY, dtype=object)
     if tested.any():
@@ -395,23 +407,28 @@ def _shift_row(series: Series, earlier: Sequence[StoredNight], values: dict, *, 
     # spread but not against its own, so it never confirms a new level (results.alerts).
     welch = float(values["welch_pvalue"])
     modes = {"mode_factor": float(values["mode_factor"])} if values["mode_factor"] != 1.0 else {}
+    alone = {"newest_weight": NEWEST_NIGHT_WEIGHT} if values["newest_alone"] else {}
     return pairwise_rows.comparison_row(
         series, method=METHOD_SHIFT, alpha=ALPHA, numbers={**values, "df": k + m - 2},
         verdict=str(values["verdict"]), baseline=Side(mean=baseline[0], variance=pooled, n=k),
         candidate=Side(mean=float(values["mean_after"]), variance=pooled, n=m),
-        note=shift_note(m, k, int(values["starts_tried"]), modes.get("mode_factor", 1.0)),
+        note=shift_note(m, k, int(values["starts_tried"]), modes.get("mode_factor", 1.0), alone.get("newest_weight")),
         inputs={"first_run": after[0], "pooled_runs": after, "history_runs": before,
                 "starts_tried": int(values["starts_tried"]),
                 "nights_since": m, "carried": pooled_since,
                 "unadjusted_pvalue": float(values["unadjusted_pvalue"]), "baseline": baseline,
-                "welch_pvalue": None if math.isnan(welch) else welch, **modes})
+                "welch_pvalue": None if math.isnan(welch) else welch, **modes, **alone})
 
 
-def shift_note(nights: int, history: int, starts: int = 1, mode_factor: float = 1.0) -> str:
+def shift_note(nights: int, history: int, starts: int = 1, mode_factor: float = 1.0,
+               newest_weight: float | None = None) -> str:
     """A shift row's note: what it pooled, that its p-value (not its interval) is adjusted for the first nights
-    tried, and where its nights alternate between two far-apart modes, that its means are on the fast mode's
-    scale (:func:`results.stats.align_modes`)."""
+    tried (or, where tonight alone was judged at its share of the level, divided by that share), and where its
+    nights alternate between two far-apart modes, that its means are on the fast mode's scale
+    (:func:`results.stats.align_modes`)."""
     adjusted = f"; p adjusted for {starts} first nights tried, the interval not" if starts > 1 else ""
+    if newest_weight:
+        adjusted = f"; tonight alone, tested at {newest_weight:g} of the series' level: p ×{1 / newest_weight:g}"
     modes = (f"; compared within its two modes, the slow mode's nights ×{mode_factor:.3g} (on the fast mode's "
              f"scale)" if mode_factor != 1.0 else "")
     return f"{nights} night{'s' if nights != 1 else ''} pooled against {history} before{adjusted}{modes}"

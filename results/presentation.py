@@ -367,6 +367,10 @@ def evidence(row) -> list[tuple[str, str]]:
         starts = inputs.get("starts_tried") or 0
         adjusted = (f"; p is adjusted for the {starts} first nights tried, the interval is the chosen night's "
                     "and is not" if row.method == "shift" and starts > 1 else "")
+        if row.method == "shift" and inputs.get("newest_weight"):
+            weight = inputs["newest_weight"]
+            adjusted = (f"; tonight alone against the nights before it, beside the scan of {starts} first nights: "
+                        f"its own p ×{1 / weight:g} (it is tested at {weight:g} of the series' level)")
         lines.append(("Test", f"{said_probability('p', row.pvalue)}{q}{adjusted}"))
     if row.note and row.method != "shift" and not row.note.startswith("mean of"):
         lines.append(("Note", row.note))

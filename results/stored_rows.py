@@ -59,7 +59,8 @@ def stored_rows(items: Sequence[tuple[Result, Comparison | None]], *, machines: 
             note = f"mean of {baseline.n} nights" + (SINGLE_VALUES if single else "")
         elif comparison.method == ComparisonMethod.SHIFT:
             note = shift_note(len(inputs.get("pooled_runs") or []), len(inputs.get("history_runs") or []),
-                              int(inputs.get("starts_tried") or 1), float(inputs.get("mode_factor") or 1.0))
+                              int(inputs.get("starts_tried") or 1), float(inputs.get("mode_factor") or 1.0),
+                              inputs.get("newest_weight"))
         elif decisions.RUN_NOISE_UNKNOWN_KEY in inputs:
             note = RUN_NOISE_UNKNOWN
         elif "within_runs" in inputs:

@@ -59,6 +59,9 @@ class RecentShift:
     confidence_level : float or ndarray
     starts_tried : int or ndarray
         How many first nights were tried (the p-value is adjusted for them); 0 where nothing was tried.
+    newest_alone : bool or ndarray of bool
+        Whether the newest night's own test is reported (``newest_weight``): its p-value is then that night's own
+        t p-value divided by the weight, not the scan's.
     """
 
     start: int
@@ -76,10 +79,11 @@ class RecentShift:
     pooled_variance: float
     confidence_level: float
     starts_tried: int
+    newest_alone: bool
 
 
 def recent_shift(means, *, history=30, recent=8, min_history=3, confidence=0.95, clip=None, skip=0, prior=None,
-                 sign=None):
+                 sign=None, newest_weight=0.0):
     """Test whether a series of night means shifted at one of its last `recent` nights (spec §8).
 
     For each candidate start s among the last `recent` nights (while at least `min_history` nights
@@ -127,6 +131,13 @@ def recent_shift(means, *, history=30, recent=8, min_history=3, confidence=0.95,
         Per series, the direction a shift is looked for in (+1: the nights since above those before): the start
         is the one with the largest signed statistic. Its p-value stays the two-sided one adjusted for every
         start (conservative). None: either direction.
+    newest_weight : float, optional
+        w >= 0: the newest night alone is also judged on its own, beside the scan (a Shewhart limit beside a
+        CUSUM-type scheme: Lucas 1982). Where the newest night is the start chosen (its statistic the largest)
+        and its own two-sided t p-value divided by w is below the scan's adjusted p-value, that is the p-value
+        reported (a weighted Bonferroni of the two tests): a decision at level α then alerts when the scan's
+        p-value is below α or the newest night, chosen, has its own below w·α, so its false-alarm rate per night
+        is at most (1 + w)·α. 0: the scan alone. Only where `skip` is 0 and no `sign` is given.
 
     Returns
     -------
@@ -136,6 +147,11 @@ def recent_shift(means, *, history=30, recent=8, min_history=3, confidence=0.95,
     -----
     With ``recent=1`` this is tonight against the K nights before it, the prediction-interval test of one
     new night: the pooled variance is that of the history alone.
+
+    References
+    ----------
+    Lucas, J. M. (1982). Combined Shewhart-CUSUM quality control schemes. *Journal of Quality Technology* 14(2),
+    51-59: a limit on the newest point alone, beside the accumulating statistic, finds large shifts sooner.
     """
     history = check_positive_int(history, "history", minimum=2)
     recent = check_positive_int(recent, "recent")
@@ -144,17 +160,24 @@ def recent_shift(means, *, history=30, recent=8, min_history=3, confidence=0.95,
     skip = check_positive_int(skip, "skip", minimum=0)
     if min_history > history:
         raise ValueError(f"`min_history` ({min_history}) must not exceed `history` ({history}).")
+    newest_weight = float(newest_weight)
+    if not newest_weight >= 0 or not np.isfinite(newest_weight):
+        raise ValueError(f"`newest_weight` must be a non-negative number; got {newest_weight}.")
+    if newest_weight and (skip or sign is not None):
+        raise ValueError("`newest_weight` needs `skip` 0 and no `sign`: the newest night is then a start like any.")
     means, present = _night_means(means)
     confidence = as_confidence(confidence)
     shape = means.shape[:-1]
     flat = means.reshape(-1, means.shape[-1])
     lengths = present.reshape(-1, means.shape[-1]).sum(axis=-1)
     prior_ss, prior_df = _prior(prior, shape)
-    signs = np.ones(flat.shape[0]) if sign is None else np.broadcast_to(np.asarray(sign, dtype=float), shape).reshape(-1)
+    signs = (np.ones(flat.shape[0]) if sign is None
+             else np.broadcast_to(np.asarray(sign, dtype=float), shape).reshape(-1))
     if not np.isin(signs, (-1.0, 1.0)).all():
         raise ValueError("`sign` must hold -1 or 1 per series.")
 
     start = np.full(flat.shape[0], -1)
+    alone = np.zeros(flat.shape[0], dtype=bool)
     tried_starts = np.zeros(flat.shape[0], dtype=int)
     nights = np.zeros(flat.shape[0], dtype=int)
     sizes = np.zeros(flat.shape[0], dtype=int)
@@ -191,10 +214,16 @@ def recent_shift(means, *, history=30, recent=8, min_history=3, confidence=0.95,
         count = starts - skip
         tried_starts[rows] = count
         pvalue[rows] = single if count == 1 else np.minimum(np.minimum(simulated, single * count), 1.0)
+        if newest_weight and count > 1:
+            # Only where tonight is the likeliest first night (column 0: one night): a high night after a shift
+            # the scan has not yet proved is that shift's, and must not name itself as its first night.
+            newest = (best == 0) & (single / newest_weight < pvalue[rows])
+            pvalue[rows] = np.where(newest, single / newest_weight, pvalue[rows])
+            alone[rows] = newest
         summaries[rows] = np.column_stack([after[pick, best], before[pick, best], pooled[pick, best]])
 
     return _result(start, nights, sizes, statistic, pvalue, unadjusted, summaries, shape=shape,
-                   confidence=confidence, prior_df=prior_df, starts_tried=tried_starts)
+                   confidence=confidence, prior_df=prior_df, starts_tried=tried_starts, newest_alone=alone)
 
 
 PRIOR_DF_STEPS = (0, 4, 8, 16, 32)
@@ -378,7 +407,7 @@ def _night_means(means):
 
 
 def _result(start, nights, sizes, statistic, pvalue, unadjusted, summaries, *, shape, confidence, prior_df,
-            starts_tried=None):
+            starts_tried=None, newest_alone=None):
     """The chosen start of each series as a RecentShift, with its ratio's Fieller interval."""
     tested = start >= 0
     rows = start.size
@@ -405,7 +434,8 @@ def _result(start, nights, sizes, statistic, pvalue, unadjusted, summaries, *, s
         mean_after=shaped(np.where(tested, summaries[:, 0], np.nan)),
         mean_before=shaped(np.where(tested, summaries[:, 1], np.nan)),
         pooled_variance=shaped(np.where(tested, summaries[:, 2], np.nan)), confidence_level=confidence,
-        starts_tried=shaped(tested.astype(int) if starts_tried is None else starts_tried))
+        starts_tried=shaped(tested.astype(int) if starts_tried is None else starts_tried),
+        newest_alone=shaped(np.zeros(rows, dtype=bool) if newest_alone is None else newest_alone))
 
 
 def _scan(values, *, history, recent, prior=None):

@@ -5,11 +5,13 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from results import comparisons, confirmations
 from results.alerts import set_alert_status
 from results.stored_rows import stored_rows
 from results.models import Alert, AlertState, ChangePoint, Comparison, Run
+from results.stats import recent_shift
 from tests.factories import NIGHT_ZERO, post_results
 
 pytestmark = pytest.mark.django_db
@@ -73,7 +75,10 @@ def test_a_step_is_alerted_within_nights_naming_its_first_night_and_never_absorb
     (alert,) = alerts_of("step")
     assert 24 <= opened_on(alert) <= 26 and abs(first_night(alert) - 24) <= 1
     assert alert.comparison.method == "shift" and alert.comparison.qvalue < 0.05
-    assert Alert.objects.count() == 1  # the flat series: none
+    # The flat series (120 series-nights): none confirmed; tonight's own test (a Shewhart limit, at half the
+    # series' level) opens one on a night of flat 1, which the nights after it dismiss.
+    flat = Alert.objects.exclude(pk=alert.pk)
+    assert [(a.comparison.candidate.metric.benchmark.name, a.state) for a in flat] == [("flat 1", "dismissed")]
     assert alert.state == AlertState.CONFIRMED
     history = latest("step", "history")
     assert min(nights_of(history.inputs["history_runs"])) >= first_night(alert)
@@ -141,6 +146,27 @@ def test_one_value_per_night_is_compared_on_the_run_to_run_spread_alone():
     # Night 23 lies 3.5 nightly sd above the new level: its own suspected alert at most (0.5% a series-night
     # may be), never a second confirmed change, nor one whose first night drifts past the night it was raised.
     assert all(more.state == AlertState.SUSPECTED and first_night(more) <= opened_on(more) for more in later)
+
+
+def test_a_large_step_is_alerted_on_its_first_night_by_tonights_own_test():
+    """A 3% step at a night-to-night sd of about 0.8% (a browser's CI series): the scan of ten first nights
+    adjusts tonight's p-value out of reach (0.017), tonight alone at half the series' level (scipy's t test of it
+    against the 30 nights before, p × 2 = 0.0047) finds it: alerted the morning after."""
+    series = {"step": levels(40, sd=0.006, seed=4, shift=step(40, 30, 0.03))}
+    nightly(series, seed=104, last=31)
+
+    (alert,) = alerts_of("step")
+    assert (first_night(alert), opened_on(alert)) == (30, 30)
+    inputs = alert.comparison.inputs
+    assert inputs["newest_weight"] == 0.5 and inputs["nights_since"] == 1 and len(inputs["history_runs"]) == 30
+    means = [run.results.get().mean for run in Run.objects.order_by("started_at")]
+    own = stats.ttest_ind(means[30:], means[:30]).pvalue
+    assert alert.comparison.pvalue == pytest.approx(own / 0.5, rel=1e-9) and alert.comparison.pvalue < 0.01
+    assert recent_shift(means, history=30, recent=10, min_history=10, clip=3.5).pvalue > 0.01  # the scan alone
+    row = stored_rows([(alert.comparison.candidate, alert.comparison)])[0]
+    assert "tonight alone, tested at 0.5 of the series' level: p ×2" in row.note
+    nightly(series, seed=104, first=31)
+    assert alerts_of("step")[0].state == AlertState.CONFIRMED
 
 
 def test_a_shift_dismissed_in_triage_gives_its_nights_back_and_is_not_raised_again(maintainer):

@@ -245,3 +245,45 @@ def test_the_starts_tried_are_those_the_history_leaves_and_one_start_is_scipys_e
     assert found.pvalue == pytest.approx(stats.ttest_ind(means[3:], means[:3]).pvalue, rel=1e-9)
     assert recent_shift(np.r_[np.zeros(12), 1.0] + np.linspace(0, 0.01, 13), history=12, recent=5,
                         min_history=10).starts_tried == 3
+
+
+def test_the_newest_night_alone_is_scipys_t_test_weighted_and_alerts_within_its_share_of_the_level():
+    # Weighted Bonferroni of the scan and the newest night's own test: where the newest night is the start chosen,
+    # its p-value is scipy's two-sample t test of tonight against the K nights before it divided by the weight,
+    # where smaller than the scan's; a decision at α then rejects at most (1 + w)·α of A/A series, and at least
+    # what the scan alone rejects.
+    rng = np.random.default_rng(41)
+    means = rng.normal(1.0, 0.02, (20_000, 40))
+    weight, alpha = 0.3, 0.01
+    scan = recent_shift(means, history=30, recent=10, min_history=10)
+    both = recent_shift(means, history=30, recent=10, min_history=10, newest_weight=weight)
+    own = stats.ttest_ind(means[:, -1:], means[:, 9:-1], axis=1).pvalue
+    newest = both.nights == 1
+    assert newest.any() and np.allclose(both.pvalue[newest], np.minimum(own[newest] / weight, scan.pvalue[newest]))
+    assert np.all(both.pvalue <= scan.pvalue)
+    reported = newest & (own / weight < scan.pvalue)
+    assert np.allclose(both.unadjusted_pvalue[reported], own[reported], rtol=1e-9)
+    rejected = float(np.mean(both.pvalue < alpha))
+    error = 3.5 * np.sqrt(alpha * (1 + weight) / 20_000)
+    assert np.mean(scan.pvalue < alpha) <= rejected < (1 + weight) * alpha + error
+    # the share beyond the scan's is the newest night's own where it is the start chosen, outside the scan's
+    assert rejected == pytest.approx(np.mean((scan.pvalue < alpha) | (newest & (own < weight * alpha))))
+    assert np.array_equal(both.start, scan.start)  # the start is always the scan's
+
+
+def test_the_newest_night_alone_finds_a_large_step_on_its_first_night_sooner():
+    # 4,000 series with a 3% step on the newest night at 0.8% noise (a browser CI series, one value a push):
+    # the newest night's own test finds more of them on their first night at the same level.
+    rng = np.random.default_rng(42)
+    means = rng.normal(1.0, 0.008, (4_000, 40))
+    means[:, -1] *= 1.03
+    scan = recent_shift(means, history=30, recent=10, min_history=10)
+    both = recent_shift(means, history=30, recent=10, min_history=10, newest_weight=0.3)
+    assert np.mean(both.pvalue < 0.01) > np.mean(scan.pvalue < 0.01) + 0.05
+
+
+@pytest.mark.parametrize("arguments", [{"newest_weight": -0.1}, {"newest_weight": np.nan},
+                                       {"newest_weight": 0.3, "skip": 1}, {"newest_weight": 0.3, "sign": 1}])
+def test_a_newest_weight_names_the_parameter(arguments):
+    with pytest.raises(ValueError, match="`newest_weight`"):
+        recent_shift(np.linspace(1.0, 1.1, 20), **arguments)
