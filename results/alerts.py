@@ -156,8 +156,10 @@ def _move_or_split(splits: dict[int, tuple], opened: list[Alert], closed: dict[i
                                 state=_state(verdict, inputs)))
             closed[alert_id] = (inputs["closes"], inputs["first_run"])
     Alert.objects.bulk_update(moved, ["first_run", "evidence", "state", "state_note", "updated_at"])
-    # A change point at the old first night is retracted; a confirmed alert records one at its new first night.
-    _forget_change_points(moved)
+    # A confirmed alert's change point moves with its first night (retracted, a later scan finding it again would
+    # take it back, and the alert would have two); a suspected alert has none.
+    changepoints.follow_first_nights([alert for alert in moved if alert.state == AlertState.CONFIRMED])
+    _forget_change_points([alert for alert in moved if alert.state != AlertState.CONFIRMED])
     return [alert.pk for alert in moved]
 
 

@@ -150,8 +150,9 @@ def _store(points: list[ChangePoint], series: dict[int, list[dict]], *, machine_
         old = min(near, key=lambda old: (abs(position[point.metric_id, old.run_id] - at), old.pk))
         old.moves = [*old.moves, {"from_run": old.run_id, "to_run": point.run_id, "at": now.isoformat()}]
         update(old, point)
-    retracted = [old for metric_id, left in stored.items() for old in left if old.retracted_at is None
-                 and old.alert_id is None and len(series[metric_id]) - position[metric_id, old.run_id] >= 2 * MIN_SEGMENT]
+    retracted = [old for metric_id, left in stored.items() for old in left
+                 if old.retracted_at is None and old.alert_id is None
+                 and len(series[metric_id]) - position[metric_id, old.run_id] >= 2 * MIN_SEGMENT]
     for old in retracted:
         old.retracted_at = now
     if changed or retracted:
@@ -186,18 +187,40 @@ def record_confirmed(alerts: list[Alert]) -> list[ChangePoint]:
             continue
         own = next((point for point in stored if point.alert_id == alert.pk), None)
         if own is not None:
-            if ChangePoint.objects.filter(metric_id=metric_id, machine_id=machine_id, run_id=first.pk).exists():
-                continue  # a retracted one holds that run: one change point a run
-            own.moves = [*own.moves, {"from_run": own.run_id, "to_run": first.pk, "at": now.isoformat()}]
-            own.run_id, own.ratio, own.ci_low, own.ci_high, own.pvalue = (
-                first.pk, evidence.ratio, evidence.ci_low, evidence.ci_high, evidence.pvalue)
-            moved.append(own)
+            moved += _moved_to(own, first, evidence, now)
             continue
         recorded.append(ChangePoint(metric_id=metric_id, machine_id=machine_id, run_id=first.pk, ratio=evidence.ratio,
                                     ci_low=evidence.ci_low, ci_high=evidence.ci_high, pvalue=evidence.pvalue,
                                     alert=alert))
     ChangePoint.objects.bulk_update(moved, ["run", "ratio", "ci_low", "ci_high", "pvalue", "moves"])
     return [*moved, *ChangePoint.objects.bulk_create(recorded, ignore_conflicts=True)]
+
+
+def follow_first_nights(alerts: list[Alert]) -> list[ChangePoint]:
+    """Each alert's own change point moved to the alert's first run (the move recorded), where it is elsewhere:
+    an alert re-placed at a later night keeps its one change point, at the night it names now."""
+    now = timezone.now()
+    moved = []
+    for point in ChangePoint.objects.filter(alert__in=alerts, retracted_at__isnull=True).select_related(
+            "alert__first_run", "alert__evidence", "alert__comparison"):
+        alert = point.alert
+        if alert.first_run is not None and point.run_id != alert.first_run_id:
+            moved += _moved_to(point, alert.first_run, alert.evidence or alert.comparison, now)
+    ChangePoint.objects.bulk_update(moved, ["run", "ratio", "ci_low", "ci_high", "pvalue", "moves"])
+    return moved
+
+
+def _moved_to(point: ChangePoint, run: Run, evidence, now) -> list[ChangePoint]:
+    """`point` moved to `run` and sized by `evidence` (a comparison), the move recorded; none where another
+    change point, retracted or not, holds that run (one change point a run)."""
+    if ChangePoint.objects.filter(metric_id=point.metric_id, machine_id=point.machine_id, run_id=run.pk).exists():
+        return []
+    point.moves = [*point.moves, {"from_run": point.run_id, "to_run": run.pk, "at": now.isoformat()}]
+    point.run_id = run.pk
+    if evidence.ratio is not None:
+        point.ratio, point.ci_low, point.ci_high, point.pvalue = (
+            evidence.ratio, evidence.ci_low, evidence.ci_high, evidence.pvalue)
+    return [point]
 
 
 def series_to_check(*, run_id: int) -> list[int]:

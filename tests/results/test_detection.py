@@ -11,6 +11,7 @@ from results import comparisons, confirmations
 from results.alerts import set_alert_status
 from results.stored_rows import stored_rows
 from results.models import Alert, AlertState, ChangePoint, Comparison, Run
+from results.presentation import evidence
 from results.stats import recent_shift
 from tests.factories import NIGHT_ZERO, post_results
 
@@ -165,6 +166,8 @@ def test_a_large_step_is_alerted_on_its_first_night_by_tonights_own_test():
     assert recent_shift(means, history=30, recent=10, min_history=10, clip=3.5).pvalue > 0.01  # the scan alone
     row = stored_rows([(alert.comparison.candidate, alert.comparison)])[0]
     assert "tonight alone, tested at 0.5 of the series' level: p ×2" in row.note
+    (test,) = [text for label, text in evidence(row) if label == "Test"]
+    assert "tonight alone against the nights before it, beside the scan of 10 first nights: its own p ×2" in test
     nightly(series, seed=104, first=31)
     assert alerts_of("step")[0].state == AlertState.CONFIRMED
 
