@@ -40,9 +40,9 @@ morning after a change is when an alert is worth most. It spends the false-alarm
 0.5% per series-night). Measured (benchmarks/nightly_detection.py, seed 14; without → with): 5% steps alerted on
 their first night at 1.5% run-to-run noise 27% → 47%, at 3% 2% → 5%; false alerts per A/A series-night 0.01% →
 0.10%, 0.21% → 0.27%, 0.33% → 0.41% at 0.5%, 1.5%, 3%. On the Firefox Talos histories (benchmarks/injected_steps.py,
-one value a push) +3% steps alerted on their first push 25% → 58% (Otava 50%), at 1.31% → 1.62% alerts per
-untouched series-night (the peers' change points 1.88% and 1.92%). A weight of 0.3 bought less (41% and 50%) for
-little less (0.36% and 1.46%)."""
+one value a push) +3% steps alerted on their first push 25% → 50% (Otava 50%; median pushes to the alert 2 → 1.5,
+Otava 1.5), at 1.31% → 1.58% alerts per untouched series-night (the peers' change points 1.88% and 1.92%). A weight
+of 0.3 bought less (41% at 1.5% noise) for little less (0.36% false at 3%)."""
 
 SHIFT_MIN_HISTORY = 10
 """The fewest nights of a segment a shift is tested against. The test takes night means as normal; with 3 to 9
