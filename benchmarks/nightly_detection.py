@@ -32,8 +32,8 @@ move at night 25 by 4% to 12% (machine-wide, as a runner image does), counted in
 Targets (issue 29): ≤ 0.5% alerts per A/A series-night; 95% of 5% steps alerted within the realistic bound + 1
 night (the bound t below: the step's night known, the baseline learnt from the nights before it; 2 / 4 / 11 nights
 at 0.5% / 1.5% / 3%); ≤ 1% / 1% / 5% never alerted; the second of two steps alerted as fast as the first; a
-machine-wide shift of 20 of 40 series one incident and no more than 20 series alerts (one a moved series; an
-alert of a moved series after its first is a false alert of its new level, printed apart).
+machine-wide shift of 20 of 40 series one incident and no more than 20 series alerts (the moved series' alerts are
+printed with how many are each series' first since the move and how many came after it).
 """
 
 import argparse
@@ -196,7 +196,7 @@ def measure(series: int, nights: int, level: float, seed: int, scenario: str = "
                                            for i in chosen) / chosen.size for step in steps},
         "incidents": [len(incident.alerts.all()) for incident in Incident.objects.filter(
             kind=IncidentKind.MACHINE).prefetch_related("alerts")],
-        # A series' first alert since its step is the step's (whatever night it names); any more are its new level's.
+        # Each moved series' first alert since its step, and the alerts after those.
         "stepped_alerts": [len(first_alert), stepped_alerts - len(first_alert)],
         "change_points_aa": sum(not stepped[index[m]] for m in change_points),
         "change_points_step": sum(bool(stepped[index[m]]) for m in change_points),
@@ -260,8 +260,8 @@ def main() -> None:
         if arguments.scenario == "machine-wide":
             print(f"{'':>10} {'':>9} incidents: {len(figures['incidents'])} (of {figures['incidents']} alerts); "
                   f"alerts of the {MACHINE_WIDE[0]} moved series: {sum(figures['stepped_alerts'])} "
-                  f"({figures['stepped_alerts'][0]} the move's, the first of a series since it; "
-                  f"{figures['stepped_alerts'][1]} more, false alerts of the new level)")
+                  f"({figures['stepped_alerts'][0]} a series' first since the move, "
+                  f"{figures['stepped_alerts'][1]} after it)")
     print("oracle: 100,000 simulated steps; its false-alarm rate* is its level by construction. An alert counts "
           "the night it opens (suspected or confirmed); a step series' alert before its step counts as false")
     print(f"bound σ / bound t: the step's first night known, the baseline mean learnt from the {STEP_NIGHT} nights "

@@ -317,8 +317,7 @@ def test_the_benchmarks_machine_wide_shift_raises_one_incident_and_one_alert_a_m
     # 4% to 12% at night 25). Seed 29 drew both ways a moved series got a second alert: at 1.5% three nights high by
     # chance before the move, first named as its start, then split from it; at 3% the daily scan placing the move
     # 6 nights early, sized by it. Now: the alert re-placed at the move's night, the change point tested up to
-    # the alerted move. A moved series' alert after its first is a false alert of its new level (0.3–0.4% of
-    # series-nights may be), not the move's.
+    # the alerted move. Every moved series alerted, once.
     statistics_run_on_sqlite_only("PostgreSQL runs the machine-wide tests above (2 min each here)")
     from benchmarks.nightly_detection import measure
 
@@ -326,7 +325,7 @@ def test_the_benchmarks_machine_wide_shift_raises_one_incident_and_one_alert_a_m
 
     assert len(figures["incidents"]) == 1 and figures["incidents"][0] >= 15, figures["incidents"]
     moves, more = figures["stepped_alerts"]
-    assert moves == 20 and more <= 1, figures
+    assert moves + more <= 20 and moves == 20, figures
 
 
 def test_a_second_step_long_after_a_stray_alert_gets_an_alert_of_its_own():
