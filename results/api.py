@@ -19,7 +19,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from . import exports, selectors, services
 from .stored_rows import stored_rows
-from .alerts import set_alert_status, triage_incident
+from .triage import set_alert_status, triage_incident
 from .api_framework import (
     READ_AUTH,
     READ_REFUSALS,

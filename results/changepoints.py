@@ -196,6 +196,11 @@ def record_confirmed(alerts: list[Alert]) -> list[ChangePoint]:
     return [*moved, *ChangePoint.objects.bulk_create(recorded, ignore_conflicts=True)]
 
 
+def retract_for_alerts(alerts) -> None:
+    """A dismissed alert's change point is retracted with it (kept, marked, as a re-scan retracts one)."""
+    ChangePoint.objects.filter(alert__in=alerts, retracted_at__isnull=True).update(retracted_at=timezone.now())
+
+
 def follow_first_nights(alerts: list[Alert]) -> list[ChangePoint]:
     """Each alert's own change point moved to the alert's first run (the move recorded), where it is elsewhere:
     an alert re-placed at a later night keeps its one change point, at the night it names now."""

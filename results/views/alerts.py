@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from .. import exports, selectors
 from ..access import readable
-from ..alerts import triage_alert, triage_incident
+from ..triage import triage_alert, triage_incident
 from ..models import AlertStatus
 
 ASSIGNED_TO_ME_LOGIN = "Log in to see the alerts assigned to you."

@@ -7,7 +7,7 @@ rounds would), and the page's poller must pick that up.
 import pytest
 from playwright.sync_api import expect
 
-from results import alerts, comparisons
+from results import comparisons, triage
 from results.models import Alert, Membership, Role
 from runner import services as runner_services
 from runner.models import Job, Round, Session, SessionStatus
@@ -272,7 +272,7 @@ def test_a_user_triages_an_alert(page, login, screenshot, staff):
                          "worse_mean": 1.2, "pvalue": 0.00002, "overlap": False, "resolved": True}]})
     user = UserFactory()
     Membership.objects.create(project=run.project, user=user, role=Role.MAINTAINER)
-    alerts.set_alert_status(alert=sort_alert, status="acknowledged", note="bisecting", user=user)
+    triage.set_alert_status(alert=sort_alert, status="acknowledged", note="bisecting", user=user)
     login(user)
 
     page.goto("/alerts/")

@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from django.core.exceptions import ValidationError
 
-from results import alerts, comparisons
+from results import comparisons, triage
 from results.models import Alert, AlertEvent, Project, Run
 from runner import services as runner_services
 from runner.models import Session, SessionStatus
@@ -63,7 +63,7 @@ def test_alerts_are_listed_per_run_with_change_p_q_status_and_links():
 def test_filters_are_get_parameters_so_every_view_is_a_permalink(maintainer):
     regressed_run()
     alert = Alert.objects.get()
-    alerts.set_alert_status(alert=alert, status="fixed", user=maintainer)
+    triage.set_alert_status(alert=alert, status="fixed", user=maintainer)
     ProjectFactory(name="Other", slug="other")
 
     assert 'class="alert-row"' in Client().get("/alerts/?status=fixed").content.decode()
@@ -174,7 +174,7 @@ def test_the_alerts_page_issues_a_fixed_number_of_queries(maintainer, staff):
         Run.objects.all().delete()
         regressed_run(benchmarks)
         for alert in Alert.objects.all():
-            alerts.set_alert_status(alert=alert, status="acknowledged", note="looking", user=maintainer)
+            triage.set_alert_status(alert=alert, status="acknowledged", note="looking", user=maintainer)
         with CaptureQueriesContext(connection) as queries:
             html = logged_in(staff).get("/alerts/").content.decode()
         assert html.count('class="alert-row"') == len(benchmarks)
@@ -187,7 +187,7 @@ def test_the_alerts_page_issues_a_fixed_number_of_queries(maintainer, staff):
 
 def test_benchmark_names_and_notes_are_escaped(maintainer):
     regressed_run(("<img src=x onerror=alert(1)>",))
-    alerts.set_alert_status(alert=Alert.objects.get(), status="invalid", note="<script>bad()</script>",
+    triage.set_alert_status(alert=Alert.objects.get(), status="invalid", note="<script>bad()</script>",
                                  user=maintainer)
 
     html = Client().get("/alerts/").content.decode()
@@ -306,9 +306,9 @@ def test_a_bad_bug_link_or_assignee_changes_nothing(maintainer):
         response = client.post("/alerts/", {"alert": alert.pk, "status": "fixed", **wrong}, follow=True)
         assert "Not changed:" in response.content.decode()
     with pytest.raises(ValidationError, match="active users"):
-        alerts.triage_alert(alert=alert, status="fixed", assignee=gone, user=maintainer)
+        triage.triage_alert(alert=alert, status="fixed", assignee=gone, user=maintainer)
     with pytest.raises(ValidationError, match="http"):
-        alerts.triage_alert(alert=alert, status="fixed", bug_url="ftp://bugs.example.org/1", user=maintainer)
+        triage.triage_alert(alert=alert, status="fixed", bug_url="ftp://bugs.example.org/1", user=maintainer)
 
     alert.refresh_from_db()
     assert (alert.status, alert.bug_url, alert.assignee) == ("new", "", None) and not AlertEvent.objects.exists()

@@ -11,7 +11,7 @@ from django.core import mail
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from results import alerts, comparisons, decisions, notifications, pairwise_rows, services
+from results import comparisons, decisions, notifications, pairwise_rows, services, triage
 from results.models import Alert, AlertGroup, Comparison, ComparisonMethod, Project, Run, Verdict
 from results.schemas import RunIn
 from results.stored_rows import stored_rows
@@ -195,8 +195,8 @@ def test_triaging_an_alert_records_who_when_and_why(maintainer):
     comparisons.compare_run(run_id=posted_run(10, {"sort": 1.2}, sd=0.002).pk)
     alert = Alert.objects.get()
 
-    alerts.set_alert_status(alert=alert, status="acknowledged", note="bisecting", user=maintainer)
-    alerts.set_alert_status(alert=alert, status="fixed", note="reverted in #42", user=maintainer)
+    triage.set_alert_status(alert=alert, status="acknowledged", note="bisecting", user=maintainer)
+    triage.set_alert_status(alert=alert, status="fixed", note="reverted in #42", user=maintainer)
 
     alert.refresh_from_db()
     assert (alert.status, alert.updated_by) == ("fixed", maintainer)
@@ -214,11 +214,11 @@ def test_an_unknown_status_or_an_anonymous_user_changes_nothing(maintainer):
     alert = Alert.objects.get()
 
     with pytest.raises(ValidationError, match="Choose one of"):
-        alerts.set_alert_status(alert=alert, status="gone", user=maintainer)
+        triage.set_alert_status(alert=alert, status="gone", user=maintainer)
     with pytest.raises(PermissionDenied):
-        alerts.set_alert_status(alert=alert, status="fixed", user=AnonymousUser())
+        triage.set_alert_status(alert=alert, status="fixed", user=AnonymousUser())
     with pytest.raises(PermissionDenied, match="needs a member with the role maintainer"):
-        alerts.set_alert_status(alert=alert, status="fixed", user=UserFactory())
+        triage.set_alert_status(alert=alert, status="fixed", user=UserFactory())
     assert Alert.objects.get().status == "new" and not alert.events.exists()
 
 

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from results import comparisons, confirmations
-from results.alerts import set_alert_status
+from results.triage import set_alert_status
 from results.stored_rows import stored_rows
 from results.models import Alert, AlertState, ChangePoint, Comparison, Run
 from results.presentation import evidence

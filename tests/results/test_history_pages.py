@@ -11,7 +11,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone as django_timezone
 
-from results import alerts, comparisons
+from results import comparisons, triage
 from results.models import (
     Alert,
     ChangePoint,
@@ -329,7 +329,7 @@ def test_a_cached_run_page_shows_a_triaged_alert_and_a_new_comparison_at_once(ma
     assert "· New</a>" in Client().get(f"/runs/{last.pk}/").content.decode()
 
     alert = Alert.objects.get(group__run=last)
-    alerts.set_alert_status(alert=alert, status="acknowledged", note="looking", user=maintainer)
+    triage.set_alert_status(alert=alert, status="acknowledged", note="looking", user=maintainer)
     assert "· Acknowledged</a>" in Client().get(f"/runs/{last.pk}/").content.decode()
 
     Run.objects.filter(pk=last.pk).update(compared_at=None)

@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 
 from results import services
-from results.alerts import triage_incident
+from results.triage import triage_incident
 from results.models import Alert, AlertEvent, AlertStatus, Incident, IncidentKind
 from tests.factories import UserFactory
 from tests.results.test_sheriff import opened_alerts

@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 
 from results import comparisons, selectors
-from results.alerts import set_alert_status
+from results.triage import set_alert_status
 from results.models import Alert, AlertEvent, AlertState, AlertStatus, Incident, IncidentKind, Project
 from tests.factories import NIGHT_ZERO, UserFactory, posted_run
 
