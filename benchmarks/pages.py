@@ -348,7 +348,7 @@ def _shift(night: int, truth: dict, run_ids: list[int]) -> list[dict]:
     """Each series tested for a shift at one of its recent nights (nightly_rows.shift_rows' numbers and inputs;
     never carried: the seeded alerts are confirmed within CONFIRMED_AFTER nights)."""
     from results import stats
-    from results.nightly_rows import SHIFT_HISTORY, SHIFT_MIN_HISTORY, SHIFT_RECENT
+    from results.nightly_rows import NEWEST_NIGHT_WEIGHT, SHIFT_HISTORY, SHIFT_MIN_HISTORY, SHIFT_RECENT
     from results.result_schema import DEFAULT_THRESHOLD
 
     means = truth["means"]
@@ -368,10 +368,10 @@ def _shift(night: int, truth: dict, run_ids: list[int]) -> list[dict]:
         present = nights >= first[members, None]
         values = np.where(present, means[np.where(present, nights, 0), members[:, None]], np.nan)
         found = stats.recent_shift(values, history=SHIFT_HISTORY, recent=int(tried), min_history=SHIFT_MIN_HISTORY,
-                                   confidence=0.95)
+                                   confidence=0.95, newest_weight=NEWEST_NIGHT_WEIGHT)
         columns = {name: np.atleast_1d(getattr(found, name)) for name in (
             "start", "nights", "history_size", "ratio", "low", "high", "bounded", "statistic", "pvalue",
-            "unadjusted_pvalue", "mean_after", "mean_before", "pooled_variance")}
+            "unadjusted_pvalue", "mean_after", "mean_before", "pooled_variance", "newest_alone")}
         m, k = columns["nights"], columns["history_size"]
         # The nights since the start against those before it, each with its own spread (two nights at least).
         after = position[None, :] >= width - m[:, None]
@@ -403,7 +403,8 @@ def _shift(night: int, truth: dict, run_ids: list[int]) -> list[dict]:
                 "nights_since": nights_after, "carried": False,
                 "unadjusted_pvalue": numbers["unadjusted_pvalue"][row],
                 "baseline": [numbers["mean_before"][row], numbers["pooled_variance"][row], history, 1, True],
-                "welch_pvalue": welch[row] if nights_after >= 2 else None})
+                "welch_pvalue": welch[row] if nights_after >= 2 else None,
+                **({"newest_weight": NEWEST_NIGHT_WEIGHT} if numbers["newest_alone"][row] else {})})
     return rows
 
 
