@@ -9,7 +9,7 @@ import json
 from typing import Annotated, Any
 
 from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import Query, Schema
 from ninja.responses import Status
@@ -28,6 +28,7 @@ from .api_framework import (
     Pages,
     api,
     error_body,
+    or_404,
     refusals,
     request_token,
 )
@@ -227,10 +228,7 @@ def list_runs(request: HttpRequest, filters: Query[RunFilters]):
 @api.get("/runs/{id:run_id}", response={200: RunDetailOut, **refusals(401, 404)}, auth=READ_AUTH, url_name="run_detail",
          summary="One run with its results")
 def run_detail(request: HttpRequest, run_id: int):
-    try:
-        run = selectors.run_with_results(run_id=run_id, viewer=request.user)
-    except Run.DoesNotExist:
-        raise Http404(f"No run {run_id}.") from None
+    run = or_404(lambda: selectors.run_with_results(run_id=run_id, viewer=request.user), f"No run {run_id}.")
     return {**_run_out(run), "environment": run.environment,
             "results": [_result_out(result) for result in run.results.all()],
             "failures": [{"metric_id": failure.metric_id, "benchmark_id": failure.metric.benchmark_id,
@@ -306,11 +304,9 @@ class SeriesFilters(Schema):
          auth=READ_AUTH, url_name="metric_series",
          summary="One metric's results over time")
 def metric_series(request: HttpRequest, metric_id: int, filters: Query[SeriesFilters]):
-    try:
-        metric, points = selectors.metric_series(metric_id=metric_id, viewer=request.user, machine=filters.machine,
-                                                 branch=filters.branch, limit=max(1, min(filters.limit, 5000)))
-    except Metric.DoesNotExist:
-        raise Http404(f"No metric {metric_id}.") from None
+    metric, points = or_404(lambda: selectors.metric_series(
+        metric_id=metric_id, viewer=request.user, machine=filters.machine, branch=filters.branch,
+        limit=max(1, min(filters.limit, 5000))), f"No metric {metric_id}.")
     series = SeriesOut.model_validate({
         "metric_id": metric.pk, "benchmark": metric.benchmark.name, "metric": metric.name, "unit": metric.unit,
         "direction": metric.direction, "points": points})
@@ -361,10 +357,8 @@ def comparison_out(row: ComparisonRow) -> dict:
          summary="A run's comparisons, worst first")
 @paginate(Pages)
 def run_comparisons(request: HttpRequest, run_id: int, method: str | None = None):
-    try:
-        found = selectors.run_comparisons(run_id=run_id, viewer=request.user, method=method)
-    except Run.DoesNotExist:
-        raise Http404(f"No run {run_id}.") from None
+    found = or_404(lambda: selectors.run_comparisons(run_id=run_id, viewer=request.user, method=method),
+                   f"No run {run_id}.")
     rows = stored_rows([(comparison.candidate, comparison) for comparison in found])
     # Worst first needs every row's verdict and change: the rows are ordered whole, converted by the page.
     return PageOf(sorted(rows, key=lambda row: row.sort_key), lambda page: [comparison_out(row) for row in page])
@@ -405,7 +399,8 @@ def alert_outs(alerts: list[Alert]) -> list[dict]:
         "id": alert.pk, "status": alert.status, "run_id": alert.group.run.pk, "project": alert.group.run.project.slug,
         "machine": alert.group.run.machine.name,
         "commit": alert.group.run.revision.commit if alert.group.run.revision else None,
-        "state": alert.state, "incident_id": alert.incident_id, "confirmation_note": alert.confirmation_note, "first_run_id": alert.first_run_id, "bug_url": alert.bug_url or None,
+        "state": alert.state, "incident_id": alert.incident_id, "confirmation_note": alert.confirmation_note,
+        "first_run_id": alert.first_run_id, "bug_url": alert.bug_url or None,
         "assignee": alert.assignee.get_username() if alert.assignee else None, "comparison": comparison_out(row),
         "confirmation_sessions": sessions.get(alert.pk, []),
         "notifications": [{"channel": delivery.channel, "status": delivery.status, "attempts": delivery.attempts,
@@ -426,9 +421,7 @@ def list_alerts(request: HttpRequest, status: AlertStatus | None = None, project
 @api.post("/alerts/{id:alert_id}/status", response={200: AlertOut, **refusals(400, 401, 403, 404, 413, 422)},
           auth=WRITE_AUTH, url_name="alert_status", summary="Triage an alert")
 def alert_status(request: HttpRequest, alert_id: int, body: AlertStatusIn):
-    alert = selectors.alerts(viewer=request.user).filter(pk=alert_id).first()
-    if alert is None:
-        raise Http404(f"No alert {alert_id}.")
+    alert = or_404(selectors.alerts(viewer=request.user).filter(pk=alert_id).first, f"No alert {alert_id}.")
     set_alert_status(alert=alert, status=body.status.value, note=body.note, user=request.user,
                      token=request_token(request))
     return alert_outs([selectors.alerts(viewer=request.user).get(pk=alert_id)])[0]
@@ -494,10 +487,8 @@ def project_sheriff(request: HttpRequest, slug: Annotated[str, Field(max_length=
     regressions confirmed, and the median hours from a change's first bad night to its alert and from the alert to
     its triage, the bisections that ended, the culprits they named and their machine hours; ``total`` over the
     weeks asked for."""
-    try:
-        numbers = selectors.sheriff_numbers(viewer=request.user, project=slug, weeks=weeks)
-    except Project.DoesNotExist:
-        raise Http404(f"No project {slug}.") from None
+    numbers = or_404(lambda: selectors.sheriff_numbers(viewer=request.user, project=slug, weeks=weeks),
+                     f"No project {slug}.")
     return {"project": numbers.project.slug, "weeks": exports.sheriff_records(numbers),
             "total": exports.sheriff_record(numbers.total), "untriaged": numbers.untriaged}
 
@@ -512,9 +503,8 @@ def list_incidents(request: HttpRequest, project: Annotated[str, Field(max_lengt
 @api.post("/incidents/{id:incident_id}/status", response={200: IncidentOut, **refusals(400, 401, 403, 404, 413, 422)},
           auth=WRITE_AUTH, url_name="incident_status", summary="Triage an incident and its alerts at once")
 def incident_status(request: HttpRequest, incident_id: int, body: IncidentStatusIn):
-    incident = selectors.incidents(viewer=request.user).filter(pk=incident_id).first()
-    if incident is None:
-        raise Http404(f"No incident {incident_id}.")
+    incident = or_404(selectors.incidents(viewer=request.user).filter(pk=incident_id).first,
+                      f"No incident {incident_id}.")
     triage_incident(incident=incident, status=body.status.value, note=body.note, bug_url=body.bug_url,
                     user=request.user, token=request_token(request))
     return incident_outs([selectors.incidents(viewer=request.user).get(pk=incident_id)])[0]

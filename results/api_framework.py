@@ -4,10 +4,11 @@ strict JSON parser, the one error shape with its handlers, and bounded paginatio
 :mod:`results.api` and :mod:`results.pr_api`; the runner's, :mod:`runner.api`."""
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, HttpRequest
 from ninja import NinjaAPI, Schema
@@ -35,6 +36,21 @@ class TokenAuth(HttpBearer):
         services.touch_api_token(token=row)
         request.user, request.api_token = row.user, row
         return row.user
+
+
+Found = TypeVar("Found")
+
+
+def or_404(find: Callable[[], Found | None], missing: str) -> Found:
+    """What `find` returns (a selector that raises DoesNotExist, or a query's ``first()``), or a 404 saying
+    `missing` where it finds nothing, or nothing the requester may read."""
+    try:
+        found = find()
+    except ObjectDoesNotExist:
+        found = None
+    if found is None:
+        raise Http404(missing)
+    return found
 
 
 def request_token(request: HttpRequest) -> ApiToken | None:

@@ -6,14 +6,13 @@ every other read (token, session, or anyone when ``PILOTWEB_PUBLIC_READ`` is on)
 
 from typing import Any
 
-from django.http import Http404, HttpRequest
+from django.http import HttpRequest
 from django.urls import reverse
 from ninja import Router, Schema
 
 from . import reports, selectors
 from .api import comparison_out
-from .api_framework import READ_AUTH, refusals
-from .models import Run
+from .api_framework import READ_AUTH, or_404, refusals
 
 router = Router(tags=["pull requests"])
 
@@ -28,10 +27,7 @@ class PullRequestSummaryOut(Schema):
             url_name="pr_summary",
             summary="A pull-request run against its base: Markdown for a PR comment, counts and comparisons")
 def pr_summary(request: HttpRequest, run_id: int):
-    try:
-        review = selectors.pr_review(run_id=run_id, viewer=request.user)
-    except Run.DoesNotExist:
-        raise Http404(f"No pull-request run {run_id}.") from None
+    review = or_404(lambda: selectors.pr_review(run_id=run_id, viewer=request.user), f"No pull-request run {run_id}.")
     url = request.build_absolute_uri(reverse("results:pr_review", args=[run_id]))
     return {"markdown": reports.pr_markdown(review, url=url), "summary": reports.pr_summary(review),
             "comparisons": [{**comparison_out(row), "baseline": _side(row.baseline), "candidate": _side(row.candidate),

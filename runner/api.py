@@ -6,14 +6,23 @@ from typing import Annotated, Any, NoReturn
 
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
-from django.http import Http404, HttpRequest
+from django.http import HttpRequest
 from ninja import Router, Schema
 from ninja.pagination import paginate
 from ninja.responses import Status
 from pydantic import BaseModel, ConfigDict, Field
 
 from results import access
-from results.api_framework import READ_AUTH, READ_REFUSALS, WRITE_AUTH, PageOf, Pages, refusals, request_token
+from results.api_framework import (
+    READ_AUTH,
+    READ_REFUSALS,
+    WRITE_AUTH,
+    PageOf,
+    Pages,
+    or_404,
+    refusals,
+    request_token,
+)
 from results.models import TokenScope
 from results.result_schema import SingleLine
 from results.schemas import Branch, OptionalCommit
@@ -183,9 +192,7 @@ def create_job(request: HttpRequest, body: JobIn):
               summary="Change a job and its schedule (staff), validated by the job form")
 def edit_job(request: HttpRequest, job_id: int, body: JobIn):
     _staff(request)
-    job = Job.objects.select_related("schedule__crontab").filter(pk=job_id).first()
-    if job is None:
-        raise Http404(f"No job {job_id}.")
+    job = or_404(Job.objects.select_related("schedule__crontab").filter(pk=job_id).first, f"No job {job_id}.")
     form = _job_form(body.model_extra or {}, job=job)
     if not form.is_valid():
         _refuse(form)
@@ -203,9 +210,7 @@ def edit_job(request: HttpRequest, job_id: int, body: JobIn):
 def run_job(request: HttpRequest, job_id: int, body: RunNowIn | None = None):
     """Queue a session of the job now; the body (its revisions) may be left out: a plain session."""
     _staff(request)
-    job = Job.objects.select_related("machine").filter(pk=job_id).first()
-    if job is None:
-        raise Http404(f"No job {job_id}.")
+    job = or_404(Job.objects.select_related("machine").filter(pk=job_id).first, f"No job {job_id}.")
     session = services.start_session(job=job, user=request.user,
                                      revisions=[revision.model_dump() for revision in body.revisions] if body else [])
     session = selectors.session(session_id=session.pk, viewer=request.user)
@@ -219,10 +224,8 @@ def run_job(request: HttpRequest, job_id: int, body: RunNowIn | None = None):
              url_name="session_cancel", summary="Cancel a session (staff)")
 def cancel(request: HttpRequest, session_id: int):
     _staff(request)
-    try:
-        session = selectors.session(session_id=session_id, viewer=request.user)
-    except Session.DoesNotExist:
-        raise Http404(f"No session {session_id}.") from None
+    session = or_404(lambda: selectors.session(session_id=session_id, viewer=request.user),
+                     f"No session {session_id}.")
     services.cancel_session(session=session, user=request.user)
     return session_out(selectors.session(session_id=session_id, viewer=request.user))
 
@@ -231,7 +234,5 @@ def cancel(request: HttpRequest, session_id: int):
             url_name="session_detail",
             summary="A session's status and progress")
 def session_detail(request: HttpRequest, session_id: int):
-    try:
-        return session_out(selectors.session(session_id=session_id, viewer=request.user))
-    except Session.DoesNotExist:
-        raise Http404(f"No session {session_id}.") from None
+    return session_out(or_404(lambda: selectors.session(session_id=session_id, viewer=request.user),
+                              f"No session {session_id}."))

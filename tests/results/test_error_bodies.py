@@ -153,3 +153,19 @@ def test_an_unexpected_failure_is_a_500_in_the_same_shape_and_still_logged(monke
     assert "a bug" not in assert_error_body(response, 500)["detail"]
     assert any(record.exc_info and record.exc_info[0] is RuntimeError for record in caplog.records
                if record.name == "django.request")
+
+
+def test_what_is_not_there_is_a_404_that_names_it(db, token):
+    client = as_deployed(token)
+    status = {"status": "acknowledged", "note": ""}
+
+    for response, detail in (
+        (client.get("/api/v1/runs/999"), "No run 999."),
+        (client.get("/api/v1/runs/999/comparisons"), "No run 999."),
+        (client.get("/api/v1/runs/999/pr-summary"), "No pull-request run 999."),
+        (client.get("/api/v1/metrics/999/series"), "No metric 999."),
+        (client.get("/api/v1/projects/no-such-project/sheriff"), "No project no-such-project."),
+        (client.post("/api/v1/alerts/999/status", status, content_type="application/json"), "No alert 999."),
+        (client.post("/api/v1/incidents/999/status", status, content_type="application/json"), "No incident 999."),
+    ):
+        assert assert_error_body(response, 404)["detail"] == detail
