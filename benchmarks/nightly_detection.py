@@ -172,6 +172,7 @@ def measure(series: int, nights: int, level: float, seed: int, scenario: str = "
     false_alerts = 0
     states: dict[str, int] = {}
     stepped_alerts = 0
+    unmoved_alerts = 0  # the series that did not move, from the step's night on: the control of the later alerts
     for metric_id, opened, first, state in Alert.objects.values_list(
             "comparison__candidate__metric_id", "comparison__candidate__run__started_at", "first_run__started_at",
             "state"):
@@ -183,6 +184,7 @@ def measure(series: int, nights: int, level: float, seed: int, scenario: str = "
             first_alert[i, step] = min(first_alert.get((i, step), (nights, 0)), (night, named))
         elif night >= HISTORY_FULL:
             false_alerts += 1
+            unmoved_alerts += not stepped[i] and night >= STEP_NIGHT
             states[state] = states.get(state, 0) + 1
     chosen = np.flatnonzero(stepped)
     change_points = list(ChangePoint.objects.values_list("metric_id", flat=True))
@@ -198,6 +200,7 @@ def measure(series: int, nights: int, level: float, seed: int, scenario: str = "
             kind=IncidentKind.MACHINE).prefetch_related("alerts")],
         # Each moved series' first alert since its step, and the alerts after those.
         "stepped_alerts": [len(first_alert), stepped_alerts - len(first_alert)],
+        "unmoved_alerts": unmoved_alerts,
         "change_points_aa": sum(not stepped[index[m]] for m in change_points),
         "change_points_step": sum(bool(stepped[index[m]]) for m in change_points),
     }
@@ -261,7 +264,8 @@ def main() -> None:
             print(f"{'':>10} {'':>9} incidents: {len(figures['incidents'])} (of {figures['incidents']} alerts); "
                   f"alerts of the {MACHINE_WIDE[0]} moved series: {sum(figures['stepped_alerts'])} "
                   f"({figures['stepped_alerts'][0]} a series' first since the move, "
-                  f"{figures['stepped_alerts'][1]} after it)")
+                  f"{figures['stepped_alerts'][1]} after it; the {series - MACHINE_WIDE[0]} series not moved: "
+                  f"{figures['unmoved_alerts']} alerts in the same nights)")
     print("oracle: 100,000 simulated steps; its false-alarm rate* is its level by construction. An alert counts "
           "the night it opens (suspected or confirmed); a step series' alert before its step counts as false")
     print(f"bound σ / bound t: the step's first night known, the baseline mean learnt from the {STEP_NIGHT} nights "
