@@ -295,6 +295,33 @@ def test_a_change_point_to_act_on_gets_one_alert_an_old_one_none_and_an_earlier_
     assert "found by a change point of the daily scan" in html
 
 
+def test_a_change_point_after_a_suspected_alert_is_tested_against_the_nights_since_the_change_before():
+    # A confirmed step at night 15, a suspected (false) alert at 39, a real +4% step at 45 (2% night-to-night
+    # noise). The change point at 45 settles the suspected alert, so its history is the 30 nights since 15: a
+    # regression there. Bounded at 39 instead (6 nights), its interval reached into the band and it was never
+    # alerted (seen in benchmarks/nightly_detection.py --scenario two-steps, 3%, seed 15).
+    levels = np.where(np.arange(60) < 15, 1.0, 1.06) * np.where(np.arange(60) < 45, 1.0, 1.04)
+    runs = post_history({"sort": levels}, seed=6, noise=0.02)
+
+    def alert(first: int, opened: int, state: str, verdict: str) -> Alert:
+        comparison = Comparison.objects.create(
+            candidate=Result.objects.get(run=runs[opened], metric_id=metric("sort")), method=ComparisonMethod.SHIFT,
+            ratio=1.04, verdict=verdict, threshold=0.02, confidence_level=0.95)
+        return Alert.objects.create(comparison=comparison, group=AlertGroup.objects.create(run=runs[opened]),
+                                    first_run=runs[first], state=state)
+
+    alert(15, 17, AlertState.CONFIRMED, Verdict.REGRESSION)
+    suspected = alert(39, 41, AlertState.SUSPECTED, Verdict.SUSPECTED_REGRESSION)
+
+    alerts.scan_change_points()
+
+    point = ChangePoint.objects.get(run=runs[45])
+    assert point.alert is not None and (point.alert.state, point.alert.comparison.verdict) == (
+        AlertState.CONFIRMED, Verdict.REGRESSION)
+    suspected.refresh_from_db()
+    assert suspected.state == AlertState.DISMISSED
+
+
 def test_a_confirmed_alert_whose_first_night_moves_far_takes_its_change_point_along():
     # A confirmed alert is one change point. Its first night is re-estimated nightly; where it moved farther than a
     # re-scan would follow (MOVE_NIGHTS), a second change point was stored and the first left behind, both naming
