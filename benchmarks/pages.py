@@ -141,9 +141,10 @@ def seed(series: int, runs: int) -> dict:
 
 
 def _as_autovacuum_leaves_it() -> None:
-    """PostgreSQL: vacuum and analyse the seeded tables, as a production server's autovacuum does after bulk
+    """PostgreSQL: vacuum and analyse the seeded database, as a production server's autovacuum does after bulk
     inserts (the throwaway cluster runs without it, ``tests.pgcluster``): never analysed, 3M comparisons are
-    planned from their size alone, and pages took 5-10 times longer than on an analysed database."""
+    planned from their size alone (at 1M results the overview took 1.8 s against 129 ms analysed, the run page's
+    first view 2.4 s against 98 ms)."""
     from django.db import connection
 
     if connection.vendor == "postgresql":

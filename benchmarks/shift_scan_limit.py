@@ -73,6 +73,8 @@ def main() -> None:
     stepped = np.where(nights >= STEP_NIGHT, 1.0 + STEP, 1.0) + rng.normal(0.0, sd, (arguments.series, nights.size))
     flat = 1.0 + rng.normal(0.0, sd, (arguments.series, nights.size))
     bound = summarize(known_start_delays(arguments.level, variance_known=False), steps=100_000)["by_95"]
+    if bound is None:
+        raise SystemExit(f"the bound finds 95% of steps within no 16 nights at {arguments.level:.1%}: no target")
     target = bound + 1
     print(f"5% steps at {arguments.level:.1%} run-to-run noise, {arguments.series:,} series; bound t: 95% by night "
           f"{bound}, target {target}")

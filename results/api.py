@@ -228,7 +228,8 @@ def list_runs(request: HttpRequest, filters: Query[RunFilters]):
 @api.get("/runs/{id:run_id}", response={200: RunDetailOut, **refusals(401, 404)}, auth=READ_AUTH, url_name="run_detail",
          summary="One run with its results")
 def run_detail(request: HttpRequest, run_id: int):
-    run = or_404(lambda: selectors.run_with_results(run_id=run_id, viewer=request.user), f"No run {run_id}.")
+    run = or_404(lambda: selectors.run_with_results(run_id=run_id, viewer=request.user), f"No run {run_id}.",
+                 absent=Run.DoesNotExist)
     return {**_run_out(run), "environment": run.environment,
             "results": [_result_out(result) for result in run.results.all()],
             "failures": [{"metric_id": failure.metric_id, "benchmark_id": failure.metric.benchmark_id,
@@ -306,7 +307,7 @@ class SeriesFilters(Schema):
 def metric_series(request: HttpRequest, metric_id: int, filters: Query[SeriesFilters]):
     metric, points = or_404(lambda: selectors.metric_series(
         metric_id=metric_id, viewer=request.user, machine=filters.machine, branch=filters.branch,
-        limit=max(1, min(filters.limit, 5000))), f"No metric {metric_id}.")
+        limit=max(1, min(filters.limit, 5000))), f"No metric {metric_id}.", absent=Metric.DoesNotExist)
     series = SeriesOut.model_validate({
         "metric_id": metric.pk, "benchmark": metric.benchmark.name, "metric": metric.name, "unit": metric.unit,
         "direction": metric.direction, "points": points})
@@ -358,7 +359,7 @@ def comparison_out(row: ComparisonRow) -> dict:
 @paginate(Pages)
 def run_comparisons(request: HttpRequest, run_id: int, method: str | None = None):
     found = or_404(lambda: selectors.run_comparisons(run_id=run_id, viewer=request.user, method=method),
-                   f"No run {run_id}.")
+                   f"No run {run_id}.", absent=Run.DoesNotExist)
     rows = stored_rows([(comparison.candidate, comparison) for comparison in found])
     # Worst first needs every row's verdict and change: the rows are ordered whole, converted by the page.
     return PageOf(sorted(rows, key=lambda row: row.sort_key), lambda page: [comparison_out(row) for row in page])
@@ -488,7 +489,7 @@ def project_sheriff(request: HttpRequest, slug: Annotated[str, Field(max_length=
     its triage, the bisections that ended, the culprits they named and their machine hours; ``total`` over the
     weeks asked for."""
     numbers = or_404(lambda: selectors.sheriff_numbers(viewer=request.user, project=slug, weeks=weeks),
-                     f"No project {slug}.")
+                     f"No project {slug}.", absent=Project.DoesNotExist)
     return {"project": numbers.project.slug, "weeks": exports.sheriff_records(numbers),
             "total": exports.sheriff_record(numbers.total), "untriaged": numbers.untriaged}
 

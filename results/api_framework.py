@@ -41,12 +41,14 @@ class TokenAuth(HttpBearer):
 Found = TypeVar("Found")
 
 
-def or_404(find: Callable[[], Found | None], missing: str) -> Found:
-    """What `find` returns (a selector that raises DoesNotExist, or a query's ``first()``), or a 404 saying
-    `missing` where it finds nothing, or nothing the requester may read."""
+def or_404(find: Callable[[], Found | None], missing: str, *,
+           absent: type[ObjectDoesNotExist] | tuple[type[ObjectDoesNotExist], ...] = ()) -> Found:
+    """What `find` returns (a query's ``first()``, or a selector that raises `absent`, the model's DoesNotExist,
+    where what it was asked for is not there or not the requester's to read), or a 404 saying `missing` where it
+    finds nothing. Only `absent` is caught: another model's DoesNotExist raised inside is a fault, not a 404."""
     try:
         found = find()
-    except ObjectDoesNotExist:
+    except absent:
         found = None
     if found is None:
         raise Http404(missing)

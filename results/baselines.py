@@ -54,6 +54,12 @@ UNTRIAGED = (AlertStatus.NEW, AlertStatus.ACKNOWLEDGED)
 ACCEPTED = (AlertStatus.FIXED, AlertStatus.WONT_FIX)
 
 
+def is_change(state: str, status: str) -> bool:
+    """Whether an alert stands as a change of its series: not marked invalid, and not dismissed unless a person
+    accepted it (fixed, won't fix)."""
+    return status != AlertStatus.INVALID and (state != AlertState.DISMISSED or status in ACCEPTED)
+
+
 @dataclass(frozen=True)
 class Night:
     run_id: int
@@ -72,8 +78,8 @@ class SeriesBaseline:
     change tonight's evidence is for, at ``segment_start``, pooled against the nights from ``carried_from``
     (the segment before it); ``carried_worse`` says whether that change was for the worse (which way its first
     night may be re-estimated), ``carried_opened`` the index of the night its alert was opened on (the latest
-    its first night may be re-estimated to: the shift was there that night). ``tried_after`` is the index of the newest first night of a dismissed change
-    (starts after it only).
+    its first night may be re-estimated to: the shift was there that night). ``tried_after`` is the index of the
+    newest first night of a dismissed change (starts after it only).
     """
 
     nights: tuple[Night, ...]
@@ -217,7 +223,7 @@ def series_alerts(run: Run, metric_ids: list[int]) -> dict[int, SeriesAlerts]:
     found: dict[int, dict] = defaultdict(lambda: {"changes": []})
     for pk, metric_id, state, status, first, verdict, opened in rows:
         current = found[metric_id]
-        if status == AlertStatus.INVALID or (state == AlertState.DISMISSED and status not in ACCEPTED):
+        if not is_change(state, status):
             current["dismissed_through"] = max(first, current.get("dismissed_through") or first)
             continue
         level = status in ACCEPTED or state == AlertState.CONFIRMED

@@ -21,7 +21,7 @@ from collections import defaultdict
 
 import numpy as np
 from django.db import transaction
-from django.db.models import F, Q, Window
+from django.db.models import F, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
@@ -196,8 +196,9 @@ def record_confirmed(alerts: list[Alert]) -> list[ChangePoint]:
     return [*moved, *ChangePoint.objects.bulk_create(recorded, ignore_conflicts=True)]
 
 
-def retract_for_alerts(alerts) -> None:
-    """A dismissed alert's change point is retracted with it (kept, marked, as a re-scan retracts one)."""
+def retract_for_alerts(*, alerts: QuerySet[Alert] | list[Alert]) -> None:
+    """The change points of `alerts` (dismissed, marked invalid, or moved off the night they named) retracted:
+    kept, marked, as a re-scan retracts one."""
     ChangePoint.objects.filter(alert__in=alerts, retracted_at__isnull=True).update(retracted_at=timezone.now())
 
 

@@ -13,6 +13,7 @@ from ninja import Router, Schema
 from . import reports, selectors
 from .api import comparison_out
 from .api_framework import READ_AUTH, or_404, refusals
+from .models import Run
 
 router = Router(tags=["pull requests"])
 
@@ -27,7 +28,8 @@ class PullRequestSummaryOut(Schema):
             url_name="pr_summary",
             summary="A pull-request run against its base: Markdown for a PR comment, counts and comparisons")
 def pr_summary(request: HttpRequest, run_id: int):
-    review = or_404(lambda: selectors.pr_review(run_id=run_id, viewer=request.user), f"No pull-request run {run_id}.")
+    review = or_404(lambda: selectors.pr_review(run_id=run_id, viewer=request.user), f"No pull-request run {run_id}.",
+                    absent=Run.DoesNotExist)
     url = request.build_absolute_uri(reverse("results:pr_review", args=[run_id]))
     return {"markdown": reports.pr_markdown(review, url=url), "summary": reports.pr_summary(review),
             "comparisons": [{**comparison_out(row), "baseline": _side(row.baseline), "candidate": _side(row.candidate),

@@ -119,7 +119,7 @@ def _change_status(alert: Alert, *, status: str, note: str, user) -> bool:
     if alert.status == status and not note:
         return False
     if status == AlertStatus.INVALID:
-        changepoints.retract_for_alerts(Alert.objects.filter(pk=alert.pk))
+        changepoints.retract_for_alerts(alerts=Alert.objects.filter(pk=alert.pk))
     AlertEvent.objects.create(alert=alert, old_status=alert.status, new_status=status, note=note, user=user)
     alert.status = status
     return True

@@ -225,7 +225,7 @@ def run_job(request: HttpRequest, job_id: int, body: RunNowIn | None = None):
 def cancel(request: HttpRequest, session_id: int):
     _staff(request)
     session = or_404(lambda: selectors.session(session_id=session_id, viewer=request.user),
-                     f"No session {session_id}.")
+                     f"No session {session_id}.", absent=Session.DoesNotExist)
     services.cancel_session(session=session, user=request.user)
     return session_out(selectors.session(session_id=session_id, viewer=request.user))
 
@@ -235,4 +235,4 @@ def cancel(request: HttpRequest, session_id: int):
             summary="A session's status and progress")
 def session_detail(request: HttpRequest, session_id: int):
     return session_out(or_404(lambda: selectors.session(session_id=session_id, viewer=request.user),
-                              f"No session {session_id}."))
+                              f"No session {session_id}.", absent=Session.DoesNotExist))

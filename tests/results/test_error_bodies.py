@@ -155,12 +155,11 @@ def test_an_unexpected_failure_is_a_500_in_the_same_shape_and_still_logged(monke
                if record.name == "django.request")
 
 
-def test_what_is_not_there_is_a_404_that_names_it(db, token):
+def test_what_is_not_there_is_a_404_that_names_it(token):
     client = as_deployed(token)
     status = {"status": "acknowledged", "note": ""}
 
     for response, detail in (
-        (client.get("/api/v1/runs/999"), "No run 999."),
         (client.get("/api/v1/runs/999/comparisons"), "No run 999."),
         (client.get("/api/v1/runs/999/pr-summary"), "No pull-request run 999."),
         (client.get("/api/v1/metrics/999/series"), "No metric 999."),
