@@ -349,10 +349,12 @@ def scan_run_series(*, run_id: int) -> list[Alert]:
 
 def alert_change_points(points: list[ChangePoint]) -> list[Alert]:
     """Open an alert for each change point the user should act on (spec §8: stored change points and alerts
-    agree): one not yet an alert's, among its series' newest :data:`CHANGE_POINT_NIGHTS` nights, whose interval
-    lies beyond the band (a regression or an improvement, spec §7), significant at the series' level, and with
-    no alert of its series within ``MATCH_NIGHTS`` nights of it (that alert is the same change). The alert is
-    confirmed (a change point is a decision), names the change point's run as its first night, belongs to the
+    agree): one not yet an alert's, among its series' newest :data:`CHANGE_POINT_NIGHTS` nights, significant at
+    the series' level, whose interval lies beyond the band (a regression or an improvement, spec §7: a confirmed
+    alert) or reaches into it once :data:`SUSPECTED_CHANGE_POINT_NIGHTS` nights are pooled (a suspected one), with
+    no alert of its series within ``MATCH_NIGHTS`` nights of it (that alert is the same change), and a change of
+    its own between the series' changes (:func:`_between_changes`). The alert names the change point's run as its
+    first night, belongs to the
     alert group of its series' newest run, and is the change point's alert. A suspected, untriaged alert of the
     series before it is dismissed: the scan of the whole history places the change elsewhere. Returns the alerts
     opened. A fixed number of queries, whatever the number of change points."""
