@@ -428,6 +428,15 @@ def alert_change_points(points: list[ChangePoint]) -> list[Alert]:
         changes[point.metric_id, point.machine_id].append((point.run_id, False))
         superseded |= Q(comparison__candidate__metric_id=point.metric_id, first_run__machine_id=point.machine_id,
                         first_run__started_at__lt=point.run.started_at)
+    # Only a series' newest change is alerted as suspected (SUSPECTED_CHANGE_POINT_NIGHTS), among those opened here
+    # too: a later one settles it, as it settles one stored before.
+    newest = {}
+    for point, _, _, _ in opened:
+        key = (point.metric_id, point.machine_id)
+        newest[key] = max(newest.get(key, point.run.started_at), point.run.started_at)
+    opened = [(point, comparison, alert, run_id) for point, comparison, alert, run_id in opened
+              if alert.state != AlertState.SUSPECTED
+              or point.run.started_at == newest[point.metric_id, point.machine_id]]
     if not opened:
         return []
     # A suspected, untriaged alert before a change point the scan places elsewhere is settled by it.

@@ -324,6 +324,24 @@ def test_a_change_point_after_a_suspected_alert_is_tested_against_the_nights_sin
     assert suspected.state == AlertState.DISMISSED
 
 
+def test_of_two_change_points_of_a_series_alerted_at_once_a_suspected_earlier_one_is_left_to_the_later():
+    # A first scan of a history (nobody compared its nights): +2.5% at night 30, its interval reaching into the
+    # band (a suspected change), then +7% at 45 (a regression). Only the series' newest change is alerted as
+    # suspected; the earlier one, opened beside the later, stayed suspected and untriaged before it.
+    levels = np.where(np.arange(60) < 30, 1.0, 1.025) * np.where(np.arange(60) < 45, 1.0, 1.07)
+    runs = post_history({"sort": levels}, seed=3, noise=0.005)
+    earlier, later = (ChangePoint.objects.create(metric_id=metric("sort"), machine_id=machine(), run=runs[night],
+                                                 ratio=ratio, ci_low=low, ci_high=high, pvalue=0.001)
+                      for night, ratio, low, high in ((30, 1.025, 1.015, 1.035), (45, 1.07, 1.06, 1.08)))
+
+    opened = alerts.alert_change_points([earlier, later])
+
+    assert [(alert.first_run_id, alert.state) for alert in opened] == [(runs[45].pk, AlertState.CONFIRMED)]
+    assert list(Alert.objects.values_list("first_run_id", flat=True)) == [runs[45].pk]
+    # Another scan finds both again: the earlier is history before an alerted change, and opens nothing.
+    assert alerts.alert_change_points([earlier, later]) == []
+
+
 def test_a_confirmed_alert_whose_first_night_moves_far_takes_its_change_point_along():
     # A confirmed alert is one change point. Its first night is re-estimated nightly; where it moved farther than a
     # re-scan would follow (MOVE_NIGHTS), a second change point was stored and the first left behind, both naming
