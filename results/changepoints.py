@@ -17,6 +17,7 @@ flagged a change (:func:`series_to_check`); a daily scan (:func:`results.alerts.
 also alerts the change points to act on) walks every series in chunks (:func:`series_chunks`).
 """
 
+from bisect import bisect_right
 from collections import defaultdict
 
 import numpy as np
@@ -167,7 +168,7 @@ def record_confirmed(alerts: list[Alert]) -> list[ChangePoint]:
     scan). An alert whose first night has moved farther than that from its own change point (its first night is
     re-estimated nightly) moves that change point along, the move recorded, rather than leave it behind and store a
     second (measured: 2 of 4 annotated real series, `benchmarks/real_histories.py`, had an alert with two).
-    A few queries per alert: there are few."""
+    Three queries per alert: there are few."""
     recorded, moved = [], []
     now = timezone.now()
     for alert in alerts:
@@ -176,18 +177,20 @@ def record_confirmed(alerts: list[Alert]) -> list[ChangePoint]:
         if first is None or evidence.ratio is None:
             continue
         metric_id, machine_id = alert.comparison.candidate.metric_id, first.machine_id
-        series = Run.objects.filter(series_nights(), project_id=first.project_id, machine_id=machine_id,
-                                    results__metric_id=metric_id)
-        stored = list(ChangePoint.objects.filter(metric_id=metric_id, machine_id=machine_id,
-                                                 retracted_at__isnull=True).select_related("run"))
-        near = [point for point in stored
-                if series.filter(started_at__gt=min(point.run.started_at, first.started_at),
-                                 started_at__lte=max(point.run.started_at, first.started_at)).count() <= MOVE_NIGHTS]
-        if near:
+        starts = sorted(Run.objects.filter(series_nights(), project_id=first.project_id, machine_id=machine_id,
+                                           results__metric_id=metric_id).values_list("started_at", flat=True))
+
+        def runs_between(one, other):  # the series' runs started after the earlier, up to the later
+            return bisect_right(starts, max(one, other)) - bisect_right(starts, min(one, other))
+
+        points = list(ChangePoint.objects.filter(metric_id=metric_id, machine_id=machine_id).select_related("run"))
+        stored = [point for point in points if point.retracted_at is None]
+        if any(runs_between(point.run.started_at, first.started_at) <= MOVE_NIGHTS for point in stored):
             continue
         own = next((point for point in stored if point.alert_id == alert.pk), None)
         if own is not None:
-            moved += _moved_to(own, first, evidence, now)
+            occupied = {(point.metric_id, point.machine_id, point.run_id) for point in points}
+            moved += _moved_to(own, first, evidence, now, occupied=occupied)
             continue
         recorded.append(ChangePoint(metric_id=metric_id, machine_id=machine_id, run_id=first.pk, ratio=evidence.ratio,
                                     ci_low=evidence.ci_low, ci_high=evidence.ci_high, pvalue=evidence.pvalue,
@@ -206,21 +209,29 @@ def follow_first_nights(alerts: list[Alert]) -> list[ChangePoint]:
     """Each alert's own change point moved to the alert's first run (the move recorded), where it is elsewhere:
     an alert re-placed at a later night keeps its one change point, at the night it names now."""
     now = timezone.now()
+    points = list(ChangePoint.objects.filter(alert__in=alerts, retracted_at__isnull=True).select_related(
+        "alert__first_run", "alert__evidence", "alert__comparison"))
+    series = Q(pk__in=[])
+    for point in points:
+        series |= Q(metric_id=point.metric_id, machine_id=point.machine_id)
+    occupied = set(ChangePoint.objects.filter(series).values_list("metric_id", "machine_id", "run_id"))
     moved = []
-    for point in ChangePoint.objects.filter(alert__in=alerts, retracted_at__isnull=True).select_related(
-            "alert__first_run", "alert__evidence", "alert__comparison"):
+    for point in points:
         alert = point.alert
         if alert.first_run is not None and point.run_id != alert.first_run_id:
-            moved += _moved_to(point, alert.first_run, alert.evidence or alert.comparison, now)
+            moved += _moved_to(point, alert.first_run, alert.evidence or alert.comparison, now, occupied=occupied)
     ChangePoint.objects.bulk_update(moved, ["run", "ratio", "ci_low", "ci_high", "pvalue", "moves"])
     return moved
 
 
-def _moved_to(point: ChangePoint, run: Run, evidence, now) -> list[ChangePoint]:
-    """`point` moved to `run` and sized by `evidence` (a comparison), the move recorded; none where another
-    change point, retracted or not, holds that run (one change point a run)."""
-    if ChangePoint.objects.filter(metric_id=point.metric_id, machine_id=point.machine_id, run_id=run.pk).exists():
+def _moved_to(point: ChangePoint, run: Run, evidence, now, *, occupied: set[tuple[int, int, int]]
+              ) -> list[ChangePoint]:
+    """`point` moved to `run` and sized by `evidence` (a comparison), the move recorded and `run` added to
+    `occupied`, the ``(metric, machine, run)`` of every change point, retracted or not; none where one holds that
+    run already (one change point a run)."""
+    if (point.metric_id, point.machine_id, run.pk) in occupied:
         return []
+    occupied.add((point.metric_id, point.machine_id, run.pk))
     point.moves = [*point.moves, {"from_run": point.run_id, "to_run": run.pk, "at": now.isoformat()}]
     point.run_id = run.pk
     if evidence.ratio is not None:
