@@ -354,10 +354,9 @@ def alert_change_points(points: list[ChangePoint]) -> list[Alert]:
     alert) or reaches into it once :data:`SUSPECTED_CHANGE_POINT_NIGHTS` nights are pooled (a suspected one), with
     no alert of its series within ``MATCH_NIGHTS`` nights of it (that alert is the same change), and a change of
     its own between the series' changes (:func:`_between_changes`). The alert names the change point's run as its
-    first night, belongs to the
-    alert group of its series' newest run, and is the change point's alert. A suspected, untriaged alert of the
-    series before it is dismissed: the scan of the whole history places the change elsewhere. Returns the alerts
-    opened. A fixed number of queries, whatever the number of change points."""
+    first night, belongs to the alert group of its series' newest run, and is the change point's alert. A
+    suspected, untriaged alert of the series before it is dismissed: the scan of the whole history places the change
+    elsewhere. Returns the alerts opened. A fixed number of queries, whatever the number of change points."""
     points = [point for point in points if point.alert_id is None and point.retracted_at is None
               and point.ci_low is not None and point.ci_high is not None and point.pvalue is not None
               and point.pvalue < SERIES_LEVEL]
@@ -471,10 +470,10 @@ def _between_changes(point: ChangePoint, means: list[float], at: int, bounds: li
     """Whether a change point is a change of its own between the series' changes (``bounds``: indexes of their
     first nights in ``means``, the series' night means oldest first): its nights up to the next change, pooled
     against those since the one before (spec §8's comparison of the two adjacent segments), still give ``verdict``
-    at the series' level. The scan's segments end at its own
-    change points only; one that straddles an alerted step carries that step's size (measured: a scan placed a
-    machine-wide step 6 nights early, at +6.5% where its own nights held +3.0%, and opened a second alert;
-    benchmarks/nightly_detection.py --scenario machine-wide, 3%, seed 29)."""
+    at the series' level. The scan's segments end at its own change points only; one that straddles an alerted step
+    carries that step's size (measured: a scan placed a machine-wide step 6 nights early, at +6.5% where its own
+    nights held +3.0%, and opened a second alert; benchmarks/nightly_detection.py --scenario machine-wide, 3%,
+    seed 29)."""
     after = min((index for index in bounds if index > at), default=len(means))
     before = max((index for index in bounds if index < at), default=0)
     if after == len(means) and before == 0:
