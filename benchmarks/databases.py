@@ -52,6 +52,13 @@ def chosen(database: str) -> tuple[str, ...]:
     return DATABASES if database == "both" else (database,)
 
 
+def print_verdicts(target: str, verdicts: list[str], legend: str) -> None:
+    """The end of a database benchmark's table: its target, each database's verdict against it, how to read it."""
+    print(target)
+    print("\n".join("  " + line for line in verdicts))
+    print(legend)
+
+
 def measure_in_child(script: str, arguments: list[str], *, database: str, debug: bool = True) -> dict:
     """Run ``script --child ARGUMENTS`` against `database` and return the JSON its last line prints.
 

@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.databases import REPEATS, chosen, interleaved, load, measure_in_child, spread  # noqa: E402
+from benchmarks.databases import REPEATS, chosen, interleaved, load, measure_in_child, print_verdicts, spread  # noqa: E402,E501
 
 TARGET_RATE = 2_000
 PROJECT = "Ingest project placeholder"
@@ -186,11 +186,9 @@ def main() -> None:
               f"{figures['load_after']:.2f}")
         verdicts.append(f"{figures['database']}: {rate[1]:,.0f} results/s median through the API, "
                         f"{'meets' if rate[1] >= TARGET_RATE else 'MISSES'} >= {TARGET_RATE:,}")
-    print(f"target: >= {TARGET_RATE:,} results/s through the API, end to end, on SQLite and PostgreSQL")
-    for line in verdicts:
-        print("  " + line)
-    print("results/s: best repeat / median repeat; API/baseline: median over median. load: 1-minute average "
-          "before -> after the timed repeats")
+    print_verdicts(f"target: >= {TARGET_RATE:,} results/s through the API, end to end, on SQLite and PostgreSQL",
+                   verdicts, "results/s: best repeat / median repeat; API/baseline: median over median. load: "
+                   "1-minute average before -> after the timed repeats")
 
 
 if __name__ == "__main__":

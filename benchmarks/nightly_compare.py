@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.databases import REPEATS, chosen, interleaved, load, measure_in_child, spread  # noqa: E402
+from benchmarks.databases import REPEATS, chosen, interleaved, load, measure_in_child, print_verdicts, spread  # noqa: E402,E501
 
 TARGET_SECONDS = 2.0
 TARGET_SERIES = 10_000
@@ -359,12 +359,10 @@ def main() -> None:
                      for kind in queries[sizes[-1]]}
             verdicts += [f"    +{count} {kind}" for kind, count in sorted(grown.items(), key=lambda item: -item[1])
                          if count > 0]
-    print(f"target (issue 18): end to end <= {TARGET_SECONDS:g} s for {TARGET_SERIES:,} series on SQLite and "
-          "PostgreSQL; a number of queries that does not grow with the series")
-    for line in verdicts:
-        print("  " + line)
-    print("baseline/e2e: median over median. "
-          "peak MiB: tracemalloc during one call. load: 1-minute average before -> after the timed repeats")
+    print_verdicts(f"target (issue 18): end to end <= {TARGET_SECONDS:g} s for {TARGET_SERIES:,} series on SQLite "
+                   "and PostgreSQL; a number of queries that does not grow with the series", verdicts,
+                   "baseline/e2e: median over median. peak MiB: tracemalloc during one call. load: 1-minute average "
+                   "before -> after the timed repeats")
 
 
 if __name__ == "__main__":

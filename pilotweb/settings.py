@@ -248,33 +248,20 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
 
-# Sessions whose worker died are resumed from their stored rounds (runner.services.recover_stale_sessions).
+
+def _periodic(task: str, seconds: float) -> dict:
+    """A catch-up task sent every `seconds` to the analysis workers."""
+    return {"task": task, "schedule": seconds, "options": {"queue": "analysis"}}
+
+
 CELERY_BEAT_SCHEDULE = {
-    "compare-pending-runs": {
-        "task": "results.tasks.compare_pending_runs",
-        "schedule": 300.0,
-        "options": {"queue": "analysis"},
-    },
-    "notify-pending-alert-groups": {
-        "task": "results.tasks.notify_pending_alert_groups",
-        "schedule": 300.0,
-        "options": {"queue": "analysis"},
-    },
-    "recover-stale-sessions": {
-        "task": "runner.tasks.recover_stale_sessions",
-        "schedule": 60.0,
-        "options": {"queue": "analysis"},
-    },
+    # Runs and alert groups whose task was lost with a worker or the broker.
+    "compare-pending-runs": _periodic("results.tasks.compare_pending_runs", 300.0),
+    "notify-pending-alert-groups": _periodic("results.tasks.notify_pending_alert_groups", 300.0),
+    # Sessions whose worker died are resumed from their stored rounds (runner.services.recover_stale_sessions).
+    "recover-stale-sessions": _periodic("runner.tasks.recover_stale_sessions", 60.0),
     # Bisections whose advance was lost with a worker or the broker (runner.bisection.service.advance).
-    "advance-bisections": {
-        "task": "runner.tasks.advance_bisections",
-        "schedule": 120.0,
-        "options": {"queue": "analysis"},
-    },
+    "advance-bisections": _periodic("runner.tasks.advance_bisections", 120.0),
     # Change points of every series, once a day, and alerts for those to act on (results.alerts.scan_change_points).
-    "scan-change-points": {
-        "task": "results.tasks.scan_change_points",
-        "schedule": 86400.0,
-        "options": {"queue": "analysis"},
-    },
+    "scan-change-points": _periodic("results.tasks.scan_change_points", 86400.0),
 }

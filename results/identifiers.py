@@ -64,31 +64,27 @@ def check_queue(value: str) -> str:
 
 def validate_commit(value: str) -> None:
     """Django validator form of :func:`check_commit` (model fields, forms, the admin)."""
-    try:
-        check_commit(value)
-    except ValueError as error:
-        raise ValidationError(str(error), code="invalid_commit") from None
+    _validated(check_commit, value, code="invalid_commit")
 
 
 def validate_branch(value: str) -> None:
     """Django validator form of :func:`check_branch`."""
-    try:
-        check_branch(value)
-    except ValueError as error:
-        raise ValidationError(str(error), code="invalid_branch") from None
+    _validated(check_branch, value, code="invalid_branch")
 
 
 def validate_queue(value: str) -> None:
     """Django validator form of :func:`check_queue`."""
-    try:
-        check_queue(value)
-    except ValueError as error:
-        raise ValidationError(str(error), code="invalid_queue") from None
+    _validated(check_queue, value, code="invalid_queue")
 
 
 def validate_name(value: str) -> None:
     """Django validator of a name shown as one line (:func:`results.result_schema.check_single_line`)."""
+    _validated(check_single_line, value, code="invalid_name", message="The name {error}.")
+
+
+def _validated(check, value: str, *, code: str, message: str = "{error}") -> None:
+    """``check(value)``, its ValueError raised as a ValidationError with `code` (Django's validators' form)."""
     try:
-        check_single_line(value)
+        check(value)
     except ValueError as error:
-        raise ValidationError(f"The name {error}.", code="invalid_name") from None
+        raise ValidationError(message.format(error=error), code=code) from None

@@ -103,15 +103,23 @@ class CommandBoundField(BoundField):
         return command_preview(self.value() or "")
 
 
-class CommandField(forms.CharField):
-    """An argument list typed as a shell line or one argument per line, split here (never run through a shell)."""
+class TextAreaField(forms.CharField):
+    """A value typed into a monospaced text area of `rows` lines, optional unless said otherwise; each subclass
+    parses its text (``to_python``) and writes a stored value back as text (``prepare_value``)."""
 
-    widget = forms.Textarea(attrs={"rows": 3, "spellcheck": "false", "class": "mono"})
-    bound_field_class = CommandBoundField
+    rows = 3
 
     def __init__(self, **kwargs):
         kwargs.setdefault("required", False)
+        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": self.rows, "spellcheck": "false", "class": "mono"}))
         super().__init__(**kwargs)
+
+
+class CommandField(TextAreaField):
+    """An argument list typed as a shell line or one argument per line, split here (never run through a shell)."""
+
+    bound_field_class = CommandBoundField
+    previews_command = True  # the form shows the arguments it splits into under it
 
     def prepare_value(self, value):
         if isinstance(value, list):
@@ -144,14 +152,8 @@ class PercentField(forms.FloatField):
         return super().has_changed(None if initial is None else float(self.prepare_value(initial)), data)
 
 
-class EnvironmentField(forms.CharField):
+class EnvironmentField(TextAreaField):
     """Environment variables, one ``NAME=value`` per line."""
-
-    widget = forms.Textarea(attrs={"rows": 3, "spellcheck": "false", "class": "mono"})
-
-    def __init__(self, **kwargs):
-        kwargs.setdefault("required", False)
-        super().__init__(**kwargs)
 
     def prepare_value(self, value):
         if isinstance(value, dict):
@@ -177,14 +179,8 @@ class EnvironmentField(forms.CharField):
         return environment
 
 
-class MetricsField(forms.CharField):
+class MetricsField(TextAreaField):
     """Declared metrics: a JSON list, or one ``name,unit[,direction]`` per line."""
-
-    widget = forms.Textarea(attrs={"rows": 3, "spellcheck": "false", "class": "mono"})
-
-    def __init__(self, **kwargs):
-        kwargs.setdefault("required", False)
-        super().__init__(**kwargs)
 
     def prepare_value(self, value):
         if isinstance(value, list):
@@ -211,14 +207,10 @@ class MetricsField(forms.CharField):
         return metrics
 
 
-class ParametersField(forms.CharField):
+class ParametersField(TextAreaField):
     """Parameters of a built-in workload, as a JSON object."""
 
-    widget = forms.Textarea(attrs={"rows": 2, "spellcheck": "false", "class": "mono"})
-
-    def __init__(self, **kwargs):
-        kwargs.setdefault("required", False)
-        super().__init__(**kwargs)
+    rows = 2
 
     def prepare_value(self, value):
         if isinstance(value, dict):
@@ -356,6 +348,23 @@ class JobForm(forms.ModelForm):
         )
         field_classes = {"project": IdChoiceField, "machine": IdChoiceField}
 
+    FIELDSETS = (
+        # (legend, CSS class, a paragraph under the legend, the fields in the order shown)
+        ("What and where", "", "", ("project", "name", "benchmark", "machine", "cron", "enabled")),
+        ("Workload", "", "", ("workload_kind", "builtin", "parameters", "command", "setup_command",
+                              "working_directory", "environment", "reading_mode", "metrics", "component")),
+        ("Precision and budget", "grid", "", ("confidence_level", "target_width", "max_autocorrelation", "warmup",
+                                              "work_min", "work_max", "min_round_duration", "round_timeout",
+                                              "budget_seconds", "budget_rounds", "overhead_rounds")),
+        ("A/B comparisons", "grid", "", ("comparison_rule", "comparison_alpha", "comparison_threshold",
+                                         "require_width_in_comparison")),
+        ("Revisions automatic sessions may build", "",
+         "An alert's confirmation session measures the revisions posted runs name. One runs only if its poster "
+         "vouched for it (staff, or a maintainer posting with the jobs scope), or if the machine finds it on the "
+         "trusted branch of this repository's origin before anything is built.",
+         ("repository", "trusted_branch", "allow_pull_requests")),
+    )
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         kind = self.fields["workload_kind"]
@@ -367,6 +376,11 @@ class JobForm(forms.ModelForm):
             crontab = schedule.crontab
             self.fields["cron"].initial = (f"{crontab.minute} {crontab.hour} {crontab.day_of_month} "
                                            f"{crontab.month_of_year} {crontab.day_of_week}")
+
+    def fieldsets(self) -> list[dict]:
+        """The form's fields as the page groups them (``FIELDSETS``), each field bound."""
+        return [{"legend": legend, "css_class": css_class, "intro": intro, "fields": [self[name] for name in names]}
+                for legend, css_class, intro, names in self.FIELDSETS]
 
     def clean_cron(self) -> str:
         return clean_cron(self.cleaned_data["cron"])

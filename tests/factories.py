@@ -1,5 +1,6 @@
 """Factories for model rows, native run documents and runs posted through ingestion, shared by the tests."""
 
+import json
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 
@@ -11,6 +12,7 @@ from scipy import stats
 from results import services
 from results.models import Benchmark, Comparison, Machine, Metric, Project, Result, Revision, Run
 from results.schemas import RunIn
+from tests.processes import wait_for
 
 NIGHT_ZERO = datetime(2026, 10, 1, 2, 0, tzinfo=timezone.utc)
 """When night 0 of the tests' nightly histories started."""
@@ -190,3 +192,21 @@ def run_document(*, results: list[dict] | None = None, run_key: str | None = Non
     if run_key is not None:
         document["run_key"] = run_key
     return document
+
+
+def post_nights(client, project, machine, commits: list[str], *, benchmark: str = "bench", slower: float = 1.3,
+                spread: float = 0.01, seed: int = 7) -> int:
+    """Ten steady nights of `benchmark`, then one `slower`, each naming its commit, posted through the API by
+    `client` and each waited for until the analysis worker has compared it; the last run's id."""
+    rng = np.random.default_rng(seed)
+    for night, (level, revision) in enumerate(zip([1.0] * 10 + [slower], commits, strict=True)):
+        document = run_document(project=project.name, machine=machine.name, commit=revision, seed=night,
+                                results=[{"benchmark": benchmark, "samples": rng.normal(level, spread, 40).tolist()}])
+        document["project"]["slug"] = project.slug
+        document["started_at"] = f"2026-11-{10 + night:02d}T02:00:00Z"
+        response = client.post("/api/v1/runs", data=json.dumps(document), content_type="application/json")
+        assert response.status_code == 201, response.content
+        run_id = response.json()["id"]
+        wait_for(lambda: Run.objects.filter(pk=run_id, compared_at__isnull=False).exists(),
+                 what=f"night {night} to be compared")
+    return run_id

@@ -91,6 +91,67 @@ class LoopbackServer:
         self.thread.join()
 
 
+def all_at_once(action, arguments: list) -> list:
+    """``action(argument)`` for every argument, each in its own thread with its own database connection, all
+    released together (a barrier) so that they race; what they returned, in the order they finished."""
+    from django.db import connection
+
+    start = threading.Barrier(len(arguments))
+    returned: list = []
+
+    def run(argument) -> None:
+        try:
+            start.wait()
+            returned.append(action(argument))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(argument,)) for argument in arguments]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return returned
+
+
+Request = tuple[str, str, dict, bytes]
+"""A request as a recording server keeps it: method, path, headers, body."""
+
+
+class RecordingServer(LoopbackServer):
+    """A loopback server that records every request in ``requests`` and answers it with what ``answer(request)``
+    returns, ``(status, headers, body)``, or with nothing where it returns None (the connection closed, as a
+    network may lose a reply)."""
+
+    def __init__(self, answer, *, server_class: type[ThreadingHTTPServer] = ThreadingHTTPServer) -> None:
+        self.requests: list[Request] = []
+        recorder = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                request = (self.command, self.path, dict(self.headers), body)
+                recorder.requests.append(request)
+                reply = answer(request)
+                if reply is None:
+                    self.close_connection = True
+                    return
+                status, headers, content = reply
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(content)))
+                self.end_headers()
+                self.wfile.write(content)
+
+            do_POST = do_GET
+
+            def log_message(self, *args) -> None:
+                pass
+
+        super().__init__(Handler, server_class=server_class)
+
+
 def wait_for(condition, *, timeout=90.0, what="condition"):
     """Poll ``condition`` until it returns something true (returned), or fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

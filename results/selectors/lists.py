@@ -44,21 +44,9 @@ def runs(*, viewer, project: str | None = None, machine: str | None = None, bran
     """The runs `viewer` may read, newest first, filtered by project slug, machine name, branch, kind, commit
     prefix and the time they started (``start <= started_at < end``)."""
     queryset = access.visible(Run.objects.select_related("project", "machine", "revision"), viewer)
-    if project:
-        queryset = queryset.filter(project__slug=project)
-    if machine:
-        queryset = queryset.filter(machine__name=machine)
-    if branch:
-        queryset = queryset.filter(revision__branch=branch)
-    if kind:
-        queryset = queryset.filter(kind=kind)
-    if commit:
-        queryset = queryset.filter(revision__commit__istartswith=commit)
-    if start is not None:
-        queryset = queryset.filter(started_at__gte=start)
-    if end is not None:
-        queryset = queryset.filter(started_at__lt=end)
-    return queryset.order_by("-started_at", "-id")
+    return _where(queryset, project__slug=project, machine__name=machine, revision__branch=branch, kind=kind,
+                  revision__commit__istartswith=commit, started_at__gte=start, started_at__lt=end,
+                  ).order_by("-started_at", "-id")
 
 
 RUNS_PER_PAGE = 50
@@ -126,10 +114,7 @@ def metric_series(*, metric_id: int, viewer, machine: str | None = None, branch:
     metric = access.visible(Metric.objects.select_related("benchmark__project"), viewer,
                             "benchmark__project").get(pk=metric_id)
     queryset = Result.objects.filter(metric=metric, run__status=Run.Status.COMPLETED)
-    if machine:
-        queryset = queryset.filter(run__machine__name=machine)
-    if branch:
-        queryset = queryset.filter(run__revision__branch=branch)
+    queryset = _where(queryset, run__machine__name=machine, run__revision__branch=branch)
     newest = list(queryset.order_by("-run__started_at", "-run_id").values(
         "run_id", "mean", "ci_low", "ci_high", "subsession_size", "variance", "n", started_at=F("run__started_at"),
         commit=F("run__revision__commit"), machine=F("run__machine__name"))[:limit])
@@ -168,10 +153,7 @@ def metrics(*, viewer, project: str | None = None, benchmark_id: int | None = No
     """Metrics `viewer` may read with their benchmark and project, by project, benchmark and name, filtered by
     project slug and benchmark id."""
     queryset = access.visible(Metric.objects.select_related("benchmark__project"), viewer, "benchmark__project")
-    if project:
-        queryset = queryset.filter(benchmark__project__slug=project)
-    if benchmark_id is not None:
-        queryset = queryset.filter(benchmark_id=benchmark_id)
+    queryset = _where(queryset, benchmark__project__slug=project, benchmark_id=benchmark_id)
     return queryset.order_by("benchmark__project__name", "benchmark__name", "name", "id")
 
 
@@ -197,13 +179,8 @@ def alerts(*, viewer, status: str | None = None, project: str | None = None,
         "group__run__project", "group__run__machine", "group__run__revision", "updated_by", "assignee",
         "comparison__candidate__metric__benchmark", "first_run__revision", "evidence__candidate__metric__benchmark",
     ).prefetch_related("events__user", "group__deliveries")
-    if status:
-        queryset = queryset.filter(status=status)
-    if project:
-        queryset = queryset.filter(group__run__project__slug=project)
-    if assignee is not None:
-        queryset = queryset.filter(assignee=assignee)
-    return queryset.order_by("-group__created_at", "id")
+    return _where(queryset, status=status, group__run__project__slug=project, assignee=assignee,
+                  ).order_by("-group__created_at", "id")
 
 
 def incidents(*, viewer, project: str | None = None) -> QuerySet[Incident]:
@@ -213,3 +190,8 @@ def incidents(*, viewer, project: str | None = None) -> QuerySet[Incident]:
     if project:
         queryset = queryset.filter(project__slug=project)
     return queryset.order_by("-night", "-id")
+
+
+def _where(queryset: QuerySet, **lookups) -> QuerySet:
+    """`queryset` filtered by each of the lookups given a value (None and "" are filters left out)."""
+    return queryset.filter(**{lookup: value for lookup, value in lookups.items() if value is not None and value != ""})

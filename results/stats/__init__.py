@@ -23,7 +23,7 @@ _EXPORTS = {
     "_modes": ("AlignedModes", "align_modes"),
     "_rank_shifts": ("RankShifts", "rank_shifts"),
     "_recent_shift": ("RecentShift", "prior_spread", "recent_shift", "shift_since"),
-    "_ratio": ("RatioResult", "ratio_bootstrap", "ratio_fieller", "ratio_fieller_from_stats"),
+    "_ratio": ("RatioResult", "RatioTest", "ratio_bootstrap", "ratio_fieller", "ratio_fieller_from_stats"),
     "_sequential": ("DIFFERENT", "EQUIVALENT", "UNDECIDED", "SequentialComparison", "sequential_comparison",
                     "sequential_half_width"),
     "_subsessions": ("MAX_AUTOCORRELATION", "MIN_SUBSESSIONS", "MeanInterval", "SubsessionResult", "autocorrelation",

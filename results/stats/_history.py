@@ -13,25 +13,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._base import ConfidenceInterval, as_array, as_confidence, as_counts, scalar_or_array
+from ._base import as_array, as_confidence, as_counts, scalar_or_array
 from ._distributions import t_quantile, t_survival
-from ._ratio import ratio_fieller_from_stats
+from ._ratio import RatioTest, ratio_fieller_from_stats
 from ._verdict import verdict
 
 __all__ = ["HistoryComparison", "compare_with_history"]
 
 
 @dataclass(frozen=True)
-class HistoryComparison:
+class HistoryComparison(RatioTest):
     """A candidate against its history: the ratio of means with its Fieller interval and a t-test.
+
+    The ratio is ``candidate mean / history mean``, its limits Fieller's (:class:`RatioTest`); the statistic is
+    ``(mean − baseline) / sqrt(var_candidate + S²/K)``.
 
     Attributes
     ----------
-    ratio, low, high : float or ndarray
-        ``candidate mean / history mean`` and its confidence limits (±inf where unbounded).
-    bounded : bool or ndarray of bool
-    statistic, pvalue : float or ndarray
-        ``(mean − baseline) / sqrt(var_candidate + S²/K)`` and its two-sided p-value.
     df : float or ndarray
         ``K − 1``: the between-run variance is estimated from K run means.
     verdict : Verdict or ndarray of Verdict
@@ -47,15 +45,8 @@ class HistoryComparison:
     prediction_low, prediction_high : float or ndarray
         Where one new run mean is expected if nothing changed: the prediction interval
         ``mean(ȳ_j) ± t_{(1+c)/2, K−1} · S · sqrt(1 + 1/K)`` (the history baseline band the pages draw).
-    confidence_level : float or ndarray
     """
 
-    ratio: float
-    low: float
-    high: float
-    bounded: bool
-    statistic: float
-    pvalue: float
     df: float
     verdict: object
     baseline: float
@@ -64,11 +55,6 @@ class HistoryComparison:
     history_size: int
     prediction_low: float
     prediction_high: float
-    confidence_level: float
-
-    def confidence_interval(self):
-        """Return ``ConfidenceInterval(low, high)`` of the ratio."""
-        return ConfidenceInterval(self.low, self.high)
 
 
 def compare_with_history(mean, variance, n, history_mean, history_variance, history_n, *, threshold=0.02,

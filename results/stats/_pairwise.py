@@ -5,50 +5,37 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._base import ConfidenceInterval, as_array, as_confidence, scalar_or_array
+from ._base import as_array, as_confidence, scalar_or_array
 from ._compare import welch_test
 from ._distributions import t_survival
-from ._ratio import ratio_fieller_from_stats
+from ._ratio import RatioTest, ratio_fieller_from_stats
 from ._verdict import verdict
 
 __all__ = ["PairwiseComparison", "compare_summaries"]
 
 
 @dataclass(frozen=True)
-class PairwiseComparison:
+class PairwiseComparison(RatioTest):
     """Candidate against baseline, each summarised as (mean, subsession variance, subsessions).
+
+    The ratio is ``candidate mean / baseline mean``, its limits Fieller's (:class:`RatioTest`); the statistic is
+    Welch's t.
 
     Attributes
     ----------
-    ratio, low, high : float or ndarray
-        ``candidate mean / baseline mean`` and its Fieller limits (±inf where unbounded).
-    bounded : bool or ndarray of bool
-    statistic, pvalue, df : float or ndarray
-        Welch's t, two-sided p and its degrees of freedom (:func:`welch_test`: Welch–Satterthwaite's, or
-        Hsu's where a side has fewer than 5 units), which Fieller's h uses too; with a run-to-run component,
-        the t of the difference over its standard error with both runs' component in, and Satterthwaite's
-        degrees of freedom of that sum.
+    df : float or ndarray
+        The degrees of freedom of Welch's t (:func:`welch_test`: Welch–Satterthwaite's, or Hsu's where a side has
+        fewer than 5 units), which Fieller's h uses too; with a run-to-run component, the t of the difference
+        over its standard error with both runs' component in, and Satterthwaite's degrees of freedom of that sum.
     conservative : bool or ndarray of bool
         Where Hsu's ν was used.
     verdict : Verdict or ndarray of Verdict
         §7, from the ratio interval, the threshold and the direction.
-    confidence_level : float or ndarray
     """
 
-    ratio: float
-    low: float
-    high: float
-    bounded: bool
-    statistic: float
-    pvalue: float
     df: float
     conservative: bool
     verdict: object
-    confidence_level: float
-
-    def confidence_interval(self):
-        """Return ``ConfidenceInterval(low, high)`` of the ratio."""
-        return ConfidenceInterval(self.low, self.high)
 
 
 def compare_summaries(mean, variance, n, baseline_mean, baseline_variance, baseline_n, *, threshold=0.02,

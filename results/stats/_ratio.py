@@ -24,7 +24,7 @@ from ._base import (
 from ._compare import welch_degrees_of_freedom
 from ._distributions import t_quantile
 
-__all__ = ["RatioResult", "ratio_bootstrap", "ratio_fieller", "ratio_fieller_from_stats"]
+__all__ = ["RatioResult", "RatioTest", "ratio_bootstrap", "ratio_fieller", "ratio_fieller_from_stats"]
 
 # Bottom-level draws per chunk of bootstrap replicates: small enough to stay in cache.
 _CHUNK_DRAWS = 1 << 18
@@ -59,6 +59,23 @@ class RatioResult:
     def confidence_interval(self):
         """Return ``ConfidenceInterval(low, high)`` at :attr:`confidence_level`."""
         return ConfidenceInterval(self.low, self.high)
+
+
+@dataclass(frozen=True)
+class RatioTest(RatioResult):
+    """A ratio of means with its confidence interval and the test of the two means behind it: the common part
+    of the comparisons' results (:func:`compare_summaries`, :func:`compare_with_history`, :func:`recent_shift`).
+
+    Attributes
+    ----------
+    statistic : float or ndarray
+        The test's t statistic.
+    pvalue : float or ndarray
+        Its two-sided p-value.
+    """
+
+    statistic: float
+    pvalue: float
 
 
 def ratio_fieller_from_stats(

@@ -20,7 +20,7 @@ import numpy as np
 
 from ._base import as_confidence, check_positive_int, scalar_or_array
 from ._distributions import t_survival
-from ._ratio import ratio_fieller_from_stats
+from ._ratio import RatioTest, ratio_fieller_from_stats
 
 __all__ = ["RecentShift", "prior_spread", "recent_shift", "shift_since"]
 
@@ -30,8 +30,13 @@ the Bonferroni bound takes over."""
 
 
 @dataclass(frozen=True)
-class RecentShift:
+class RecentShift(RatioTest):
     """The most likely recent shift of each series, and the evidence for it.
+
+    The ratio is the mean of the m nights since the start over the mean of the history before them, its limits
+    Fieller's (:class:`RatioTest`; NaN where nothing was tried); the statistic is the pooled two-sample t at the
+    chosen start (df ``history_size + nights - 2``), its p-value two-sided and adjusted for every start tried: the
+    probability, with no shift, that any of them gives a statistic at least this large in magnitude.
 
     Attributes
     ----------
@@ -42,21 +47,11 @@ class RecentShift:
         m, the nights pooled since the start (tonight included).
     history_size : int or ndarray of int
         The nights before the start it is compared with.
-    ratio, low, high : float or ndarray
-        Mean of the m nights over the mean of the history before them, and its Fieller interval (±inf
-        where unbounded); NaN where nothing was tried.
-    bounded : bool or ndarray of bool
-    statistic : float or ndarray
-        The pooled two-sample t statistic at the chosen start (df ``history_size + nights - 2``).
-    pvalue : float or ndarray
-        Two-sided, adjusted for every start tried: the probability, with no shift, that any of them gives
-        a statistic at least this large in magnitude.
     unadjusted_pvalue : float or ndarray
         The chosen start's own two-sided t p-value.
     mean_after, mean_before, pooled_variance : float or ndarray
         The mean of the m nights, of the K nights before them, and the pooled variance of a night mean
         (``K + m − 2`` degrees of freedom) behind the statistic; NaN where nothing was tried.
-    confidence_level : float or ndarray
     starts_tried : int or ndarray
         How many first nights were tried (the p-value is adjusted for them); 0 where nothing was tried.
     newest_alone : bool or ndarray of bool
@@ -67,17 +62,10 @@ class RecentShift:
     start: int
     nights: int
     history_size: int
-    ratio: float
-    low: float
-    high: float
-    bounded: bool
-    statistic: float
-    pvalue: float
     unadjusted_pvalue: float
     mean_after: float
     mean_before: float
     pooled_variance: float
-    confidence_level: float
     starts_tried: int
     newest_alone: bool
 

@@ -10,7 +10,7 @@ from ._base import as_array
 __all__ = ["Direction", "Verdict", "format_change", "verdict"]
 
 
-class Verdict(str, enum.Enum):
+class Verdict(enum.StrEnum):
     """Outcome of comparing a ratio interval with the practical-significance band."""
 
     REGRESSION = "regression"
@@ -18,18 +18,12 @@ class Verdict(str, enum.Enum):
     NO_CHANGE = "no change"
     INCONCLUSIVE = "inconclusive"
 
-    def __str__(self):
-        return self.value
 
-
-class Direction(str, enum.Enum):
+class Direction(enum.StrEnum):
     """Which way a performance index improves."""
 
     LOWER_IS_BETTER = "lower_is_better"
     HIGHER_IS_BETTER = "higher_is_better"
-
-    def __str__(self):
-        return self.value
 
 
 def verdict(low, high, *, threshold=0.02, direction=Direction.LOWER_IS_BETTER):

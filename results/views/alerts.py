@@ -73,29 +73,43 @@ def _alert_list(request: HttpRequest, *, export: str | None) -> HttpResponse:
     })
 
 
+_TRIAGED = {
+    # What a triage form names: its form, the rows the viewer may triage, the service, and what the fields the form
+    # leaves out keep (an alert's as they are; the incident's service keeps what it is not given).
+    "alert": (AlertTriageForm, selectors.alerts, triage_alert,
+              lambda alert: {"bug_url": alert.bug_url, "assignee": alert.assignee}),
+    "incident": (IncidentTriageForm, selectors.incidents, triage_incident, lambda incident: {}),
+}
+
+
 def _triage(request: HttpRequest) -> HttpResponse:
-    """POST: change one alert's status (with a note), bug link and assignee, then back to the same filtered
-    list. A bug link or assignee left out of the form is kept as it is."""
+    """POST: change one alert's status (with a note), bug link and assignee, or an incident's and with it its
+    alerts', then back to the same filtered list. A bug link or assignee left out of the form is kept as it is."""
     if not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path())
-    if "incident" in request.POST:
-        return _triage_incident(request)
-    form = AlertTriageForm(request.POST)
+    kind = "incident" if "incident" in request.POST else "alert"
+    form_class, rows, service, unchanged = _TRIAGED[kind]
+    form = form_class(request.POST)
     if not form.is_valid():
         return _refused(request, form)
-    alert = get_object_or_404(selectors.alerts(viewer=request.user), pk=form.cleaned_data["alert"])
     chosen = form.cleaned_data
+    target = get_object_or_404(rows(viewer=request.user), pk=chosen[kind])
+    given = {field: chosen[field] for field in ("bug_url", "assignee") if field in request.POST}
     try:
-        alert = triage_alert(
-            alert=alert, status=chosen["status"], note=chosen["note"], user=request.user,
-            bug_url=chosen["bug_url"] if "bug_url" in request.POST else alert.bug_url,
-            assignee=chosen["assignee"] if "assignee" in request.POST else alert.assignee)
+        target = service(**{kind: target}, status=chosen["status"], note=chosen["note"], user=request.user,
+                         **{**unchanged(target), **given})
     except ValidationError as error:
         messages.error(request, "Not changed: " + " ".join(error.messages))
     else:
-        messages.success(request, f"Alert #{alert.pk} is now {alert.get_status_display()}"
-                         + (f", assigned to {alert.assignee.get_username()}" if alert.assignee else "") + ".")
-    return redirect(f"{request.get_full_path()}#alert-{alert.pk}")
+        messages.success(request, _triaged(kind, target))
+    return redirect(f"{request.get_full_path()}#{kind}-{target.pk}")
+
+
+def _triaged(kind: str, target) -> str:
+    if kind == "incident":
+        return f"Incident #{target.pk} and its alerts are now {target.get_status_display()}."
+    return (f"Alert #{target.pk} is now {target.get_status_display()}"
+            + (f", assigned to {target.assignee.get_username()}" if target.assignee else "") + ".")
 
 
 def _refused(request: HttpRequest, form) -> HttpResponse:
@@ -103,25 +117,6 @@ def _refused(request: HttpRequest, form) -> HttpResponse:
     messages.error(request, "Not changed: " + "; ".join(
         f"{_label(form, field)}: {' '.join(errors)}" for field, errors in form.errors.items()))
     return redirect(request.get_full_path())
-
-
-def _triage_incident(request: HttpRequest) -> HttpResponse:
-    """POST: change an incident's status and with it its alerts', then back to the same filtered list."""
-    form = IncidentTriageForm(request.POST)
-    if not form.is_valid():
-        return _refused(request, form)
-    incident = get_object_or_404(selectors.incidents(viewer=request.user), pk=form.cleaned_data["incident"])
-    chosen = form.cleaned_data
-    try:
-        incident = triage_incident(
-            incident=incident, status=chosen["status"], note=chosen["note"], user=request.user,
-            bug_url=chosen["bug_url"] if "bug_url" in request.POST else None,
-            assignee=chosen["assignee"] if "assignee" in request.POST else ...)
-    except ValidationError as error:
-        messages.error(request, "Not changed: " + " ".join(error.messages))
-        return redirect(f"{request.get_full_path()}#incident-{incident.pk}")
-    messages.success(request, f"Incident #{incident.pk} and its alerts are now {incident.get_status_display()}.")
-    return redirect(f"{request.get_full_path()}#incident-{incident.pk}")
 
 
 def _label(form: forms.Form, field: str) -> str:

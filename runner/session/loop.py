@@ -14,7 +14,7 @@ from .targets import MetricSpec, SessionTargets, check_metrics
 NO_DIFFERENCE_RESOLVED = "No difference resolved within budget."
 
 
-class SessionStatus(str, enum.Enum):
+class SessionStatus(enum.StrEnum):
     """How a session ended.
 
     ``CONVERGED`` and ``BUDGET_EXHAUSTED`` end single-workload sessions; ``RESOLVED`` and
@@ -26,9 +26,6 @@ class SessionStatus(str, enum.Enum):
     RESOLVED = "resolved"
     UNRESOLVED = "unresolved"
     CANCELLED = "cancelled"
-
-    def __str__(self):
-        return self.value
 
 
 @dataclass(frozen=True)

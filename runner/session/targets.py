@@ -9,18 +9,15 @@ from results.stats import Direction
 from .levels import LevelCheck
 
 
-class WarmupMethod(str, enum.Enum):
+class WarmupMethod(enum.StrEnum):
     """How non-stable phases are removed (Pilot §III-A; spec §4)."""
 
     EDM = "edm"  # stable phase of each round's unit readings
     WPS = "wps"  # regression t = α + w/v over rounds
     NONE = "none"
 
-    def __str__(self):
-        return self.value
 
-
-class ComparisonRule(str, enum.Enum):
+class ComparisonRule(enum.StrEnum):
     """How an A/B session decides that two workloads differ (spec §5).
 
     ``anytime``: the normal-mixture confidence sequence (:func:`results.stats.sequential_comparison`),
@@ -31,9 +28,6 @@ class ComparisonRule(str, enum.Enum):
 
     ANYTIME = "anytime"
     PILOT = "pilot"
-
-    def __str__(self):
-        return self.value
 
 
 @dataclass(frozen=True)

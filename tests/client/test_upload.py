@@ -14,7 +14,6 @@ import time
 import urllib.error
 import urllib.request
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +23,7 @@ from django.db import connections
 from results import comparisons, services
 from results.models import Result, Run
 from tests.factories import NIGHT_ZERO, compared_run, posted_run
-from tests.processes import ROOT, LoopbackServer, free_port
+from tests.processes import ROOT, RecordingServer, Request, free_port
 
 CLIENT = ROOT / "client" / "pilot_upload.py"
 DATA = ROOT / "tests" / "data"
@@ -70,93 +69,53 @@ def analysis(monkeypatch, transactional_db):
         thread.join()
 
 
-class FlakyProxy(LoopbackServer):
+class FlakyProxy(RecordingServer):
     """A stdlib HTTP proxy in front of the live server that records every request and fails the first ones as
     ``failures`` says, then forwards: ``"503"`` is answered 503 with ``Retry-After: 0``; ``"lost reply"`` is
     forwarded (the server acts on it) and the connection closed without an answer, as a network may lose one."""
 
     def __init__(self, target: str, failures: list[str]) -> None:
         self.target, self.failures = target.rstrip("/"), list(failures)
-        self.requests: list[tuple[str, str, dict, bytes]] = []
         self.opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        proxy = self
+        super().__init__(self.answer)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                proxy.handle(self)
-
-            do_POST = do_GET
-
-            def log_message(self, *args) -> None:
-                pass
-
-        super().__init__(Handler)
-
-    def handle(self, handler: BaseHTTPRequestHandler) -> None:
-        body = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
-        self.requests.append((handler.command, handler.path, dict(handler.headers), body))
+    def answer(self, request: Request) -> tuple[int, dict, bytes] | None:
         failure = self.failures.pop(0) if self.failures else None
         if failure == "503":
-            self.reply(handler, 503, {"Content-Type": "application/json", "Retry-After": "0"},
-                       json.dumps({"detail": "Service unavailable (the test proxy).", "errors": []}).encode())
-            return
-        status, headers, reply = self.forward(handler, body)
+            return 503, {"Content-Type": "application/json", "Retry-After": "0"}, json.dumps(
+                {"detail": "Service unavailable (the test proxy).", "errors": []}).encode()
+        status, headers, reply = self.forward(request)
         if failure == "lost reply":
-            handler.close_connection = True
-            return
-        self.reply(handler, status, headers, reply)
+            return None
+        return status, {name: headers[name] for name in ("Content-Type", "Retry-After", "WWW-Authenticate")
+                        if name in headers}, reply
 
-    def forward(self, handler: BaseHTTPRequestHandler, body: bytes) -> tuple[int, dict, bytes]:
-        headers = {name: handler.headers[name] for name in ("Authorization", "Content-Type", "Accept")
-                   if handler.headers[name]}
-        request = urllib.request.Request(self.target + handler.path, data=body if handler.command == "POST" else None,
-                                         method=handler.command, headers=headers)
+    def forward(self, request: Request) -> tuple[int, dict, bytes]:
+        method, path, received, body = request
+        received = {name.lower(): value for name, value in received.items()}
+        headers = {name: received[name.lower()] for name in ("Authorization", "Content-Type", "Accept")
+                   if received.get(name.lower())}
+        forwarded = urllib.request.Request(self.target + path, data=body if method == "POST" else None,
+                                           method=method, headers=headers)
         try:
-            with self.opener.open(request, timeout=60) as response:
+            with self.opener.open(forwarded, timeout=60) as response:
                 return response.status, dict(response.headers), response.read()
         except urllib.error.HTTPError as error:
             with error:
                 return error.code, dict(error.headers), error.read()
 
-    @staticmethod
-    def reply(handler: BaseHTTPRequestHandler, status: int, headers: dict, body: bytes) -> None:
-        handler.send_response(status)
-        for name in ("Content-Type", "Retry-After", "WWW-Authenticate"):
-            if name in headers:
-                handler.send_header(name, headers[name])
-        handler.send_header("Content-Length", str(len(body)))
-        handler.end_headers()
-        handler.wfile.write(body)
 
-
-class FakeDashboard(LoopbackServer):
+class FakeDashboard(RecordingServer):
     """A stdlib HTTP server on loopback that records every request and answers each path (the query left out)
     with the ``(status, headers, JSON body)`` that ``replies`` gives it; 404 otherwise."""
 
     def __init__(self, replies: dict[str, tuple[int, dict, dict]] | None = None) -> None:
         self.replies = replies or {}
-        self.requests: list[tuple[str, str, dict, bytes]] = []
-        dashboard = self
+        super().__init__(self.answer)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                dashboard.requests.append((self.command, self.path, dict(self.headers), body))
-                status, headers, reply = dashboard.replies.get(self.path.split("?")[0], (404, {}, {"detail": "?"}))
-                content = json.dumps(reply).encode()
-                self.send_response(status)
-                for name, value in {"Content-Type": "application/json", **headers}.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(content)))
-                self.end_headers()
-                self.wfile.write(content)
-
-            do_POST = do_GET
-
-            def log_message(self, *args) -> None:
-                pass
-
-        super().__init__(Handler)
+    def answer(self, request: Request) -> tuple[int, dict, bytes]:
+        status, headers, reply = self.replies.get(request[1].split("?")[0], (404, {}, {"detail": "?"}))
+        return status, {"Content-Type": "application/json", **headers}, json.dumps(reply).encode()
 
 
 def client(*args: str, token: str | None = None, script: Path | None = None, cwd: Path = ROOT,

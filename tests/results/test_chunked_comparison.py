@@ -3,16 +3,15 @@ stores: the same rows, q-values across all its series, the same suspected verdic
 complete the run on PostgreSQL too (./pilot test runs this file there)."""
 
 import random
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from results import comparisons
 from results.models import Alert, Comparison, ComparisonChunk, Run
 from tests.factories import posted_run
+from tests.processes import all_at_once
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -104,21 +103,7 @@ def test_the_last_two_chunks_finishing_at_once_complete_the_run_once():
     whole, whole_alerts = stored(tonight), opened(tonight)
     first, *last_two = comparisons.begin_comparison(run_id=tonight.pk, chunk_series=4)
     comparisons.compare_chunk(chunk_id=first)
-    start = threading.Barrier(2)
-    completed: list[bool] = []
-
-    def finish(chunk: int) -> None:
-        try:
-            start.wait()
-            completed.append(comparisons.compare_chunk(chunk_id=chunk))
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=finish, args=(chunk,)) for chunk in last_two]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    completed = all_at_once(lambda chunk: comparisons.compare_chunk(chunk_id=chunk), last_two)
 
     assert sorted(completed) == [False, True]
     assert stored(tonight) == whole

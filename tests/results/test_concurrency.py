@@ -4,14 +4,13 @@ the race is real: before creation was race-free, 48 of 80 such posts failed ther
 
 import json
 import random
-import threading
 
 import pytest
-from django.db import connection
 from django.test import Client
 
 from results.models import Benchmark, Machine, Metric, Project, Result, Revision, Run
 from tests.factories import run_document
+from tests.processes import all_at_once
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,24 +21,11 @@ BENCHMARKS = [f"bench {index}" for index in range(6)]
 
 def post_together(token: str, documents: list[dict]) -> list[int]:
     """Post every document from its own thread, all released at once; the status codes."""
-    start = threading.Barrier(len(documents))
-    statuses: list[int] = []
-
-    def post(document: dict) -> None:
+    def post(document: dict) -> int:
         client = Client(raise_request_exception=False, headers={"Authorization": f"Bearer {token}"})
-        try:
-            start.wait()
-            response = client.post("/api/v1/runs", data=json.dumps(document), content_type="application/json")
-            statuses.append(response.status_code)
-        finally:
-            connection.close()
+        return client.post("/api/v1/runs", data=json.dumps(document), content_type="application/json").status_code
 
-    threads = [threading.Thread(target=post, args=(document,)) for document in documents]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return statuses
+    return all_at_once(post, documents)
 
 
 def test_concurrent_first_posts_of_new_projects_and_benchmarks_all_succeed_without_duplicates(token):

@@ -2,9 +2,7 @@
 each change and links to its alert and run, which chat webhooks post as it is; Slack and Matrix formats."""
 
 import json
-import threading
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from django.core import mail
@@ -16,37 +14,24 @@ from results import comparisons, notifications
 from results.models import Alert, AlertGroup, Channel, Delivery, DeliveryStatus, Project, WebhookFormat
 from results.presentation import format_change
 from tests.factories import posted_run
+from tests.processes import RecordingServer
 
 pytestmark = pytest.mark.django_db
 
 SITE = "https://perf.example.org"
 
 
-class Receiver(BaseHTTPRequestHandler):
-    """A webhook receiver on a real local port: keeps each body it is sent with its content type."""
-
-    received: list = []
-
-    def do_POST(self):  # noqa: N802 (the standard library's name)
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        Receiver.received.append((self.headers["Content-Type"], json.loads(body)))
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def receiver():
-    Receiver.received = []
-    server = HTTPServer(("127.0.0.1", 0), Receiver)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/hook"
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    """A webhook receiver on a real local port that answers 200."""
+    with RecordingServer(lambda request: (200, {}, b"")) as server:
+        yield server
+
+
+def received(server: RecordingServer) -> list[tuple[str, dict]]:
+    """Each JSON body a receiver was sent, with its content type."""
+    return [({name.lower(): value for name, value in headers.items()}["content-type"], json.loads(body))
+            for _, _, headers, body in server.requests]
 
 
 def regressed_group(names=("sort", "hash")) -> AlertGroup:
@@ -77,12 +62,12 @@ def test_the_webhook_receives_the_json_with_a_summary_linking_each_alert_and_the
     settings.PILOTWEB_SITE_URL = SITE
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     group = regressed_group()
-    Project.objects.update(webhook_url=receiver, notify_emails="perf@example.com")
+    Project.objects.update(webhook_url=f"{receiver.url}/hook", notify_emails="perf@example.com")
     project, run_id = Project.objects.get(), group.run_id
 
     notifications.notify_alert_group(group_id=group.pk)
 
-    ((content_type, payload),) = Receiver.received
+    ((content_type, payload),) = received(receiver)
     assert content_type == "application/json"
     # The fields it always had are kept.
     assert {"event", "project", "run", "machine", "commit", "branch", "alerts"} <= set(payload)
@@ -108,11 +93,11 @@ def test_the_webhook_receives_the_json_with_a_summary_linking_each_alert_and_the
 def test_a_project_chooses_its_webhooks_format(settings, receiver):
     settings.PILOTWEB_SITE_URL = SITE
     group = regressed_group(names=("sort",))
-    Project.objects.update(webhook_url=receiver, webhook_format=WebhookFormat.SLACK)
+    Project.objects.update(webhook_url=f"{receiver.url}/hook", webhook_format=WebhookFormat.SLACK)
 
     notifications.notify_alert_group(group_id=group.pk)
 
-    ((_, payload),) = Receiver.received
+    ((_, payload),) = received(receiver)
     assert set(payload) == {"text"} and f"<{SITE}/runs/{group.run_id}/|" in payload["text"]
 
 
@@ -165,38 +150,18 @@ def test_an_unknown_format_is_refused(settings):
         notifications.webhook_payload(notifications.alert_group_summary(group), format_name="teams")
 
 
-class Failing(BaseHTTPRequestHandler):
-    """A webhook receiver that is down: answers every POST with a 500, counting them."""
-
-    hits = 0
-
-    def do_POST(self):  # noqa: N802 (the standard library's name)
-        Failing.hits += 1
-        self.rfile.read(int(self.headers["Content-Length"]))
-        self.send_response(500)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def failing_receiver():
-    Failing.hits = 0
-    server = HTTPServer(("127.0.0.1", 0), Failing)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/hook"
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    """A webhook receiver that is down: answers every request with a 500."""
+    with RecordingServer(lambda request: (500, {}, b"")) as server:
+        yield server
 
 
 def test_while_the_webhook_is_down_the_email_goes_once_and_the_webhook_is_retried_with_backoff_then_given_up(
         settings, failing_receiver):
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     group = regressed_group(names=("sort",))
-    Project.objects.update(webhook_url=failing_receiver, notify_emails="perf@example.com")
+    Project.objects.update(webhook_url=f"{failing_receiver.url}/hook", notify_emails="perf@example.com")
     waits = []
 
     # The catch-up task runs every few minutes; each time, only what is due is tried.
@@ -209,7 +174,7 @@ def test_while_the_webhook_is_down_the_email_goes_once_and_the_webhook_is_retrie
         Delivery.objects.filter(group=group, status=DeliveryStatus.PENDING).update(next_attempt_at=timezone.now())
 
     assert len(mail.outbox) == 1
-    assert Failing.hits == notifications.MAX_ATTEMPTS
+    assert len(failing_receiver.requests) == notifications.MAX_ATTEMPTS
     webhook = Delivery.objects.get(group=group, channel=Channel.WEBHOOK)
     assert (webhook.status, webhook.attempts) == (DeliveryStatus.FAILED, notifications.MAX_ATTEMPTS)
     assert "answered 500" in webhook.error
@@ -226,11 +191,11 @@ def test_while_the_webhook_is_down_the_email_goes_once_and_the_webhook_is_retrie
 def test_a_webhook_to_a_private_address_is_refused_unless_the_operator_allows_it(settings, receiver):
     settings.PILOTWEB_WEBHOOK_ALLOW_PRIVATE = False
     group = regressed_group(names=("sort",))
-    Project.objects.update(webhook_url=receiver)
+    Project.objects.update(webhook_url=f"{receiver.url}/hook")
 
     notifications.notify_alert_group(group_id=group.pk)
 
-    assert Receiver.received == []
+    assert received(receiver) == []
     webhook = Delivery.objects.get(group=group)
     assert webhook.status == DeliveryStatus.FAILED and webhook.attempts == 1
     assert "127.0.0.1 is a loopback address: refused as a target" in webhook.error
@@ -287,12 +252,12 @@ def test_an_alert_that_joins_while_a_channel_waits_for_its_retry_is_announced_ne
     first, joining = Alert.objects.filter(group=group).order_by("pk")
     elsewhere = AlertGroup.objects.create(run=group.run.project.runs.exclude(pk=group.run_id).first())
     Alert.objects.filter(pk=joining.pk).update(group=elsewhere)
-    Project.objects.update(notify_emails="perf@example.com", webhook_url=failing_receiver)
+    Project.objects.update(notify_emails="perf@example.com", webhook_url=f"{failing_receiver.url}/hook")
 
     notifications.notify_alert_group(group_id=group.pk)  # the e-mail goes; the webhook is down
     Alert.objects.filter(pk=joining.pk).update(group=group)  # the daily scan's alert joins meanwhile
     elsewhere.delete()
-    Project.objects.update(webhook_url=receiver)  # the webhook is back for its retry
+    Project.objects.update(webhook_url=f"{receiver.url}/hook")  # the webhook is back for its retry
     Delivery.objects.filter(group=group).update(next_attempt_at=timezone.now())
     notifications.notify_alert_group(group_id=group.pk)
 
@@ -305,6 +270,6 @@ def test_an_alert_that_joins_while_a_channel_waits_for_its_retry_is_announced_ne
     first_link, joining_link = f"#alert-{first.pk}", f"#alert-{joining.pk}"
     assert [(first_link in message.body, joining_link in message.body) for message in mail.outbox] == [
         (True, False), (False, True)]
-    webhook_texts = [body["text"] for _, body in Receiver.received]
+    webhook_texts = [body["text"] for _, body in received(receiver)]
     assert [(first_link in text, joining_link in text) for text in webhook_texts] == [(True, False), (False, True)]
     assert not Alert.objects.filter(group=group, announced_at__isnull=True).exists()

@@ -8,12 +8,12 @@ import re
 import socket
 import subprocess
 import sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
 
 from results.outbound import OutboundHTTPError, OutboundRefused, address_refusal, check_webhook_url, post_json
-from tests.processes import ROOT, LoopbackServer
+from tests.processes import ROOT, RecordingServer
 
 pytestmark = pytest.mark.any_database  # no database: run once, not again on PostgreSQL
 
@@ -21,36 +21,20 @@ PUBLIC = "93.184.216.34"  # example.com's address when written; only judged, nev
 TIMEOUT = 5.0
 
 
-class Target(LoopbackServer):
+class Target(RecordingServer):
     """A stdlib HTTP server on 127.0.0.1 that counts the connections it accepts, records each request and
     answers every one with ``status`` and ``headers``."""
 
     def __init__(self, status: int = 200, headers: dict | None = None) -> None:
         self.connections = 0
-        self.requests: list[tuple[str, str, dict, bytes]] = []
         target = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                target.requests.append((self.command, self.path, dict(self.headers), body))
-                self.send_response(status)
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            do_GET = do_POST
-
-            def log_message(self, *args) -> None:
-                pass
 
         class Server(ThreadingHTTPServer):
             def verify_request(self, request, client_address) -> bool:
                 target.connections += 1
                 return True
 
-        super().__init__(Handler, server_class=Server)
+        super().__init__(lambda request: (status, headers or {}, b""), server_class=Server)
 
 
 @pytest.fixture

@@ -8,18 +8,11 @@ import pytest
 from results.stats import AT_LEVEL, MOVED, UNDECIDED, bracketed_level_test
 from runner.session import MetricSpec, RoundOutcome, SessionStatus, SessionTargets, run_session
 from runner.session.levels import CANDIDATE, MOVED_END, NOT_REPRODUCED, REFERENCE, LevelCheck, decide_level
+from tests.runner.clock import FakeClock
 
 pytestmark = pytest.mark.any_database  # no database: run once, not again on PostgreSQL
 
 TIME = MetricSpec("time", "s", "lower_is_better")
-
-
-class FakeClock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
 
 
 def commit(clock, level, *, noise=0.05, seed):

@@ -22,10 +22,10 @@ from django.utils import timezone
 from results.models import Alert, AlertState, Membership, Project, Role, Run
 from runner import services
 from runner.models import Bisection, BisectionStatus, Session, SessionStatus, SessionTrigger
-from tests.factories import ProjectFactory, UserFactory
+from tests.factories import ProjectFactory, UserFactory, post_nights
 from tests.processes import LoopbackServer, wait_for
 from tests.runner.test_integration import bench_worker, machine  # noqa: F401 (fixture)
-from tests.runner.test_trusted_revisions import ci_client, git, post_nights
+from tests.runner.test_trusted_revisions import ci_client, git
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

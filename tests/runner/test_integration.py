@@ -8,7 +8,6 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-import numpy as np
 import pytest
 from django.db import connection
 from django.test import Client
@@ -20,7 +19,7 @@ from results import services as result_services
 from results.models import Alert, Machine, Membership, Result, Role, Run, TokenScope
 from runner import heartbeat, services
 from runner.models import Round, Session, SessionStatus
-from tests.factories import MachineFactory, ProjectFactory, run_document
+from tests.factories import MachineFactory, ProjectFactory, post_nights
 from tests.processes import wait_for, worker_process
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -155,21 +154,11 @@ def test_a_regressing_nightly_is_confirmed_by_an_ab_session_whose_outcome_the_al
     it."""
     job = sort_job(staff, machine)
     Membership.objects.create(project=job.project, user=user, role=Role.UPLOADER)
-    rng = np.random.default_rng(5)
     # Production settings (DEBUG off), where the alert's receivers were once garbage-collected.
     with bench_worker(broker, machine, tmp_path, production=True):
         # Ten nights of history: the fewest a shift is tested against (results.nightly_rows.SHIFT_MIN_HISTORY).
-        for night, level in enumerate([1.0] * 10 + [1.3]):
-            document = run_document(
-                project=job.project.name, machine=machine.name, commit=f"{night + 1:040x}", seed=night,
-                results=[{"benchmark": "sort", "samples": rng.normal(level, 0.01, 40).tolist()}])
-            document["project"]["slug"] = job.project.slug
-            document["started_at"] = f"2026-11-{10 + night:02d}T02:00:00Z"
-            response = api.post("/api/v1/runs", data=json.dumps(document), content_type="application/json")
-            assert response.status_code == 201, response.content
-            run_id = response.json()["id"]
-            wait_for(lambda: Run.objects.filter(pk=run_id, compared_at__isnull=False).exists(),
-                     what=f"night {night} to be compared")
+        run_id = post_nights(api, job.project, machine, [f"{night + 1:040x}" for night in range(11)],
+                             benchmark="sort", seed=5)
         alert = wait_for(lambda: Alert.objects.filter(group__run_id=run_id).first(), what="the alert")
         session = wait_for(lambda: Session.objects.filter(confirms=alert).first(), what="the confirmation session")
         assert session.trigger == "confirmation"

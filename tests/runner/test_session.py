@@ -11,7 +11,6 @@ import pytest
 from scipy import stats
 
 from results.stats import mean_interval
-from runner.session.loop import NO_DIFFERENCE_RESOLVED
 from runner.session import (
     MetricSpec,
     RoundOutcome,
@@ -24,19 +23,13 @@ from runner.session import (
     run_session,
     work_amount_plan,
 )
+from runner.session.loop import NO_DIFFERENCE_RESOLVED
+from tests.runner.clock import FakeClock
 
 pytestmark = pytest.mark.any_database  # no database: run once, not again on PostgreSQL
 
 TIME = MetricSpec("time", "s", "lower_is_better")
 THROUGHPUT = MetricSpec("throughput", "MB/s", "higher_is_better")
-
-
-class FakeClock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
 
 
 def reading_workload(clock, noise, *, mean=1.0, seconds_per_unit=1e-3, metric="time"):

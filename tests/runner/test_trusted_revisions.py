@@ -10,7 +10,6 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-import numpy as np
 import pytest
 from django.test import Client
 
@@ -25,6 +24,7 @@ from tests.factories import (
     RevisionFactory,
     RunFactory,
     UserFactory,
+    post_nights,
     run_document,
 )
 from tests.processes import wait_for
@@ -84,24 +84,6 @@ def ci_client(project) -> Client:
     Membership.objects.create(project=project, user=user, role=Role.UPLOADER)
     _, token = result_services.create_api_token(user=user, name="ci")
     return Client(headers={"Authorization": f"Bearer {token}"})
-
-
-def post_nights(client, project, machine, commits: list[str], *, slower: float = 1.3, spread: float = 0.01,  # noqa: F811
-                seed: int = 7) -> int:
-    """Ten steady nights of the benchmark "bench", then one `slower`, each naming its commit (posted by `client`,
-    compared by the analysis worker); the last run's id."""
-    rng = np.random.default_rng(seed)
-    for night, (level, revision) in enumerate(zip([1.0] * 10 + [slower], commits, strict=True)):
-        document = run_document(project=project.name, machine=machine.name, commit=revision, seed=night,
-                                results=[{"benchmark": "bench", "samples": rng.normal(level, spread, 40).tolist()}])
-        document["project"]["slug"] = project.slug
-        document["started_at"] = f"2026-11-{10 + night:02d}T02:00:00Z"
-        response = client.post("/api/v1/runs", data=json.dumps(document), content_type="application/json")
-        assert response.status_code == 201, response.content
-        run_id = response.json()["id"]
-        wait_for(lambda: Run.objects.filter(pk=run_id, compared_at__isnull=False).exists(),
-                 what=f"night {night} to be compared")
-    return run_id
 
 
 @pytest.mark.integration

@@ -18,18 +18,9 @@ from results.stats import (
     subsessions,
     verdict,
 )
+from tests.stats.series import ar1
 
 REPLICATIONS = 2000
-
-
-def ar1(rng, size, length, rho):
-    """`size` stationary AR(1) series with unit innovations."""
-    noise = rng.standard_normal((size, length))
-    series = np.empty_like(noise)
-    series[:, 0] = noise[:, 0] / np.sqrt(1 - rho**2)
-    for i in range(1, length):
-        series[:, i] = rho * series[:, i - 1] + noise[:, i]
-    return series
 
 
 def hierarchical(rng, mean, deviations, shape, size):

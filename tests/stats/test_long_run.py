@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import signal, stats
+from scipy import stats
 
 from results.stats import NotEnoughSamples, mean_interval
 from results.stats._long_run import (
@@ -20,15 +20,9 @@ from results.stats._long_run import (
     mean_variance,
     overlapping_batch_means,
 )
+from tests.stats.series import ar1
 
 REPLICATIONS = 2000
-
-
-def ar1(rng, size, length, rho):
-    """`size` stationary AR(1) series x_i = rho x_{i-1} + e_i with standard normal innovations (mean 0)."""
-    noise = rng.standard_normal((size, length))
-    noise[:, 0] /= math.sqrt(1.0 - rho**2)
-    return signal.lfilter([1.0], [1.0, -rho], noise, axis=-1)
 
 
 def obm_by_loop(x, b):
