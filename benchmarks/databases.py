@@ -55,7 +55,8 @@ def chosen(database: str) -> tuple[str, ...]:
 def print_verdicts(target: str, verdicts: list[str], legend: str) -> None:
     """The end of a database benchmark's table: its target, each database's verdict against it, how to read it."""
     print(target)
-    print("\n".join("  " + line for line in verdicts))
+    for line in verdicts:
+        print("  " + line)
     print(legend)
 
 

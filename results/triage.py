@@ -31,14 +31,16 @@ def set_alert_status(*, alert: Alert, status: str, note: str = "", user, token: 
 
 
 @transaction.atomic
-def triage_alert(*, alert: Alert, status: str, note: str = "", bug_url: str = "",
-                 assignee: AbstractBaseUser | None = None, user) -> Alert:
-    """Triage an alert from its page: its status as :func:`set_alert_status` does, and the link to the bug
-    that follows the change up and who does, both replaced by the values given (empty, None: none). The
-    assignee must be able to triage it too."""
+def triage_alert(*, alert: Alert, status: str, note: str = "", bug_url: str | None = None,
+                 assignee: AbstractBaseUser | None | EllipsisType = ..., user) -> Alert:
+    """Triage an alert from its page: its status as :func:`set_alert_status` does, and where given the link to the
+    bug that follows the change up (empty: none) and who does (None: nobody); the defaults leave them as they are.
+    The assignee must be able to triage it too."""
     _check_triage(alert=alert, user=user, token=None, status=status)
-    bug_url = _follow_up(bug_url, assignee, _project(alert))
     alert = Alert.objects.select_for_update().get(pk=alert.pk)
+    bug_url = alert.bug_url if bug_url is None else bug_url
+    assignee = alert.assignee if assignee is ... else assignee
+    bug_url = _follow_up(bug_url, assignee, _project(alert))
     changed = ["status"] if _change_status(alert, status=status, note=note, user=user) else []
     if alert.bug_url != bug_url or alert.assignee_id != (assignee.pk if assignee else None):
         alert.bug_url, alert.assignee = bug_url, assignee

@@ -111,7 +111,8 @@ class TextAreaField(forms.CharField):
 
     def __init__(self, **kwargs):
         kwargs.setdefault("required", False)
-        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": self.rows, "spellcheck": "false", "class": "mono"}))
+        if kwargs.get("widget") is None:
+            kwargs["widget"] = forms.Textarea(attrs={"rows": self.rows, "spellcheck": "false", "class": "mono"})
         super().__init__(**kwargs)
 
 

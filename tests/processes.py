@@ -1,7 +1,9 @@
-"""Real servers and workers for integration tests: Redis and Celery worker processes."""
+"""Real servers and workers for integration tests: Redis, Celery worker processes, HTTP servers on loopback that
+record what they are sent, and threads released at once to race each other."""
 
 import contextlib
 import dataclasses
+import json
 import os
 import shutil
 import signal
@@ -150,6 +152,10 @@ class RecordingServer(LoopbackServer):
                 pass
 
         super().__init__(Handler, server_class=server_class)
+
+    def json_bodies(self) -> list:
+        """The body of every request, parsed as JSON, in the order they came."""
+        return [json.loads(body) for _, _, _, body in self.requests]
 
 
 def wait_for(condition, *, timeout=90.0, what="condition"):

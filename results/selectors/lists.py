@@ -44,9 +44,9 @@ def runs(*, viewer, project: str | None = None, machine: str | None = None, bran
     """The runs `viewer` may read, newest first, filtered by project slug, machine name, branch, kind, commit
     prefix and the time they started (``start <= started_at < end``)."""
     queryset = access.visible(Run.objects.select_related("project", "machine", "revision"), viewer)
-    return _where(queryset, project__slug=project, machine__name=machine, revision__branch=branch, kind=kind,
-                  revision__commit__istartswith=commit, started_at__gte=start, started_at__lt=end,
-                  ).order_by("-started_at", "-id")
+    queryset = _where(queryset, project__slug=project, machine__name=machine, revision__branch=branch, kind=kind,
+                      revision__commit__istartswith=commit, started_at__gte=start, started_at__lt=end)
+    return queryset.order_by("-started_at", "-id")
 
 
 RUNS_PER_PAGE = 50
@@ -128,9 +128,7 @@ def run_comparisons(*, run_id: int, viewer, method: str | None = None) -> list[C
         raise Run.DoesNotExist(f"No run {run_id}.")
     queryset = Comparison.objects.filter(candidate__run_id=run_id).select_related(
         "candidate__metric__benchmark").defer("candidate__samples")
-    if method:
-        queryset = queryset.filter(method=method)
-    return list(queryset)
+    return list(_where(queryset, method=method))
 
 
 def projects(*, viewer, search: str = "") -> QuerySet[Project]:
@@ -144,9 +142,7 @@ def projects(*, viewer, search: str = "") -> QuerySet[Project]:
 def benchmarks(*, viewer, project: str | None = None) -> QuerySet[Benchmark]:
     """Benchmarks `viewer` may read with their project, by project and name, filtered by project slug."""
     queryset = access.visible(Benchmark.objects.select_related("project"), viewer)
-    if project:
-        queryset = queryset.filter(project__slug=project)
-    return queryset.order_by("project__name", "name", "id")
+    return _where(queryset, project__slug=project).order_by("project__name", "name", "id")
 
 
 def metrics(*, viewer, project: str | None = None, benchmark_id: int | None = None) -> QuerySet[Metric]:
@@ -166,9 +162,7 @@ def machines(*, viewer, search: str = "") -> QuerySet[Machine]:
     if readable is not None:
         queryset = queryset.filter(Exists(Run.objects.filter(machine=OuterRef("pk"), project__in=readable))
                                    | ~Exists(Run.objects.filter(machine=OuterRef("pk"))))
-    if search:
-        queryset = queryset.filter(name__icontains=search)
-    return queryset.order_by("name", "id")
+    return _where(queryset, name__icontains=search).order_by("name", "id")
 
 
 def alerts(*, viewer, status: str | None = None, project: str | None = None,
@@ -179,17 +173,15 @@ def alerts(*, viewer, status: str | None = None, project: str | None = None,
         "group__run__project", "group__run__machine", "group__run__revision", "updated_by", "assignee",
         "comparison__candidate__metric__benchmark", "first_run__revision", "evidence__candidate__metric__benchmark",
     ).prefetch_related("events__user", "group__deliveries")
-    return _where(queryset, status=status, group__run__project__slug=project, assignee=assignee,
-                  ).order_by("-group__created_at", "id")
+    queryset = _where(queryset, status=status, group__run__project__slug=project, assignee=assignee)
+    return queryset.order_by("-group__created_at", "id")
 
 
 def incidents(*, viewer, project: str | None = None) -> QuerySet[Incident]:
     """The incidents of the projects `viewer` may read, newest night first, filtered by project slug."""
     queryset = access.visible(
         Incident.objects.select_related("project", "machine", "first_run__revision", "assignee"), viewer)
-    if project:
-        queryset = queryset.filter(project__slug=project)
-    return queryset.order_by("-night", "-id")
+    return _where(queryset, project__slug=project).order_by("-night", "-id")
 
 
 def _where(queryset: QuerySet, **lookups) -> QuerySet:

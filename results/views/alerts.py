@@ -26,20 +26,23 @@ class AlertFilterForm(forms.Form):
     mine = forms.BooleanField(required=False, label="assigned to me")
 
 
-class IncidentTriageForm(forms.Form):
+class _TriageForm(forms.Form):
+    """What a triage sets: the status with a note, and where given, the bug link and the assignee."""
+
+    status = forms.ChoiceField(choices=AlertStatus.choices)
+    note = forms.CharField(required=False, max_length=2000)
+    bug_url = forms.URLField(required=False, max_length=500, assume_scheme="https", label="bug link")
+    assignee = forms.ModelChoiceField(required=False, queryset=get_user_model().objects.filter(is_active=True))
+
+
+class IncidentTriageForm(_TriageForm):
+    field_order = ["incident"]
     incident = forms.IntegerField(widget=forms.HiddenInput, min_value=1, max_value=2**63 - 1)
-    status = forms.ChoiceField(choices=AlertStatus.choices)
-    note = forms.CharField(required=False, max_length=2000)
-    bug_url = forms.URLField(required=False, max_length=500, assume_scheme="https", label="bug link")
-    assignee = forms.ModelChoiceField(required=False, queryset=get_user_model().objects.filter(is_active=True))
 
 
-class AlertTriageForm(forms.Form):
-    alert = forms.IntegerField(widget=forms.HiddenInput)
-    status = forms.ChoiceField(choices=AlertStatus.choices)
-    note = forms.CharField(required=False, max_length=2000)
-    bug_url = forms.URLField(required=False, max_length=500, assume_scheme="https", label="bug link")
-    assignee = forms.ModelChoiceField(required=False, queryset=get_user_model().objects.filter(is_active=True))
+class AlertTriageForm(_TriageForm):
+    field_order = ["alert"]
+    alert = forms.IntegerField(widget=forms.HiddenInput, min_value=1, max_value=2**63 - 1)
 
 
 def alerts(request: HttpRequest) -> HttpResponse:
@@ -74,11 +77,9 @@ def _alert_list(request: HttpRequest, *, export: str | None) -> HttpResponse:
 
 
 _TRIAGED = {
-    # What a triage form names: its form, the rows the viewer may triage, the service, and what the fields the form
-    # leaves out keep (an alert's as they are; the incident's service keeps what it is not given).
-    "alert": (AlertTriageForm, selectors.alerts, triage_alert,
-              lambda alert: {"bug_url": alert.bug_url, "assignee": alert.assignee}),
-    "incident": (IncidentTriageForm, selectors.incidents, triage_incident, lambda incident: {}),
+    # What a triage form names: its form, the rows the viewer may triage, and the service that triages one.
+    "alert": (AlertTriageForm, selectors.alerts, triage_alert),
+    "incident": (IncidentTriageForm, selectors.incidents, triage_incident),
 }
 
 
@@ -88,16 +89,16 @@ def _triage(request: HttpRequest) -> HttpResponse:
     if not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path())
     kind = "incident" if "incident" in request.POST else "alert"
-    form_class, rows, service, unchanged = _TRIAGED[kind]
+    form_class, rows, service = _TRIAGED[kind]
     form = form_class(request.POST)
     if not form.is_valid():
         return _refused(request, form)
     chosen = form.cleaned_data
     target = get_object_or_404(rows(viewer=request.user), pk=chosen[kind])
+    # A field the form leaves out is not given: the service keeps it as it is.
     given = {field: chosen[field] for field in ("bug_url", "assignee") if field in request.POST}
     try:
-        target = service(**{kind: target}, status=chosen["status"], note=chosen["note"], user=request.user,
-                         **{**unchanged(target), **given})
+        target = service(**{kind: target}, status=chosen["status"], note=chosen["note"], user=request.user, **given)
     except ValidationError as error:
         messages.error(request, "Not changed: " + " ".join(error.messages))
     else:

@@ -107,6 +107,14 @@ def test_an_unknown_alert_is_404(maintainer):
     assert logged_in(maintainer).post("/alerts/", {"alert": 999, "status": "fixed"}).status_code == 404
 
 
+@pytest.mark.parametrize("field", ["alert", "incident"])
+def test_an_alert_or_incident_number_beyond_any_row_is_refused_not_looked_up(maintainer, field):
+    response = logged_in(maintainer).post("/alerts/", {field: 2**63, "status": "fixed"}, follow=True)
+
+    assert response.status_code == 200
+    assert f"Not changed: {field}: Ensure this value is less than or equal to" in response.content.decode()
+
+
 def test_triage_needs_the_csrf_token(maintainer):
     regressed_run()
     alert = Alert.objects.get()

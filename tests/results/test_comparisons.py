@@ -1,9 +1,6 @@
 """Stored runs compared: nightly against history, pull requests against their base, alerts, notifications."""
 
-import json
-import threading
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import numpy as np
 import pytest
@@ -16,6 +13,7 @@ from results.models import Alert, AlertGroup, Comparison, ComparisonMethod, Proj
 from results.schemas import RunIn
 from results.stored_rows import stored_rows
 from tests.factories import NIGHT_ZERO, UserFactory, compared_run, posted_run
+from tests.processes import RecordingServer
 
 pytestmark = pytest.mark.django_db
 
@@ -139,44 +137,24 @@ def test_q_values_control_the_false_discovery_rate_across_a_run():
     np.testing.assert_allclose(qvalues[order], expected)
 
 
-class _Webhook(BaseHTTPRequestHandler):
-    received: list = []
-
-    def do_POST(self):  # noqa: N802 (the standard library's name)
-        length = int(self.headers["Content-Length"])
-        _Webhook.received.append(json.loads(self.rfile.read(length)))
-        self.send_response(204)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
 def test_a_group_of_alerts_is_notified_once_by_email_and_webhook(settings):
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     settings.PILOTWEB_WEBHOOK_ALLOW_PRIVATE = True  # the receiver listens on loopback
-    server = HTTPServer(("127.0.0.1", 0), _Webhook)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with RecordingServer(lambda request: (204, {}, b"")) as server:
         for night in range(10):
             posted_run(night, {"sort": 1.0, "hash": 1.0}, sd=0.002)
-        Project.objects.update(notify_emails="perf@example.com, lead@example.com",
-                               webhook_url=f"http://127.0.0.1:{server.server_port}/hook")
+        Project.objects.update(notify_emails="perf@example.com, lead@example.com", webhook_url=f"{server.url}/hook")
         tonight = posted_run(10, {"sort": 1.2, "hash": 1.3}, sd=0.002)
         comparisons.compare_run(run_id=tonight.pk)
         group = AlertGroup.objects.get()
 
         notifications.notify_alert_group(group_id=group.pk)
         notifications.notify_alert_group(group_id=group.pk)
-    finally:
-        server.shutdown()
-        server.server_close()
 
     assert len(mail.outbox) == 1 and mail.outbox[0].to == ["perf@example.com", "lead@example.com"]
     assert "2 regression(s)" in mail.outbox[0].subject
-    assert len(_Webhook.received) == 1
-    assert {alert["benchmark"] for alert in _Webhook.received[0]["alerts"]} == {"sort", "hash"}
+    [received] = server.json_bodies()
+    assert {alert["benchmark"] for alert in received["alerts"]} == {"sort", "hash"}
     assert AlertGroup.objects.get().notified_at is not None
 
 

@@ -3,9 +3,7 @@ on the machine's checkout, one session a step, each step resumed from the stored
 The sessions' outcomes are written here as a bench worker would store them, from a known culprit (the worker's part
 is Pilot's loop with a level check: tests/runner/test_bisection_session.py)."""
 
-import json
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -17,7 +15,7 @@ from runner.bisection import notify, service
 from runner.models import Bisection, BisectionStatus, Session, SessionStatus, SessionTrigger
 from runner.session.levels import CANDIDATE, MOVED_END, REFERENCE
 from tests.factories import ComparisonFactory, UserFactory, posted_run
-from tests.processes import LoopbackServer
+from tests.processes import RecordingServer
 from tests.runner.test_integration import machine  # noqa: F401 (fixture)
 from tests.runner.test_trusted_revisions import command_job, repositories  # noqa: F401 (fixtures)
 
@@ -151,17 +149,10 @@ def test_a_maintainer_cancels_a_bisection_with_its_session(regression, django_ca
     assert Session.objects.filter(trigger=SessionTrigger.BISECTION).count() == 1
 
 
-class FailingThenOk(BaseHTTPRequestHandler):
-    answers: list = []
-    received: list = []
-
-    def do_POST(self):  # noqa: N802 (the standard library's name)
-        FailingThenOk.received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-        self.send_response(FailingThenOk.answers.pop(0) if FailingThenOk.answers else 204)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
+def failing_then_ok(failures: int) -> RecordingServer:
+    """A webhook receiver that answers its first `failures` requests with a 500, then 204."""
+    answers = [500] * failures
+    return RecordingServer(lambda request: (answers.pop(0) if answers else 204, {}, b""))
 
 
 def bisected(regression, end=finish) -> Bisection:
@@ -188,9 +179,8 @@ def found(regression) -> Bisection:
 
 def test_the_project_is_told_the_culprit_on_each_channel_once(regression, settings, mailoutbox):
     settings.PILOTWEB_WEBHOOK_ALLOW_PRIVATE = True
-    FailingThenOk.answers, FailingThenOk.received = [500], []
     bisection = found(regression)
-    with LoopbackServer(FailingThenOk) as hook:
+    with failing_then_ok(1) as hook:
         Project.objects.filter(pk=regression["job"].project_id).update(
             webhook_url=f"{hook.url}/hook", notify_emails="perf@example.org")
         first = notify.notify_bisection(bisection_id=bisection.pk)
@@ -203,9 +193,9 @@ def test_the_project_is_told_the_culprit_on_each_channel_once(regression, settin
         assert notify.pending_notifications() == [bisection.pk]
         second = notify.notify_bisection(bisection_id=bisection.pk)
     assert second.notified_at is not None and second.notify_error == ""
-    assert len(mailoutbox) == 1 and len(FailingThenOk.received) == 2
+    assert len(mailoutbox) == 1 and len(hook.requests) == 2
     culprit = regression["main"][CULPRIT]
-    body = FailingThenOk.received[-1]
+    body = hook.json_bodies()[-1]
     assert (body["event"], body["culprit"], body["status"]) == ("bisection", culprit, "found")
     assert f"culprit {culprit[:12]}" in body["text"] and f"culprit {culprit[:12]}" in mailoutbox[0].body
     assert notify.notify_bisection(bisection_id=bisection.pk).notify_attempts == 2  # told: nothing more
@@ -248,15 +238,14 @@ def test_a_bisection_that_names_none_says_the_range_it_narrowed_to(regression):
 
 def test_a_telling_that_keeps_failing_is_given_up_after_the_attempts_and_says_why(regression, settings):
     settings.PILOTWEB_WEBHOOK_ALLOW_PRIVATE = True
-    FailingThenOk.answers, FailingThenOk.received = [500] * 10, []
     bisection = found(regression)
-    with LoopbackServer(FailingThenOk) as hook:
+    with failing_then_ok(10) as hook:
         Project.objects.filter(pk=regression["job"].project_id).update(webhook_url=f"{hook.url}/hook")
         for _ in range(8):
             Bisection.objects.filter(pk=bisection.pk).update(notify_next_at=timezone.now() - timedelta(seconds=1))
             bisection = notify.notify_bisection(bisection_id=bisection.pk)
     assert bisection.notify_attempts == 5 and bisection.notified_at is not None and "500" in bisection.notify_error
-    assert len(FailingThenOk.received) == 5 and notify.pending_notifications() == []
+    assert len(hook.requests) == 5 and notify.pending_notifications() == []
 
 
 def test_a_regression_without_a_change_to_look_for_is_not_bisected(regression):

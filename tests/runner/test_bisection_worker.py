@@ -5,13 +5,11 @@ project bisects confirmed regressions automatically, and the bisection names tha
 that fails to build, and resumes after its worker is killed; the project's webhook is told. With no slowdown in
 the code (the night's shift came from elsewhere) it names none."""
 
-import json
 import os
 import signal
 import sys
 import time
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -23,7 +21,7 @@ from results.models import Alert, AlertState, Membership, Project, Role, Run
 from runner import services
 from runner.models import Bisection, BisectionStatus, Session, SessionStatus, SessionTrigger
 from tests.factories import ProjectFactory, UserFactory, post_nights
-from tests.processes import LoopbackServer, wait_for
+from tests.processes import RecordingServer, wait_for
 from tests.runner.test_integration import bench_worker, machine  # noqa: F401 (fixture)
 from tests.runner.test_trusted_revisions import ci_client, git
 
@@ -82,18 +80,6 @@ def nights(client, project: Project, machine, commits: list[str]) -> Run:  # noq
                                           spread=0.005, seed=32))
 
 
-class Hook(BaseHTTPRequestHandler):
-    received: list = []
-
-    def do_POST(self):  # noqa: N802 (the standard library's name)
-        Hook.received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-        self.send_response(204)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
 def bisection_session(bisection_id: int, *, position: int) -> Session | None:
     return Session.objects.filter(bisection_step__bisection_id=bisection_id,
                                   bisection_step__position=position).first()
@@ -103,8 +89,7 @@ def test_a_confirmed_regression_is_bisected_to_its_culprit_over_a_broken_build_a
         staff, machine, broker, tmp_path):  # noqa: F811
     repo = repository(tmp_path, slower_from=CULPRIT)
     commits = repo["commits"]
-    Hook.received = []
-    with LoopbackServer(Hook) as hook:
+    with RecordingServer(lambda request: (204, {}, b"")) as hook:
         project = ProjectFactory(name="Bisected", slug="bisected", bisect_regressions=True,
                                  webhook_url=f"{hook.url}/hook")
         job = bisecting_job(staff, machine, repo, project)
@@ -130,8 +115,8 @@ def test_a_confirmed_regression_is_bisected_to_its_culprit_over_a_broken_build_a
         with bench_worker(broker, machine, tmp_path, name="second", environment=environment):
             bisection = wait_for(lambda: Bisection.objects.filter(pk=bisection.pk, finished_at__isnull=False).first(),
                                  timeout=300, what="the bisection to end")
-            told = wait_for(lambda: next((body for body in Hook.received if body.get("event") == "bisection"), None),
-                            timeout=30, what="the webhook to be told")
+            told = wait_for(lambda: next((body for body in hook.json_bodies() if body.get("event") == "bisection"),
+                                         None), timeout=30, what="the webhook to be told")
 
     assert bisection.status == BisectionStatus.FOUND, bisection.reason
     assert bisection.culprit == commits[CULPRIT] and bisection.commits == commits
