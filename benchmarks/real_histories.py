@@ -176,6 +176,8 @@ def main() -> None:
                         help="Leave out longer series (MongoDB's profiling series repeat another up to 28 times).")
     parser.add_argument("--threshold", type=float, help="θ of every series, in percent (default: the product's "
                         "default, 2%%), as a project sets it for its metrics.")
+    parser.add_argument("--json", type=Path, help="Also write every series' values and change points (ours, retracted, "
+                        "the peers') to this file (read by benchmarks/drift_reading.py).")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.child:
@@ -204,6 +206,12 @@ def main() -> None:
     ours = measure_in_child(__file__, [str(scratch)], database="sqlite")
     scratch.unlink()
 
+    if arguments.json:
+        arguments.json.write_text(json.dumps({f"{file}\t{h.name}": {
+            "file": file, "name": h.name, "values": h.values.tolist(), "source": h.source, "commit": h.commit,
+            "ours": ours.get(f"{file}\t{h.name}", {}).get("change_points", []),
+            "retracted": ours.get(f"{file}\t{h.name}", {}).get("retracted", []), **peers[file, h.name]}
+            for file, entries in by_source.items() for h in entries}))
     # "ours": the change points the product shows at the end; "ours+retr": with those it retracted on the way.
     methods = ("ours", "ours+retr", "edivisive", "otava")
 
