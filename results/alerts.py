@@ -394,10 +394,11 @@ def alert_change_points(points: list[ChangePoint]) -> list[Alert]:
         metric = point.metric
         verdict = _change_point_verdict(point.ci_low, point.ci_high, point.ratio, point.pvalue, metric)
         series = [run_id for run_id, _, _ in nights[point.metric_id, point.machine_id]]
-        if verdict not in NIGHTLY_ALERTS or point.run_id not in series:
+        position = {run_id: index for index, run_id in enumerate(series)}  # a run's index among the series' nights
+        if verdict not in NIGHTLY_ALERTS or point.run_id not in position:
             continue
-        at = series.index(point.run_id)
-        known = [series.index(first) for first in alerted[point.metric_id, point.machine_id] if first in series]
+        at = position[point.run_id]
+        known = [position[first] for first in alerted[point.metric_id, point.machine_id] if first in position]
         if verdict in (SUSPECTED_REGRESSION, SUSPECTED_IMPROVEMENT) and (
                 len(series) - at < SUSPECTED_CHANGE_POINT_NIGHTS or any(index > at for index in known)):
             continue
@@ -405,8 +406,8 @@ def alert_change_points(points: list[ChangePoint]) -> list[Alert]:
         # settle. Measured: bounded at a false suspected alert 6 nights before a real step, the step's interval
         # reached into the band and it was never alerted (benchmarks/nightly_detection.py --scenario two-steps, 3%,
         # seed 15); on the 30 nights since the change before, a regression.
-        bounds = [series.index(first) for first, suspected in changes[point.metric_id, point.machine_id]
-                  if first in series and not (suspected and series.index(first) < at)]
+        bounds = [position[first] for first, suspected in changes[point.metric_id, point.machine_id]
+                  if first in position and not (suspected and position[first] < at)]
         if len(series) - at > CHANGE_POINT_NIGHTS or any(abs(index - at) <= MATCH_NIGHTS for index in known) or \
                 not _between_changes(point, [mean for _, _, mean in nights[point.metric_id, point.machine_id]],
                                      at, bounds, verdict):

@@ -168,28 +168,45 @@ def record_confirmed(alerts: list[Alert]) -> list[ChangePoint]:
     scan). An alert whose first night has moved farther than that from its own change point (its first night is
     re-estimated nightly) moves that change point along, the move recorded, rather than leave it behind and store a
     second (measured: 2 of 4 annotated real series, `benchmarks/real_histories.py`, had an alert with two).
-    Three queries per alert: there are few."""
+    Three queries, whatever the number of alerts: the start times of their series' nights, and their change
+    points."""
     recorded, moved = [], []
     now = timezone.now()
+    alerts = [alert for alert in alerts if alert.first_run is not None
+              and (alert.evidence or alert.comparison).ratio is not None]
+    if not alerts:
+        return []
+
+    def key(alert):  # (project, machine, metric) of an alert's series
+        return alert.first_run.project_id, alert.first_run.machine_id, alert.comparison.candidate.metric_id
+
+    keys = {key(alert) for alert in alerts}
+    starts: dict[tuple[int, int, int], list] = defaultdict(list)
+    for project_id, machine_id, metric_id, started in Result.objects.filter(
+            series_nights("run__"), _any_of(Q(run__project_id=project, run__machine_id=machine, metric_id=metric)
+                                            for project, machine, metric in keys)).values_list(
+            "run__project_id", "run__machine_id", "metric_id", "run__started_at"):
+        starts[project_id, machine_id, metric_id].append(started)
+    for times in starts.values():
+        times.sort()
+    points: dict[tuple[int, int], list[ChangePoint]] = defaultdict(list)
+    for point in ChangePoint.objects.filter(_any_of(Q(metric_id=metric, machine_id=machine)
+                                                    for _, machine, metric in keys)).select_related("run"):
+        points[point.metric_id, point.machine_id].append(point)
+    occupied = {(point.metric_id, point.machine_id, point.run_id) for series in points.values() for point in series}
     for alert in alerts:
-        evidence = alert.evidence or alert.comparison
-        first = alert.first_run
-        if first is None or evidence.ratio is None:
-            continue
+        evidence, first = alert.evidence or alert.comparison, alert.first_run
+        times = starts[key(alert)]
         metric_id, machine_id = alert.comparison.candidate.metric_id, first.machine_id
-        starts = sorted(Run.objects.filter(series_nights(), project_id=first.project_id, machine_id=machine_id,
-                                           results__metric_id=metric_id).values_list("started_at", flat=True))
 
         def runs_between(one, other):  # the series' runs started after the earlier, up to the later
-            return bisect_right(starts, max(one, other)) - bisect_right(starts, min(one, other))
+            return bisect_right(times, max(one, other)) - bisect_right(times, min(one, other))
 
-        points = list(ChangePoint.objects.filter(metric_id=metric_id, machine_id=machine_id).select_related("run"))
-        stored = [point for point in points if point.retracted_at is None]
+        stored = [point for point in points[metric_id, machine_id] if point.retracted_at is None]
         if any(runs_between(point.run.started_at, first.started_at) <= MOVE_NIGHTS for point in stored):
             continue
         own = next((point for point in stored if point.alert_id == alert.pk), None)
         if own is not None:
-            occupied = {(point.metric_id, point.machine_id, point.run_id) for point in points}
             moved += _moved_to(own, first, evidence, now, occupied=occupied)
             continue
         recorded.append(ChangePoint(metric_id=metric_id, machine_id=machine_id, run_id=first.pk, ratio=evidence.ratio,
@@ -197,6 +214,14 @@ def record_confirmed(alerts: list[Alert]) -> list[ChangePoint]:
                                     alert=alert))
     ChangePoint.objects.bulk_update(moved, ["run", "ratio", "ci_low", "ci_high", "pvalue", "moves"])
     return [*moved, *ChangePoint.objects.bulk_create(recorded, ignore_conflicts=True)]
+
+
+def _any_of(conditions) -> Q:
+    """The disjunction of `conditions` (Q objects); matches nothing where there are none."""
+    combined = Q(pk__in=[])
+    for condition in conditions:
+        combined |= condition
+    return combined
 
 
 def retract_for_alerts(*, alerts: QuerySet[Alert] | list[Alert]) -> None:
@@ -211,9 +236,7 @@ def follow_first_nights(alerts: list[Alert]) -> list[ChangePoint]:
     now = timezone.now()
     points = list(ChangePoint.objects.filter(alert__in=alerts, retracted_at__isnull=True).select_related(
         "alert__first_run", "alert__evidence", "alert__comparison"))
-    series = Q(pk__in=[])
-    for point in points:
-        series |= Q(metric_id=point.metric_id, machine_id=point.machine_id)
+    series = _any_of(Q(metric_id=point.metric_id, machine_id=point.machine_id) for point in points)
     occupied = set(ChangePoint.objects.filter(series).values_list("metric_id", "machine_id", "run_id"))
     moved = []
     for point in points:

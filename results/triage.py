@@ -7,7 +7,6 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.validators import URLValidator
 from django.db import transaction
-from django.utils import timezone
 
 from . import access, changepoints
 from .models import Alert, AlertEvent, AlertStatus, ApiToken, Incident, Project
@@ -38,9 +37,30 @@ def triage_alert(*, alert: Alert, status: str, note: str = "", bug_url: str | No
     The assignee must be able to triage it too."""
     _check_triage(alert=alert, user=user, token=None, status=status)
     alert = Alert.objects.select_for_update().get(pk=alert.pk)
-    bug_url = alert.bug_url if bug_url is None else bug_url
-    assignee = alert.assignee if assignee is ... else assignee
-    bug_url = _follow_up(bug_url, assignee, _project(alert))
+    bug_url, assignee = _follow_up(bug_url, assignee, _project(alert), kept=alert)
+    _triage_one(alert, status=status, note=note, bug_url=bug_url, assignee=assignee, user=user)
+    return alert
+
+
+def _follow_up(bug_url: str | None, assignee: AbstractBaseUser | None | EllipsisType, project: Project, *,
+               kept: Alert | Incident) -> tuple[str, AbstractBaseUser | None]:
+    """A bug link and an assignee checked (an http(s) address; someone who may triage the project), those not given
+    (None, ``...``) taken from `kept` as they are: the link stripped, and the assignee."""
+    bug_url = kept.bug_url if bug_url is None else bug_url
+    assignee = kept.assignee if assignee is ... else assignee
+    bug_url = bug_url.strip()
+    length = Alert._meta.get_field("bug_url").max_length
+    if len(bug_url) > length or (bug_url and not _is_web_address(bug_url)):
+        raise ValidationError({"bug_url": BUG_URL_RULE.format(length=length)})
+    if assignee is not None and not (assignee.is_active and access.allowed(assignee, "triage", project)):
+        raise ValidationError({"assignee": ASSIGNEE_RULE})
+    return bug_url, assignee
+
+
+def _triage_one(alert: Alert, *, status: str, note: str, bug_url: str, assignee: AbstractBaseUser | None,
+                user) -> None:
+    """The (locked) alert's status changed and recorded (:func:`_change_status`), its bug link and assignee set, and
+    it saved where anything changed, as updated by `user` (``updated_at`` is the save's time)."""
     changed = ["status"] if _change_status(alert, status=status, note=note, user=user) else []
     if alert.bug_url != bug_url or alert.assignee_id != (assignee.pk if assignee else None):
         alert.bug_url, alert.assignee = bug_url, assignee
@@ -48,19 +68,6 @@ def triage_alert(*, alert: Alert, status: str, note: str = "", bug_url: str | No
     if changed:
         alert.updated_by = user
         alert.save(update_fields=[*changed, "updated_by", "updated_at"])
-    return alert
-
-
-def _follow_up(bug_url: str, assignee: AbstractBaseUser | None, project: Project) -> str:
-    """A bug link and an assignee checked (an http(s) address; someone who may triage the project): the link
-    stripped."""
-    bug_url = bug_url.strip()
-    length = Alert._meta.get_field("bug_url").max_length
-    if len(bug_url) > length or (bug_url and not _is_web_address(bug_url)):
-        raise ValidationError({"bug_url": BUG_URL_RULE.format(length=length)})
-    if assignee is not None and not (assignee.is_active and access.allowed(assignee, "triage", project)):
-        raise ValidationError({"assignee": ASSIGNEE_RULE})
-    return bug_url
 
 
 @transaction.atomic
@@ -77,19 +84,10 @@ def triage_incident(*, incident: Incident, status: str, note: str = "", bug_url:
     if status not in AlertStatus.values:
         raise ValidationError({"status": STATUS_RULE})
     incident = Incident.objects.select_for_update().get(pk=incident.pk)
-    bug_url = incident.bug_url if bug_url is None else bug_url
-    assignee = incident.assignee if assignee is ... else assignee
-    bug_url = _follow_up(bug_url, assignee, incident.project)
-    now = timezone.now()
+    bug_url, assignee = _follow_up(bug_url, assignee, incident.project, kept=incident)
     for alert in Alert.objects.select_for_update().filter(incident=incident).order_by("pk"):
-        changed = ["status"] if _change_status(alert, status=status, note=note or f"with incident #{incident.pk}",
-                                               user=user) else []
-        if alert.bug_url != bug_url or alert.assignee_id != (assignee.pk if assignee else None):
-            alert.bug_url, alert.assignee = bug_url, assignee
-            changed += ["bug_url", "assignee"]
-        if changed:
-            alert.updated_by, alert.updated_at = user, now
-            alert.save(update_fields=[*changed, "updated_by", "updated_at"])
+        _triage_one(alert, status=status, note=note or f"with incident #{incident.pk}", bug_url=bug_url,
+                    assignee=assignee, user=user)
     incident.status, incident.bug_url, incident.assignee = status, bug_url, assignee
     incident.save(update_fields=["status", "bug_url", "assignee", "updated_at"])
     return incident

@@ -362,6 +362,22 @@ def test_a_confirmed_alert_whose_first_night_moves_far_takes_its_change_point_al
     assert [(move["from_run"], move["to_run"]) for move in moved.moves] == [(point.run_id, away.pk)]
 
 
+def test_confirmed_alerts_are_recorded_as_change_points_in_a_fixed_number_of_queries():
+    post_history({name: step(60, 45, 1.08) for name in ("a", "b", "c")}, seed=21)
+    alerts.scan_change_points()
+    confirmed = list(Alert.objects.select_related("first_run", "evidence", "comparison__candidate").order_by("pk"))
+    assert len(confirmed) == 3
+    ChangePoint.objects.all().delete()
+
+    counts = []
+    for chosen in (confirmed[:1], confirmed):
+        with CaptureQueriesContext(connection) as queries:
+            changepoints.record_confirmed(chosen)
+        counts.append(len(queries.captured_queries))
+        ChangePoint.objects.all().delete()
+    assert counts[0] == counts[1], counts
+
+
 def test_an_alert_re_placed_a_few_nights_later_keeps_one_change_point_at_the_night_it_names():
     # An alert re-placed at a later first night (results.alerts: a shift inside its nights, its own nights no
     # change) used to have its change point retracted and a new one recorded; a later scan finding the old one
