@@ -26,7 +26,8 @@ one run of the project holding all its series as results (the samples where the 
 with n = 1 otherwise), posted through ``results.services.ingest_run`` with the analysis
 tasks run in the process as the analysis worker would run them (``results.queue.analysis_in_process``: the
 comparison of the run, the change points of the series it flagged), and the daily ``scan_change_points`` once a
-night. After every night the alerts (``results.models.Alert``) are read: a stepped series is *alerted* on the
+night. After every night the alerts (``results.models.Alert``) are read (and at the end the change points shown, with
+what each is read as, a step or a drift: a true step must not be read as a drift): a stepped series is *alerted* on the
 first night ≥ its step night at which an alert exists whose first night (``Alert.first_run``) is within ±3
 nights of the step; alerts naming other first nights are counted apart ("alerts w/ other first night"), and a
 step never alerted is counted as *held* when an alert naming an earlier first night was still suspected on its
@@ -157,7 +158,7 @@ def measure(path: str) -> dict:
     from django.core.management import call_command
     from django.db import reset_queries
 
-    from results.models import Alert, Run
+    from results.models import Alert, ChangePoint, Run
     from results.schemas import RunIn
 
     call_command("migrate", verbosity=0)
@@ -209,7 +210,11 @@ def measure(path: str) -> dict:
                     entry[4].append([night, first_night, state])
             reset_queries()
     logging.getLogger().removeHandler(problems)
-    return {"alerts": list(seen.values()), "seconds": seconds, "problems": problems.count,
+    # The change points shown at the end, each with what it is read as (a step or a drift).
+    shown = [[project, name, (started - START).days, kind]
+             for project, name, started, kind in ChangePoint.objects.filter(retracted_at__isnull=True).values_list(
+                 "metric__benchmark__project__name", "metric__benchmark__name", "run__started_at", "kind")]
+    return {"alerts": list(seen.values()), "change_points": shown, "seconds": seconds, "problems": problems.count,
             "problem_examples": problems.examples}
 
 
@@ -422,6 +427,9 @@ def main() -> None:
     loads.append(os.getloadavg()[0])
     product = {"alerts": [alert for output in outputs for alert in output["alerts"]],
                "seconds": sum(output["seconds"] for output in outputs)}
+    kinds_by_series: dict[tuple[str, str], list[tuple[int, str]]] = defaultdict(list)
+    for project, series_name, night, kind in (point for output in outputs for point in output["change_points"]):
+        kinds_by_series[project, series_name].append((night, kind))
     problems = sum(output["problems"] for output in outputs)
     if problems:
         print(f"The product logged {problems} warnings or errors, e.g.: "
@@ -465,6 +473,14 @@ def main() -> None:
                 details.append({"series": series_name, "night": night, "us": delays["us"][-1],
                                 "edivisive": delays["edivisive"][-1], "otava": delays["otava"][-1],
                                 "alerts": [[a[2], a[4], a[5]] for a in alerts]})
+            read = [{kind for at, kind in kinds_by_series.get((project, series_name), [])
+                     if abs(at - night) <= TOLERANCE} for series_name, night in chosen["stepped"].items()]
+            drifts_untouched = sum(kind == "drift" for s in chosen["untouched"] for _, kind in kinds_by_series.get(
+                (project, s), []))
+            print(f"   {step:+g}%: change points shown at the end at the step's night (±{TOLERANCE}): as a step "
+                  f"{sum('step' in kinds for kinds in read)}, as a drift {sum('drift' in kinds for kinds in read)}, "
+                  f"none {sum(not kinds for kinds in read)} of {len(read)}; drifts on the untouched series "
+                  f"{drifts_untouched}")
             untouched = sum(len(alerts_by_series.get((project, s), [])) for s in chosen["untouched"])
             untouched_alerts += untouched
             rows.append((step, {method: summary(values) for method, values in delays.items()}, other_first, absorbed,

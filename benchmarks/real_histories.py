@@ -19,8 +19,9 @@ Reference changes: the labels a source publishes for a series (its tests' expect
 annotated dataset's) where it has them, else the peers' agreement (a point both peers report within
 ±TOLERANCE points of each other, which favours the peers: each finds all of them by construction). Printed
 per source: change points found (``ours``: those the product shows at the end, as the peers report theirs on the
-whole series; ``ours+retr`` adds those it stored on an earlier night and retracted once later nights no longer
-showed them), precision and recall against the reference (a found point matches a
+whole series, its steps; ``ours+drift`` adds those it shows as drifts, a line through their night with no jump at
+it; ``ours+retr`` adds those it stored on an earlier night and retracted once later nights no longer showed
+them), precision and recall against the reference (a found point matches a
 reference one within ±TOLERANCE points, each at most once), change points on series where neither the
 reference nor either peer has one (flat series), and among those on two-mode series (bimodality
 coefficient > 5/9); and the points from a reference change to the product's first alert naming a first
@@ -91,7 +92,7 @@ def measure(path: str) -> dict:
     django.setup()
     from django.core.management import call_command
 
-    from results.models import Alert, ChangePoint, Metric
+    from results.models import Alert, ChangeKind, ChangePoint, Metric
     from results.schemas import RunIn
 
     call_command("migrate", verbosity=0)
@@ -119,10 +120,11 @@ def measure(path: str) -> dict:
 
     # What the history page shows at the end (a later scan retracts a change point it no longer finds: kept,
     # marked, not shown), and apart the retracted ones: the online product's earlier decisions.
-    found: dict[str, dict] = defaultdict(lambda: {"change_points": [], "retracted": [], "alerts": []})
-    for project, name, started, retracted in ChangePoint.objects.values_list(
-            "metric__benchmark__project__name", "metric__benchmark__name", "run__started_at", "retracted_at"):
-        found[f"{project}\t{name}"]["change_points" if retracted is None else "retracted"].append(night(started))
+    found: dict[str, dict] = defaultdict(lambda: {"change_points": [], "drifts": [], "retracted": [], "alerts": []})
+    for project, name, started, retracted, kind in ChangePoint.objects.values_list(
+            "metric__benchmark__project__name", "metric__benchmark__name", "run__started_at", "retracted_at", "kind"):
+        shown = "drifts" if kind == ChangeKind.DRIFT else "change_points"
+        found[f"{project}\t{name}"][shown if retracted is None else "retracted"].append(night(started))
     for project, name, opened, first, state in Alert.objects.values_list(
             "comparison__candidate__run__project__name", "comparison__candidate__metric__benchmark__name",
             "comparison__candidate__run__started_at", "first_run__started_at", "state"):
@@ -210,16 +212,19 @@ def main() -> None:
         arguments.json.write_text(json.dumps({f"{file}\t{h.name}": {
             "file": file, "name": h.name, "values": h.values.tolist(), "source": h.source, "commit": h.commit,
             "ours": ours.get(f"{file}\t{h.name}", {}).get("change_points", []),
+            "drifts": ours.get(f"{file}\t{h.name}", {}).get("drifts", []),
             "retracted": ours.get(f"{file}\t{h.name}", {}).get("retracted", []), **peers[file, h.name]}
             for file, entries in by_source.items() for h in entries}))
-    # "ours": the change points the product shows at the end; "ours+retr": with those it retracted on the way.
-    methods = ("ours", "ours+retr", "edivisive", "otava")
+    # "ours": the steps the product shows at the end; "ours+drift": with the change points it shows as drifts (no
+    # step at their night); "ours+retr": with those too and those it retracted on the way.
+    methods = ("ours", "ours+drift", "ours+retr", "edivisive", "otava")
 
     def points_of(method: str, file: str, name: str) -> list[int]:
         if method in ("edivisive", "otava"):
             return peers[file, name][method]
         product = ours.get(f"{file}\t{name}", {})
-        return product.get("change_points", []) + (product.get("retracted", []) if method == "ours+retr" else [])
+        return (product.get("change_points", []) + (product.get("drifts", []) if method != "ours" else [])
+                + (product.get("retracted", []) if method == "ours+retr" else []))
 
     print(f"Change points within ±{TOLERANCE} points; product end to end on SQLite (one value per night, θ = "
           f"{arguments.threshold if arguments.threshold is not None else 2:g}%),"

@@ -26,9 +26,10 @@ from django.db.models import F, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
-from . import stats
+from . import decisions, stats
 from .models import (
     Alert,
+    ChangeKind,
     ChangePoint,
     Comparison,
     ComparisonMethod,
@@ -51,6 +52,12 @@ ALPHA = 0.01
 """Level of each split's permutation test: about 1% of shift-free series of 80 to 300 nights get one."""
 MOVE_NIGHTS = MIN_SEGMENT
 """A change point found again within this many runs of a stored one moves it instead of adding one."""
+DRIFT_NIGHTS = 30
+"""Nights on each side of a change point read to tell a step from a drift: the shift test's history."""
+DRIFT_NIGHTS_SINCE = 10
+"""Nights since a change point before it is read at all: a drift needs nights to show its slope (on TCPD's
+annotated series, reading at 10 nights loses little against reading with every night after it,
+``benchmarks/drift_reading.py``)."""
 
 LIMIT_TOO_SMALL = "limit must be at least {minimum} runs (two segments of the shortest); got {limit}."
 
@@ -91,12 +98,13 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
     before: list[np.ndarray] = []
     after: list[np.ndarray] = []
     thresholds: list[float] = []
+    read: dict[int, np.ndarray] = {}
     for metric_id, history in series.items():
         history.sort(key=lambda row: (row["run__started_at"], row["run_id"]))
         # Each night's machine environment divided out (results.environment), as the shift detection reads it;
         # nights alternating between two far-apart modes compared within their mode (results.stats.align_modes).
-        means = stats.align_modes(np.array([row["mean"] * stats.without_environment(row["environment_offset"])
-                                            for row in history])).values
+        means = read[metric_id] = stats.align_modes(np.array(
+            [row["mean"] * stats.without_environment(row["environment_offset"]) for row in history])).values
         shifts = stats.rank_shifts(means, min_segment=MIN_SEGMENT, alpha=ALPHA, seed=metric_id)
         bounds = (0, *shifts.indices, means.size)
         for start, split, stop, pvalue in zip(bounds, bounds[1:-1], bounds[2:], shifts.pvalues):
@@ -106,7 +114,9 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
             thresholds.append(history[split]["metric__threshold"])
     sized = [point for point, threshold in zip(_sized(found, before, after, machine_id=machine_id), thresholds)
              if point is not None and abs(point.ratio - 1.0) >= threshold]
-    return _store(sized, series, machine_id=machine_id)
+    stored = _store(sized, series, machine_id=machine_id)
+    _read_kinds(series, read, machine_id=machine_id)
+    return stored
 
 
 def _store(points: list[ChangePoint], series: dict[int, list[dict]], *, machine_id: int) -> list[ChangePoint]:
@@ -160,6 +170,39 @@ def _store(points: list[ChangePoint], series: dict[int, list[dict]], *, machine_
         ChangePoint.objects.bulk_update([*changed, *retracted],
                                         ["run", "ratio", "ci_low", "ci_high", "pvalue", "moves", "retracted_at"])
     return [*changed, *ChangePoint.objects.bulk_create(new)]
+
+
+def _read_kinds(series: dict[int, list[dict]], means: dict[int, np.ndarray], *, machine_id: int) -> None:
+    """The shown change points of the scanned series read as steps or drifts (:func:`results.stats.read_drifts` at
+    the levels of :data:`results.decisions.DRIFT_STEP_LEVEL`), on the night means the scan read: up to
+    ``DRIFT_NIGHTS`` nights on each side, bounded by the neighbouring steps. Re-read at every scan, as nights arrive
+    and neighbours move; one not read (fewer than ``DRIFT_NIGHTS_SINCE`` nights since it, or too close to a
+    neighbour) keeps what it was read as."""
+    position = {(metric_id, row["run_id"]): i for metric_id, history in series.items()
+                for i, row in enumerate(history)}
+    shown: dict[int, list[tuple[int, ChangePoint]]] = defaultdict(list)
+    for point in ChangePoint.objects.filter(metric_id__in=list(series), machine_id=machine_id,
+                                            retracted_at__isnull=True):
+        at = position.get((point.metric_id, point.run_id))
+        if at is not None:
+            shown[point.metric_id].append((at, point))
+    changed = []
+    for metric_id, points in shown.items():
+        values = means[metric_id]
+        if np.any(values <= 0):  # no ratio, no line on the logarithm
+            continue
+        points.sort(key=lambda pair: pair[0])
+        reading = stats.read_drifts(values, [at for at, _ in points], step_level=decisions.DRIFT_STEP_LEVEL,
+                                    slope_level=decisions.DRIFT_SLOPE_LEVEL, nights=DRIFT_NIGHTS,
+                                    nights_since=DRIFT_NIGHTS_SINCE)
+        for (_, point), fit, drift in zip(points, reading.fits, reading.drift):
+            if fit is None:
+                continue
+            kind, slope = (ChangeKind.DRIFT, fit.slope) if drift else (ChangeKind.STEP, None)
+            if (point.kind, point.drift) != (kind, slope):
+                point.kind, point.drift = kind, slope
+                changed.append(point)
+    ChangePoint.objects.bulk_update(changed, ["kind", "drift"])
 
 
 def record_confirmed(alerts: list[Alert]) -> list[ChangePoint]:

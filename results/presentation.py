@@ -108,6 +108,13 @@ def said_probability(name: str, value: float | None) -> str:
     return f"{name} < {shown[1:]}" if shown.startswith("<") else f"{name} = {shown}"
 
 
+def drift_per_night(slope: float | None) -> str:
+    """A drift's line in words: ``the level moves +0.50% a night`` (``results.models.ChangePoint.drift``)."""
+    if slope is None or not math.isfinite(slope):
+        return "the level moves steadily"
+    return f"the level moves {slope * 100:+.2f}% a night"
+
+
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "us": 1e-6, "ns": 1e-9}
 """Time units a metric may be stored in, in seconds."""
 

@@ -91,6 +91,8 @@ class ChangePointRow(TypedDict):
     ci_low: float | None
     ci_high: float | None
     pvalue: float | None
+    kind: str
+    drift: float | None
     mean: float | None
 
 
@@ -257,23 +259,29 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
                          if comparison and comparison.get("alert_id") is None
                          and comparison.get("verdict") == "improvement"]
     shapes = []
-    if change_points:
-        texts, xs, ys, ids = [], [], [], []
-        for row in change_points:
+    for drift, name, dash, symbol in ((False, "┆ change point (shift, CI)", "dash", "diamond-open"),
+                                      (True, "┆ drift: no step at its night", "dot", "triangle-right-open")):
+        shown = [row for row in change_points if (row.get("kind") == decisions.DRIFT_KIND) == drift]
+        if not shown:
+            continue
+        texts, xs = [], []
+        for row in shown:
             x = _timestamp(row["started_at"])
             shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
-                           "line": {"color": "#5b6575", "width": 1, "dash": "dash"}})
+                           "line": {"color": "#5b6575", "width": 1, "dash": dash}})
             change = format_change(row["ratio"], row.get("ci_low"), row.get("ci_high"))
             pvalue = (f"<br>{presentation.said_probability('p', row['pvalue'])}"
                       if row.get("pvalue") is not None else "")
-            texts.append(f"<b>change point</b> · {escape(row['machine'])}<br>{x} UTC<br>"
-                         f"shift {change}{pvalue}<br><i>click for the first run after it</i>")
+            title = (f"<b>drift</b> · {escape(row['machine'])}<br>{x} UTC<br>"
+                     f"{presentation.drift_per_night(row['drift'])}, no step at this night<br>"
+                     f"segments either side differ {change}" if drift
+                     else f"<b>change point</b> · {escape(row['machine'])}<br>{x} UTC<br>shift {change}{pvalue}")
+            texts.append(f"{title}<br><i>click for the first run after it</i>")
             xs.append(x)
-            ys.append(row.get("mean"))
-            ids.append(row["run_id"])
-        data.append({"type": "scatter", "mode": "markers", "name": "┆ change point (shift, CI)", "x": xs, "y": ys,
-                     "customdata": ids, "text": texts, "hovertemplate": "%{text}<extra></extra>",
-                     "marker": {"symbol": "diamond-open", "size": 16, "color": "#1d2430",
+        data.append({"type": "scatter", "mode": "markers", "name": name, "x": xs,
+                     "y": [row.get("mean") for row in shown], "customdata": [row["run_id"] for row in shown],
+                     "text": texts, "hovertemplate": "%{text}<extra></extra>",
+                     "marker": {"symbol": symbol, "size": 16, "color": "#1d2430",
                                 "line": {"color": "#1d2430", "width": 2}}})
     for key, label, symbol, colour in ALERT_MARKERS:
         shown = [alert for alert in alerts if (_side(alert["verdict"]), alert["state"]) == key]

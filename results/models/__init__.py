@@ -19,6 +19,7 @@ from .alerts import (
     AlertGroup,
     AlertState,
     AlertStatus,
+    ChangeKind,
     ChangePoint,
     Channel,
     Delivery,
@@ -44,7 +45,7 @@ from .runs import (
 )
 
 __all__ = [
-    "Alert", "AlertEvent", "AlertGroup", "AlertState", "AlertStatus", "ChangePoint", "Channel", "Delivery",
+    "Alert", "AlertEvent", "AlertGroup", "AlertState", "AlertStatus", "ChangeKind", "ChangePoint", "Channel", "Delivery",
     "DeliveryStatus", "Incident", "IncidentKind",
     "Benchmark", "Direction", "Metric",
     "Comparison", "ComparisonChunk", "ComparisonMethod", "Verdict",

@@ -6,10 +6,18 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from ..decisions import DRIFT_KIND, STEP_KIND
 from .benchmarks import Metric
 from .comparisons import Comparison
 from .projects import Machine, Project
 from .runs import Run
+
+
+class ChangeKind(models.TextChoices):
+    """What the nights around a change point say it is (``results.decisions.DRIFT_STEP_LEVEL``)."""
+
+    STEP = STEP_KIND, "step: the level jumped at its night"
+    DRIFT = DRIFT_KIND, "drift: the level moves steadily across its night, no jump at it"
 
 
 class ChangePoint(models.Model):
@@ -34,6 +42,10 @@ class ChangePoint(models.Model):
     alert = models.ForeignKey("Alert", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
                               help_text="The confirmed alert it records (a confirmed alert is a change point); "
                                         "re-scans move it but never retract it.")
+    kind = models.CharField(max_length=8, choices=ChangeKind.choices, default=ChangeKind.STEP,
+                            help_text="A step until the nights around it read as a drift (re-read at each scan).")
+    drift = models.FloatField(null=True, blank=True,
+                              help_text="The line's relative change per night across it, where read as a drift.")
     detected_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

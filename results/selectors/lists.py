@@ -17,11 +17,14 @@ from django.db.models import (
     Prefetch,
     Q,
     QuerySet,
+    Subquery,
 )
 
 from ..models import (
     Alert,
     Benchmark,
+    ChangeKind,
+    ChangePoint,
     Comparison,
     ComparisonMethod,
     FailedResult,
@@ -174,7 +177,9 @@ def alerts(*, viewer, status: str | None = None, project: str | None = None,
         "comparison__candidate__metric__benchmark", "first_run__revision", "evidence__candidate__metric__benchmark",
     ).prefetch_related("events__user", "group__deliveries")
     queryset = _where(queryset, status=status, group__run__project__slug=project, assignee=assignee)
-    return queryset.order_by("-group__created_at", "id")
+    # Its change point read as a drift (results.changepoints): the line's change per night, else None.
+    drift = ChangePoint.objects.filter(alert=OuterRef("pk"), retracted_at__isnull=True, kind=ChangeKind.DRIFT)
+    return queryset.annotate(drift_per_night=Subquery(drift.values("drift")[:1])).order_by("-group__created_at", "id")
 
 
 def incidents(*, viewer, project: str | None = None) -> QuerySet[Incident]:

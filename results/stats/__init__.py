@@ -29,6 +29,7 @@ _EXPORTS = {
     "_subsessions": ("MAX_AUTOCORRELATION", "MIN_SUBSESSIONS", "MeanInterval", "SubsessionResult", "autocorrelation",
                      "autocorrelation_by_size", "mean_interval", "required_subsessions", "subsessions"),
     "_summary": ("VARIANCE_METHODS", "SampleSummary", "summarize_samples"),
+    "_trend_step": ("DriftReading", "TrendStep", "read_drifts", "trend_step"),
     "_verdict": ("Direction", "Verdict", "format_change", "verdict"),
     # Warm-up / cool-down removal (spec §4): change points, stable phase, WPS model.
     "_edm": ("EDMResult", "edm"),

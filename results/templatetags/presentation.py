@@ -151,6 +151,12 @@ def interval(low, high, metric) -> str:
 
 
 @register.filter
+def drift_per_night(slope) -> str:
+    """A drift's line in words, as the history chart says it: ``the level moves +0.50% a night``."""
+    return presentation.drift_per_night(slope)
+
+
+@register.filter
 def percent_level(level) -> str:
     """A confidence level as everywhere else: ``95%``."""
     return presentation.format_level(level)

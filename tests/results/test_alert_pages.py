@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from django.core.exceptions import ValidationError
 
 from results import comparisons, triage
-from results.models import Alert, AlertEvent, Project, Run
+from results.models import Alert, AlertEvent, ChangeKind, ChangePoint, Project, Run
 from runner import services as runner_services
 from runner.models import Session, SessionStatus
 from tests.factories import ProjectFactory, UserFactory
@@ -58,6 +58,26 @@ def test_alerts_are_listed_per_run_with_change_p_q_status_and_links():
     assert f">run #{run.pk}</a>" in links and ">history</a>" in links and ">last good vs first bad</a>" in links
     assert "vs shift" not in links and "vs history" not in links
     assert "found by the nights since a recent shift against the nights before it" in html
+
+
+def test_an_alert_whose_change_point_reads_as_a_drift_says_so():
+    regressed_run(("sort", "hash"))
+    drifting, stepped = (Alert.objects.select_related("first_run").get(
+        comparison__candidate__metric__benchmark__name=name) for name in ("sort", "hash"))
+    for alert, kind in ((drifting, ChangeKind.DRIFT), (stepped, ChangeKind.STEP)):
+        ChangePoint.objects.create(metric_id=alert.comparison.candidate.metric_id, machine=alert.first_run.machine,
+                                   run=alert.first_run, ratio=1.2, alert=alert, kind=kind,
+                                   drift=0.004 if kind == ChangeKind.DRIFT else None)
+
+    html = Client().get("/alerts/").content.decode()
+
+    def section(alert):  # its row and its details, up to the next alert's row
+        part = html[html.index(f'id="alert-{alert.pk}"'):]
+        following = part.find('id="alert-', 1)
+        return part if following < 0 else part[:following]
+
+    assert "read as a drift</strong>: the level moves +0.40% a night, no step" in section(drifting)
+    assert "read as a drift" not in section(stepped)
 
 
 def test_filters_are_get_parameters_so_every_view_is_a_permalink(maintainer):

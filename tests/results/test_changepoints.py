@@ -21,6 +21,7 @@ from results.models import (
     Alert,
     AlertGroup,
     AlertState,
+    ChangeKind,
     ChangePoint,
     Comparison,
     ComparisonMethod,
@@ -102,6 +103,41 @@ def test_a_creeping_regression_is_dated_inside_its_creep():
     assert 40 <= runs.index(change.run) <= 44
     assert change.ratio == pytest.approx(1.045, abs=0.01)
     assert change.ci_low > 1.02
+
+
+def test_a_steady_drift_is_shown_as_drift_points_and_a_step_as_a_step():
+    """A series creeping +0.5% a night for 80 nights is a staircase to the rank scan (8 change points): each with
+    10 nights since it is read as a drift (no jump at its night, the line's slope about +0.5% a night), though its
+    neighbours leave it 6 to 10 nights on each side (a drift bounds no level: its neighbours are read again on the
+    wider window); a 5% step at night 40 stays a step."""
+    nights = np.arange(80)
+    post_history({"creep": 1.005 ** nights, "sort": step(80, 40, 1.05)}, seed=6)
+
+    changepoints.detect_change_points(metric_ids=[metric("creep"), metric("sort")], machine_id=machine())
+
+    read = START + timedelta(days=80 - changepoints.DRIFT_NIGHTS_SINCE)  # 10 nights since it
+    creep = ChangePoint.objects.filter(metric_id=metric("creep"), retracted_at__isnull=True, run__started_at__lte=read)
+    assert creep.count() >= 5 and {point.kind for point in creep} == {ChangeKind.DRIFT}
+    assert all(point.drift == pytest.approx(0.005, abs=0.0015) for point in creep)
+    sort = ChangePoint.objects.get(metric_id=metric("sort"))
+    assert (sort.kind, sort.drift) == (ChangeKind.STEP, None)
+
+
+def test_a_change_point_is_read_once_nights_follow_it_and_a_jump_into_a_drift_stays_a_step():
+    truth = np.concatenate([np.ones(40), 1.08 * 1.004 ** np.arange(40)])
+    runs = post_history({"sort": truth[:46]}, seed=7)
+    sort, bench = metric("sort"), machine()
+    changepoints.detect_change_points(metric_ids=[sort], machine_id=bench)
+    point = ChangePoint.objects.get()
+    assert abs(runs.index(point.run) - 40) <= 1 and point.kind == ChangeKind.STEP  # 6 nights after it: not read
+
+    rng = np.random.default_rng(8)
+    for night in range(46, 80):
+        post_night(night, {"sort": truth[night] * (1.0 + 0.01 * rng.standard_normal())})
+    changepoints.detect_change_points(metric_ids=[sort], machine_id=bench)
+
+    point.refresh_from_db()
+    assert point.kind == ChangeKind.STEP  # a jump with a drift after it is a step: the jump is significant
 
 
 def test_flat_histories_have_no_change_point():
@@ -188,8 +224,9 @@ def test_the_number_of_queries_does_not_grow_with_the_number_of_series():
         moved = changepoints.detect_change_points(metric_ids=metric_ids, machine_id=bench)
 
     assert {c.metric_id for c in few} == set(metric_ids[:3]) and {c.metric_id for c in many} == set(metric_ids[3:])
-    # A savepoint, the read, the stored change points, the insert, the release; found again: an update instead.
-    assert len(three.captured_queries) == len(seventeen.captured_queries) == len(again.captured_queries) == 5
+    # A savepoint, the read, the stored change points, the insert, the shown ones read as steps or drifts, the
+    # release; found again: an update instead of the insert.
+    assert len(three.captured_queries) == len(seventeen.captured_queries) == len(again.captured_queries) == 6
     assert {c.pk for c in moved} == {c.pk for c in [*few, *many]}
 
 

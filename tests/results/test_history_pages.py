@@ -14,6 +14,7 @@ from django.utils import timezone as django_timezone
 from results import comparisons, triage
 from results.models import (
     Alert,
+    ChangeKind,
     ChangePoint,
     Comparison,
     Machine,
@@ -189,6 +190,22 @@ def test_change_points_are_vertical_markers_with_the_shift_in_the_hover():
     marker = next(trace for trace in figure["data"] if trace["name"].startswith("┆ change point"))
     assert marker["customdata"] == [shifted.pk]
     assert "+10.0% [+8.0%, +12.0%]" in marker["text"][0] and "p = 0.001" in marker["text"][0]
+
+
+def test_a_drift_is_its_own_dotted_marker_saying_how_fast_the_level_moves():
+    metric = history_of(8, regression_at=5)
+    runs = list(Run.objects.order_by("started_at"))
+    ChangePoint.objects.create(metric=metric, machine=runs[5].machine, run=runs[5], ratio=1.1, pvalue=0.001)
+    ChangePoint.objects.create(metric=metric, machine=runs[2].machine, run=runs[2], ratio=1.03, pvalue=0.004,
+                               kind=ChangeKind.DRIFT, drift=0.0052)
+
+    figure = figures(Client().get(f"/history/{metric.pk}/"))["history"]
+
+    step = next(trace for trace in figure["data"] if trace["name"].startswith("┆ change point"))
+    drift = next(trace for trace in figure["data"] if trace["name"] == "┆ drift: no step at its night")
+    assert step["customdata"] == [runs[5].pk] and drift["customdata"] == [runs[2].pk]
+    assert "the level moves +0.52% a night, no step at this night" in drift["text"][0]
+    assert [shape["line"]["dash"] for shape in figure["layout"]["shapes"][:2]] == ["dash", "dot"]
 
 
 def test_an_unknown_metric_is_not_found():
