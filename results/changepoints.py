@@ -122,8 +122,8 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
 def _store(points: list[ChangePoint], series: dict[int, list[dict]], *, machine_id: int) -> list[ChangePoint]:
     """Insert the new change points; one found within MOVE_NIGHTS runs of a stored one updates it instead,
     recording the move (and taking back a retraction). A stored one not found again is retracted when the
-    scan had at least ``2 · MIN_SEGMENT`` runs after it (enough to know); one outside the scanned runs, or
-    too close to the newest, is left as it is."""
+    scan had at least ``2 · MIN_SEGMENT`` runs after it (enough to know) and ``MIN_SEGMENT`` before it (where a
+    split can be); one outside the scanned runs, or too close to either end of them, is left as it is."""
     position = {(metric_id, row["run_id"]): i for metric_id, history in series.items()
                 for i, row in enumerate(history)}
     at_run: dict[tuple[int, int], ChangePoint] = {}
@@ -161,9 +161,10 @@ def _store(points: list[ChangePoint], series: dict[int, list[dict]], *, machine_
         old = min(near, key=lambda old: (abs(position[point.metric_id, old.run_id] - at), old.pk))
         old.moves = [*old.moves, {"from_run": old.run_id, "to_run": point.run_id, "at": now.isoformat()}]
         update(old, point)
+    # Only where the scan could have found it again: a segment's length from the window's start, and enough after.
     retracted = [old for metric_id, left in stored.items() for old in left
                  if old.retracted_at is None and old.alert_id is None
-                 and len(series[metric_id]) - position[metric_id, old.run_id] >= 2 * MIN_SEGMENT]
+                 and MIN_SEGMENT <= position[metric_id, old.run_id] <= len(series[metric_id]) - 2 * MIN_SEGMENT]
     for old in retracted:
         old.retracted_at = now
     if changed or retracted:
@@ -184,7 +185,7 @@ def _read_kinds(series: dict[int, list[dict]], means: dict[int, np.ndarray], *, 
     for point in ChangePoint.objects.filter(metric_id__in=list(series), machine_id=machine_id,
                                             retracted_at__isnull=True):
         at = position.get((point.metric_id, point.run_id))
-        if at is not None:
+        if at:  # in the window, with a night before it (the window's first night splits nothing it holds)
             shown[point.metric_id].append((at, point))
     changed = []
     for metric_id, points in shown.items():
