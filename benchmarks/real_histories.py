@@ -7,7 +7,8 @@ means (`signal-processing-algorithms`) and Apache Otava on the same series.
 
 The histories (source repository, commit and paths printed; see benchmarks/data/histories/README.md) go
 through the product end to end in a child process on a fresh SQLite file: each source is a project, night i
-one run holding the i-th value of each of its series as a result of one value (n = 1), posted through
+one run holding the i-th value of each of its series as a result of one value (n = 1; where the series are not one
+machine's benchmarks, ``UNRELATED_SERIES``, one run per series, each series its own machine), posted through
 ``results.services.ingest_run`` with the analysis tasks run in the process as the analysis worker runs them
 (``benchmarks.product.product_night``: the comparison and the accumulating detection, alerts, the
 change points of the series it flagged), and the daily scan once at the end: the change points stored are
@@ -54,6 +55,11 @@ from benchmarks.histories import DIRECTORY, load_histories  # noqa: E402
 from benchmarks.product import daily_scan, product_night  # noqa: E402
 
 TOLERANCE = 5
+UNRELATED_SERIES = ("tcpd_annotated.json",)
+"""Sources whose series are not one machine's benchmarks (TCPD's: GDP, passengers, prices, each from elsewhere):
+each series runs as its own machine, as the peers read each alone. As one machine, the product's environment
+matching (results.environment) reads the nights on which most of them trend the same way as a runner type and
+divides that out of them (131 of businv's 330 nights)."""
 PEERS = ("signal-processing-algorithms==2.1.6", "apache-otava==0.8.0")
 PEERS_VENV = ROOT / ".venv-peers"
 START = datetime(2020, 1, 1, 2, tzinfo=timezone.utc)
@@ -100,16 +106,20 @@ def measure(path: str) -> dict:
     histories, threshold = payload["histories"], payload["threshold"]
     for source, entries in histories.items():
         length = max(len(entry["values"]) for entry in entries)
+        machines = sorted({entry["machine"] for entry in entries})
         for night in range(length):
-            results = [{"benchmark": entry["name"], "unit": entry["unit"] or "1",
-                        "direction": "higher_is_better" if entry["lower_is_better"] is False else "lower_is_better",
-                        "summary": {"mean": entry["values"][night], "subsession_size": 1, "variance": 0.0, "n": 1}}
-                       for entry in entries if night < len(entry["values"])]
-            document = RunIn.model_validate({
-                "project": {"name": source}, "machine": {"name": "history"}, "kind": "nightly",
-                "revision": {"commit": f"{night:040x}", "branch": "main"},
-                "started_at": START + timedelta(days=night), "results": results})
-            product_night(document)
+            for machine in machines:
+                results = [{"benchmark": entry["name"], "unit": entry["unit"] or "1",
+                            "direction": "higher_is_better" if entry["lower_is_better"] is False else "lower_is_better",
+                            "summary": {"mean": entry["values"][night], "subsession_size": 1, "variance": 0.0, "n": 1}}
+                           for entry in entries if night < len(entry["values"]) and entry["machine"] == machine]
+                if not results:
+                    continue
+                document = RunIn.model_validate({
+                    "project": {"name": source}, "machine": {"name": machine}, "kind": "nightly",
+                    "revision": {"commit": f"{night:040x}", "branch": "main"},
+                    "started_at": START + timedelta(days=night), "results": results})
+                product_night(document)
             if night == 0 and threshold is not None:
                 # θ is the metric's, set by its owner (the first night is compared with nothing yet).
                 Metric.objects.filter(benchmark__project__name=source).update(threshold=threshold)
@@ -180,6 +190,9 @@ def main() -> None:
                         "default, 2%%), as a project sets it for its metrics.")
     parser.add_argument("--json", type=Path, help="Also write every series' values and change points (ours, retracted, "
                         "the peers') to this file (read by benchmarks/drift_reading.py).")
+    parser.add_argument("--one-machine", nargs="+", metavar="FILE",
+                        help="Run these files' series as one machine even where they are unrelated (as before "
+                             "2026-11-28: TCPD's figures at earlier stops).")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.child:
@@ -199,8 +212,11 @@ def main() -> None:
     for file, entries in by_source.items():
         found = peer_change_points(python, {h.name: h.values.tolist() for h in entries})
         peers.update({(file, name): value for name, value in found.items()})
+    one_machine = arguments.one_machine or ()
     payload = {file: [{"name": h.name, "values": h.values.tolist(), "unit": h.unit,
-                       "lower_is_better": h.lower_is_better} for h in entries] for file, entries in by_source.items()}
+                       "lower_is_better": h.lower_is_better,
+                       "machine": h.name if file in UNRELATED_SERIES and file not in one_machine else "history"}
+                      for h in entries] for file, entries in by_source.items()}
     scratch = ROOT / "var" / "real_histories.json"
     scratch.parent.mkdir(exist_ok=True)
     threshold = None if arguments.threshold is None else arguments.threshold / 100
