@@ -1,5 +1,5 @@
 """Change points read as steps or as drifts, over a grid of settings: the analysis by which the product's drift reading
-(``results.changepoints``, ``results.decisions.is_drift``) was chosen, and the check that it misreads no true step.
+(``results.changepoints``, ``results.stats.read_drifts`` at ``results.decisions.DRIFT_STEP_LEVEL``) was chosen, and the check that it misreads no true step.
 
     .venv/bin/python benchmarks/real_histories.py --files tcpd_annotated.json --json var/tcpd_points.json
     .venv/bin/python benchmarks/drift_reading.py var/tcpd_points.json
@@ -48,8 +48,6 @@ def drifts(values, points: list[int], **options) -> set[int]:
     """The change points of one series read as drifts by the product's reading with `options`."""
     reading = stats.read_drifts(np.asarray(values, dtype=float), sorted(points), **options)
     return {point for point, drift in zip(sorted(points), reading.drift) if drift}
-
-
 
 
 def main() -> None:

@@ -72,6 +72,7 @@ from benchmarks.databases import measure_in_child  # noqa: E402
 from benchmarks.histories import DIRECTORY  # noqa: E402
 from benchmarks.product import daily_scan, product_night  # noqa: E402
 from benchmarks.real_histories import PEERS, peers_python  # noqa: E402
+from results.decisions import DRIFT_KIND, STEP_KIND  # noqa: E402
 
 START = datetime(2020, 1, 1, 2, tzinfo=timezone.utc)
 NIGHTS = 200
@@ -475,10 +476,11 @@ def main() -> None:
                                 "alerts": [[a[2], a[4], a[5]] for a in alerts]})
             read = [{kind for at, kind in kinds_by_series.get((project, series_name), [])
                      if abs(at - night) <= TOLERANCE} for series_name, night in chosen["stepped"].items()]
-            drifts_untouched = sum(kind == "drift" for s in chosen["untouched"] for _, kind in kinds_by_series.get(
-                (project, s), []))
+            drifts_untouched = sum(kind == DRIFT_KIND for s in chosen["untouched"]
+                                   for _, kind in kinds_by_series.get((project, s), []))
             print(f"   {step:+g}%: change points shown at the end at the step's night (±{TOLERANCE}): as a step "
-                  f"{sum('step' in kinds for kinds in read)}, as a drift {sum('drift' in kinds for kinds in read)}, "
+                  f"{sum(STEP_KIND in kinds for kinds in read)}, "
+                  f"as a drift {sum(DRIFT_KIND in kinds for kinds in read)}, "
                   f"none {sum(not kinds for kinds in read)} of {len(read)}; drifts on the untouched series "
                   f"{drifts_untouched}")
             untouched = sum(len(alerts_by_series.get((project, s), [])) for s in chosen["untouched"])

@@ -200,10 +200,10 @@ def _read_kinds(series: dict[int, list[dict]], means: dict[int, np.ndarray], *, 
             if fit is None:
                 continue
             kind, slope = (ChangeKind.DRIFT, fit.slope) if drift else (ChangeKind.STEP, None)
-            if (point.kind, point.drift) != (kind, slope):
-                point.kind, point.drift = kind, slope
+            if (point.kind, point.drift_per_night) != (kind, slope):
+                point.kind, point.drift_per_night = kind, slope
                 changed.append(point)
-    ChangePoint.objects.bulk_update(changed, ["kind", "drift"])
+    ChangePoint.objects.bulk_update(changed, ["kind", "drift_per_night"])
 
 
 def record_confirmed(alerts: list[Alert]) -> list[ChangePoint]:

@@ -107,11 +107,12 @@ STEP_KIND, DRIFT_KIND = "step", "drift"
 a steady drift the scan cut."""
 DRIFT_STEP_LEVEL, DRIFT_SLOPE_LEVEL = 0.01, 0.001
 """A change point is a drift, not a step, where a line with a jump at it (``results.stats.read_drifts``) finds the
-jump not significant at the change-point scan's own level (1%) and the slope significant at a tenth of it (nested
-models: a line against two means with no test would call most steps in noisy nightly histories drifts). The
-slope's level is the stricter because autocorrelated nights make its test liberal. Chosen on a printed grid
-(``benchmarks/drift_reading.py``): on TCPD's annotated series it removes the most change points no annotator
-marked while reading none of 84 steps injected into real nightly histories as a drift."""
+jump not significant (p above 1%, the change-point scan's own level, ``results.changepoints.ALPHA``) and the slope
+significant (p below 0.1%). Nested models: a line against two means with no test would call most steps in noisy
+nightly histories drifts. Neither level is a calibrated error rate: the jump's test at a point the scan chose leans
+towards a step, the slope's test on correlated nights rejects too often. They were chosen on a printed grid
+(``benchmarks/drift_reading.py``): on TCPD's annotated series they remove the most change points no annotator
+marked, and read none of 84 steps injected into real nightly histories as a drift."""
 
 
 def is_significant(pvalue: float | None, qvalue: float | None, alpha: float = ALPHA) -> bool:

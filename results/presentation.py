@@ -108,11 +108,10 @@ def said_probability(name: str, value: float | None) -> str:
     return f"{name} < {shown[1:]}" if shown.startswith("<") else f"{name} = {shown}"
 
 
-def drift_per_night(slope: float | None) -> str:
-    """A drift's line in words: ``the level moves +0.50% a night`` (``results.models.ChangePoint.drift``)."""
-    if slope is None or not math.isfinite(slope):
-        return "the level moves steadily"
-    return f"the level moves {slope * 100:+.2f}% a night"
+def said_drift(per_night: float) -> str:
+    """A change point read as a drift, in words, everywhere: ``a drift: the level moves +0.50% a night, no step at
+    its night`` (``results.models.ChangePoint.drift_per_night``)."""
+    return f"a drift: the level moves {per_night * 100:+.2f}% a night, no step at its night"
 
 
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "us": 1e-6, "ns": 1e-9}

@@ -92,7 +92,7 @@ class ChangePointRow(TypedDict):
     ci_high: float | None
     pvalue: float | None
     kind: str
-    drift: float | None
+    drift_per_night: float | None
     mean: float | None
 
 
@@ -260,7 +260,7 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
                          and comparison.get("verdict") == "improvement"]
     shapes = []
     for drift, name, dash, symbol in ((False, "┆ change point (shift, CI)", "dash", "diamond-open"),
-                                      (True, "┆ drift: no step at its night", "dot", "triangle-right-open")):
+                                      (True, "┆ drift (no step at its night)", "dot", "triangle-right-open")):
         shown = [row for row in change_points if (row.get("kind") == decisions.DRIFT_KIND) == drift]
         if not shown:
             continue
@@ -272,9 +272,9 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
             change = format_change(row["ratio"], row.get("ci_low"), row.get("ci_high"))
             pvalue = (f"<br>{presentation.said_probability('p', row['pvalue'])}"
                       if row.get("pvalue") is not None else "")
-            title = (f"<b>drift</b> · {escape(row['machine'])}<br>{x} UTC<br>"
-                     f"{presentation.drift_per_night(row['drift'])}, no step at this night<br>"
-                     f"segments either side differ {change}" if drift
+            title = (f"<b>change point</b> · {escape(row['machine'])}<br>{x} UTC<br>"
+                     f"{presentation.said_drift(row['drift_per_night'])}<br>segments either side differ {change}"
+                     if drift
                      else f"<b>change point</b> · {escape(row['machine'])}<br>{x} UTC<br>shift {change}{pvalue}")
             texts.append(f"{title}<br><i>click for the first run after it</i>")
             xs.append(x)

@@ -44,13 +44,18 @@ class ChangePoint(models.Model):
                                         "re-scans move it but never retract it.")
     kind = models.CharField(max_length=8, choices=ChangeKind.choices, default=ChangeKind.STEP,
                             help_text="A step until the nights around it read as a drift (re-read at each scan).")
-    drift = models.FloatField(null=True, blank=True,
-                              help_text="The line's relative change per night across it, where read as a drift.")
+    drift_per_night = models.FloatField(null=True, blank=True,
+                                        help_text="Where read as a drift: its line's relative change per night.")
     detected_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["metric", "run__started_at"]
-        constraints = [models.UniqueConstraint(fields=["metric", "machine", "run"], name="change_point_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["metric", "machine", "run"], name="change_point_unique"),
+            models.CheckConstraint(condition=Q(kind=STEP_KIND, drift_per_night__isnull=True)
+                                   | Q(kind=DRIFT_KIND, drift_per_night__isnull=False),
+                                   name="change_point_drift_has_its_slope"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.metric} shifted ×{self.ratio:.3f} at run {self.run_id}"

@@ -126,7 +126,7 @@ def metric_history(*, metric_id: int, viewer, machines: list[str] | None = None,
                                            run__started_at__gte=rows[0]["started_at"],
                                            run__started_at__lte=rows[-1]["started_at"])
         for row in found.order_by("run__started_at").values(
-                "run_id", "ratio", "ci_low", "ci_high", "pvalue", "kind", "drift", "machine__name",
+                "run_id", "ratio", "ci_low", "ci_high", "pvalue", "kind", "drift_per_night", "machine__name",
                 started_at=F("run__started_at")):
             row["machine"] = row.pop("machine__name")
             row["mean"] = means.get((row["run_id"], row["machine"]))

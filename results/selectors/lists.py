@@ -177,9 +177,14 @@ def alerts(*, viewer, status: str | None = None, project: str | None = None,
         "comparison__candidate__metric__benchmark", "first_run__revision", "evidence__candidate__metric__benchmark",
     ).prefetch_related("events__user", "group__deliveries")
     queryset = _where(queryset, status=status, group__run__project__slug=project, assignee=assignee)
-    # Its change point read as a drift (results.changepoints): the line's change per night, else None.
-    drift = ChangePoint.objects.filter(alert=OuterRef("pk"), retracted_at__isnull=True, kind=ChangeKind.DRIFT)
-    return queryset.annotate(drift_per_night=Subquery(drift.values("drift")[:1])).order_by("-group__created_at", "id")
+    # Its change point read as a drift (results.changepoints): the line's change per night, else None. Its own, or the
+    # scan's at its first night where the scan's had settled it (a confirmed alert then records none of its own).
+    drift = ChangePoint.objects.filter(
+        Q(alert=OuterRef("pk")) | Q(run=OuterRef("first_run"), metric=OuterRef("comparison__candidate__metric"),
+                                    machine=OuterRef("first_run__machine")),
+        retracted_at__isnull=True, kind=ChangeKind.DRIFT)
+    return queryset.annotate(drift_per_night=Subquery(drift.values("drift_per_night")[:1])).order_by(
+        "-group__created_at", "id")
 
 
 def incidents(*, viewer, project: str | None = None) -> QuerySet[Incident]:

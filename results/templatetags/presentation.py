@@ -151,9 +151,9 @@ def interval(low, high, metric) -> str:
 
 
 @register.filter
-def drift_per_night(slope) -> str:
-    """A drift's line in words, as the history chart says it: ``the level moves +0.50% a night``."""
-    return presentation.drift_per_night(slope)
+def said_drift(per_night) -> str:
+    """A change point read as a drift, in words, as the history chart says it."""
+    return presentation.said_drift(per_night)
 
 
 @register.filter

@@ -61,13 +61,15 @@ def test_alerts_are_listed_per_run_with_change_p_q_status_and_links():
 
 
 def test_an_alert_whose_change_point_reads_as_a_drift_says_so():
-    regressed_run(("sort", "hash"))
-    drifting, stepped = (Alert.objects.select_related("first_run").get(
-        comparison__candidate__metric__benchmark__name=name) for name in ("sort", "hash"))
-    for alert, kind in ((drifting, ChangeKind.DRIFT), (stepped, ChangeKind.STEP)):
+    """Its own change point, or the scan's at its first night (which a confirmed alert records none beside)."""
+    regressed_run(("sort", "hash", "load"))
+    own, scans, stepped = (Alert.objects.select_related("first_run").get(
+        comparison__candidate__metric__benchmark__name=name) for name in ("sort", "hash", "load"))
+    for alert, kind, linked in ((own, ChangeKind.DRIFT, True), (scans, ChangeKind.DRIFT, False),
+                                (stepped, ChangeKind.STEP, True)):
         ChangePoint.objects.create(metric_id=alert.comparison.candidate.metric_id, machine=alert.first_run.machine,
-                                   run=alert.first_run, ratio=1.2, alert=alert, kind=kind,
-                                   drift=0.004 if kind == ChangeKind.DRIFT else None)
+                                   run=alert.first_run, ratio=1.2, alert=alert if linked else None, kind=kind,
+                                   drift_per_night=0.004 if kind == ChangeKind.DRIFT else None)
 
     html = Client().get("/alerts/").content.decode()
 
@@ -76,8 +78,10 @@ def test_an_alert_whose_change_point_reads_as_a_drift_says_so():
         following = part.find('id="alert-', 1)
         return part if following < 0 else part[:following]
 
-    assert "read as a drift</strong>: the level moves +0.40% a night, no step" in section(drifting)
-    assert "read as a drift" not in section(stepped)
+    for alert in (own, scans):
+        assert "its change point reads as a drift: the level moves +0.40% a night, no step at its night" in section(
+            alert)
+    assert "a drift" not in section(stepped)
 
 
 def test_filters_are_get_parameters_so_every_view_is_a_permalink(maintainer):

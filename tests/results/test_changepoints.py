@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 from django.conf import settings
-from django.db import connection
+from django.db import IntegrityError, connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone as django_timezone
@@ -118,9 +118,29 @@ def test_a_steady_drift_is_shown_as_drift_points_and_a_step_as_a_step():
     read = START + timedelta(days=80 - changepoints.DRIFT_NIGHTS_SINCE)  # 10 nights since it
     creep = ChangePoint.objects.filter(metric_id=metric("creep"), retracted_at__isnull=True, run__started_at__lte=read)
     assert creep.count() >= 5 and {point.kind for point in creep} == {ChangeKind.DRIFT}
-    assert all(point.drift == pytest.approx(0.005, abs=0.0015) for point in creep)
+    assert all(point.drift_per_night == pytest.approx(0.005, abs=0.0015) for point in creep)
     sort = ChangePoint.objects.get(metric_id=metric("sort"))
-    assert (sort.kind, sort.drift) == (ChangeKind.STEP, None)
+    assert (sort.kind, sort.drift_per_night) == (ChangeKind.STEP, None)
+
+
+def test_each_scan_reads_the_change_points_again_and_a_step_keeps_no_slope():
+    post_history({"sort": step(60, 30, 1.05)}, seed=9)
+    sort, bench = metric("sort"), machine()
+    changepoints.detect_change_points(metric_ids=[sort], machine_id=bench)
+    ChangePoint.objects.update(kind=ChangeKind.DRIFT, drift_per_night=0.01)  # as an earlier scan might have read it
+
+    changepoints.detect_change_points(metric_ids=[sort], machine_id=bench)
+
+    assert list(ChangePoint.objects.values_list("kind", "drift_per_night")) == [(ChangeKind.STEP, None)]
+
+
+def test_a_drift_has_its_slope_and_a_step_none_in_the_database():
+    post_history({"sort": step(30, 15, 1.05)}, seed=9)
+    changepoints.detect_change_points(metric_ids=[metric("sort")], machine_id=machine())
+
+    for kind, slope in ((ChangeKind.DRIFT, None), (ChangeKind.STEP, 0.01)):
+        with pytest.raises(IntegrityError), transaction.atomic():
+            ChangePoint.objects.update(kind=kind, drift_per_night=slope)
 
 
 def test_a_change_point_is_read_once_nights_follow_it_and_a_jump_into_a_drift_stays_a_step():

@@ -197,14 +197,14 @@ def test_a_drift_is_its_own_dotted_marker_saying_how_fast_the_level_moves():
     runs = list(Run.objects.order_by("started_at"))
     ChangePoint.objects.create(metric=metric, machine=runs[5].machine, run=runs[5], ratio=1.1, pvalue=0.001)
     ChangePoint.objects.create(metric=metric, machine=runs[2].machine, run=runs[2], ratio=1.03, pvalue=0.004,
-                               kind=ChangeKind.DRIFT, drift=0.0052)
+                               kind=ChangeKind.DRIFT, drift_per_night=0.0052)
 
     figure = figures(Client().get(f"/history/{metric.pk}/"))["history"]
 
     step = next(trace for trace in figure["data"] if trace["name"].startswith("┆ change point"))
-    drift = next(trace for trace in figure["data"] if trace["name"] == "┆ drift: no step at its night")
+    drift = next(trace for trace in figure["data"] if trace["name"] == "┆ drift (no step at its night)")
     assert step["customdata"] == [runs[5].pk] and drift["customdata"] == [runs[2].pk]
-    assert "the level moves +0.52% a night, no step at this night" in drift["text"][0]
+    assert "a drift: the level moves +0.52% a night, no step at its night" in drift["text"][0]
     assert [shape["line"]["dash"] for shape in figure["layout"]["shapes"][:2]] == ["dash", "dot"]
 
 

@@ -68,13 +68,18 @@ def test_a_trend_and_a_step_are_told_apart():
     assert step.step == pytest.approx(np.exp(0.05), rel=0.01)
 
 
-@pytest.mark.parametrize("values", [[1.0, 1.0, 1.0, 2.0, 2.0, 2.0], np.exp(0.1 * (np.arange(12) >= 6))])
-def test_a_perfect_fit_is_certain_of_the_terms_it_holds(values):
+@pytest.mark.parametrize(("values", "slope_pvalue", "step_pvalue"), [
+    ([1.0, 1.0, 1.0, 2.0, 2.0, 2.0], 1.0, 0.0),
+    (np.exp(0.1 * (np.arange(12) >= 6)), 1.0, 0.0),
+    (np.full(20, 5.0), 1.0, 1.0),
+    (np.exp(0.01 * np.arange(40)), 0.0, 1.0),
+    (1.01 ** np.arange(1000), 0.0, 1.0),
+])
+def test_a_perfect_fit_is_certain_of_the_terms_it_holds_and_of_no_other(values, slope_pvalue, step_pvalue):
+    """Rounding leaves a perfect fit's residuals and zero coefficients near 1e-16, not 0: they are no evidence."""
     fit = stats.trend_step(values, len(values) // 2)
 
-    assert fit.step_pvalue < 1e-12
-    assert fit.step == pytest.approx(values[-1] / values[0])
-    assert 0.0 <= fit.slope_pvalue <= 1.0
+    assert (fit.slope_pvalue, fit.step_pvalue) == (slope_pvalue, step_pvalue)
 
 
 @pytest.mark.parametrize(("x", "split", "message"), [
@@ -90,11 +95,12 @@ def test_bad_input_names_the_parameter(x, split, message):
         stats.trend_step(x, split)
 
 
-def test_a_staircase_read_through_its_drifts_is_one_drift_and_a_step_beside_it_stays_a_step():
+@pytest.mark.parametrize("seed", range(2, 8))
+def test_a_staircase_read_through_its_drifts_is_one_drift_and_a_step_beside_it_stays_a_step(seed):
     """Seeded: 60 nights creeping +0.5% a night, cut every 8 nights as a scan would cut it, then a 6% jump at night
-    60 and 30 flat nights, 1% noise. Read once, each cut has 8 nights a side, mostly too few to show the slope at
-    0.1%; read through the drifts, every cut of the creep is a drift and the jump is not (seeds 2 to 7 alike)."""
-    rng = np.random.default_rng(2)
+    60 and 30 flat nights, 1% noise. Read through the drifts, every cut of the creep is a drift and the jump is not;
+    read once, between the cuts as given, 8 nights a side are often too few to show the slope at 0.1%."""
+    rng = np.random.default_rng(seed)
     t = np.arange(90.0)
     values = np.exp(np.where(t < 60, 0.005 * t, 0.005 * 59 + 0.06) + rng.normal(0.0, 0.01, t.size))
     cuts = [8, 16, 24, 32, 40, 48, 60]
@@ -103,8 +109,8 @@ def test_a_staircase_read_through_its_drifts_is_one_drift_and_a_step_beside_it_s
     once = stats.read_drifts(values, cuts, through_drifts=False, **options)
     through = stats.read_drifts(values, cuts, **options)
 
-    assert once.drift.tolist() == [True, True, True, False, False, True, False]
     assert through.drift.tolist() == [True] * 6 + [False]
+    assert not once.drift[-1] and (seed == 7 or not once.drift[:6].all())
     fit = stats.trend_step(values[30:90], 30)  # the jump's window once every cut before it is a drift
     assert through.fits[-1] == fit
 
@@ -124,7 +130,8 @@ def test_a_cut_is_read_only_with_enough_nights_since_it_and_on_each_side():
     ([0], {}, "`splits` must be increasing indices within"),
     ([20], {"step_level": 1.0}, "`step_level` must be strictly between 0 and 1"),
     ([20], {"slope_level": 0.0}, "`slope_level`"),
-    ([20], {"nights": 1}, "`nights` must be at least 2"),
+    ([20], {"nights": 3}, "`nights` must be at least 4"),
+    ([20.5], {}, "`splits` must be integers"),
     ([20], {"nights_since": 0}, "`nights_since` must be at least 1"),
 ])
 def test_bad_reading_input_names_the_parameter(splits, options, message):
