@@ -217,7 +217,7 @@ def main() -> None:
                        "lower_is_better": h.lower_is_better,
                        "machine": h.name if file in UNRELATED_SERIES and file not in one_machine else "history"}
                       for h in entries] for file, entries in by_source.items()}
-    scratch = ROOT / "var" / "real_histories.json"
+    scratch = ROOT / "var" / f"real_histories-{os.getpid()}.json"  # one per run: two runs may overlap
     scratch.parent.mkdir(exist_ok=True)
     threshold = None if arguments.threshold is None else arguments.threshold / 100
     scratch.write_text(json.dumps({"histories": payload, "threshold": threshold}))
