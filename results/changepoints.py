@@ -114,18 +114,21 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
             thresholds.append(history[split]["metric__threshold"])
     sized = [point for point, threshold in zip(_sized(found, before, after, machine_id=machine_id), thresholds)
              if point is not None and abs(point.ratio - 1.0) >= threshold]
-    stored = _store(sized, series, machine_id=machine_id)
-    _read_kinds(series, read, machine_id=machine_id)
+    position = {(metric_id, row["run_id"]): i for metric_id, history in series.items()
+                for i, row in enumerate(history)}
+    stored, shown = _store(sized, series, position, machine_id=machine_id)
+    _read_kinds(shown, position, read)
     return stored
 
 
-def _store(points: list[ChangePoint], series: dict[int, list[dict]], *, machine_id: int) -> list[ChangePoint]:
+def _store(points: list[ChangePoint], series: dict[int, list[dict]], position: dict[tuple[int, int], int], *,
+           machine_id: int) -> tuple[list[ChangePoint], list[ChangePoint]]:
     """Insert the new change points; one found within MOVE_NIGHTS runs of a stored one updates it instead,
     recording the move (and taking back a retraction). A stored one not found again is retracted when the
     scan had at least ``2 · MIN_SEGMENT`` runs after it (enough to know) and ``MIN_SEGMENT`` before it (where a
-    split can be); one outside the scanned runs, or too close to either end of them, is left as it is."""
-    position = {(metric_id, row["run_id"]): i for metric_id, history in series.items()
-                for i, row in enumerate(history)}
+    split can be); one outside the scanned runs, or too close to either end of them, is left as it is.
+    `position` is each scanned ``(metric, run)``'s index in its series. Returns those stored or moved, and every
+    change point now shown within the scanned runs."""
     at_run: dict[tuple[int, int], ChangePoint] = {}
     stored: dict[int, list[ChangePoint]] = defaultdict(list)
     for point in ChangePoint.objects.filter(metric_id__in=list(series), machine_id=machine_id):
@@ -170,25 +173,26 @@ def _store(points: list[ChangePoint], series: dict[int, list[dict]], *, machine_
     if changed or retracted:
         ChangePoint.objects.bulk_update([*changed, *retracted],
                                         ["run", "ratio", "ci_low", "ci_high", "pvalue", "moves", "retracted_at"])
-    return [*changed, *ChangePoint.objects.bulk_create(new)]
+    created = ChangePoint.objects.bulk_create(new)
+    shown = [point for point in [*at_run.values(), *created]
+             if point.retracted_at is None and (point.metric_id, point.run_id) in position]
+    return [*changed, *created], shown
 
 
-def _read_kinds(series: dict[int, list[dict]], means: dict[int, np.ndarray], *, machine_id: int) -> None:
+def _read_kinds(shown: list[ChangePoint], position: dict[tuple[int, int], int], means: dict[int, np.ndarray]
+                ) -> None:
     """The shown change points of the scanned series read as steps or drifts (:func:`results.stats.read_drifts` at
-    the levels of :data:`results.decisions.DRIFT_STEP_LEVEL`), on the night means the scan read: up to
-    ``DRIFT_NIGHTS`` nights on each side, bounded by the neighbouring steps. Re-read at every scan, as nights arrive
-    and neighbours move; one not read (fewer than ``DRIFT_NIGHTS_SINCE`` nights since it, or too close to a
-    neighbour) keeps what it was read as."""
-    position = {(metric_id, row["run_id"]): i for metric_id, history in series.items()
-                for i, row in enumerate(history)}
-    shown: dict[int, list[tuple[int, ChangePoint]]] = defaultdict(list)
-    for point in ChangePoint.objects.filter(metric_id__in=list(series), machine_id=machine_id,
-                                            retracted_at__isnull=True):
-        at = position.get((point.metric_id, point.run_id))
-        if at:  # in the window, with a night before it (the window's first night splits nothing it holds)
-            shown[point.metric_id].append((at, point))
+    the levels of :data:`results.decisions.DRIFT_STEP_LEVEL`), on the night means the scan read (`means`, by
+    metric; `position`, a point's index in them): up to ``DRIFT_NIGHTS`` nights on each side, bounded by the
+    neighbouring steps. Re-read at every scan, as nights arrive and neighbours move; one not read (fewer than
+    ``DRIFT_NIGHTS_SINCE`` nights since it, or too close to a neighbour) keeps what it was read as."""
+    by_series: dict[int, list[tuple[int, ChangePoint]]] = defaultdict(list)
+    for point in shown:
+        at = position[point.metric_id, point.run_id]
+        if at:  # the window's first night splits nothing the window holds
+            by_series[point.metric_id].append((at, point))
     changed = []
-    for metric_id, points in shown.items():
+    for metric_id, points in by_series.items():
         values = means[metric_id]
         if np.any(values <= 0):  # no ratio, no line on the logarithm
             continue
@@ -212,8 +216,8 @@ def record_confirmed(alerts: list[Alert]) -> list[ChangePoint]:
     scan). An alert whose first night has moved farther than that from its own change point (its first night is
     re-estimated nightly) moves that change point along, the move recorded, rather than leave it behind and store a
     second (measured: 2 of 4 annotated real series, `benchmarks/real_histories.py`, had an alert with two).
-    Three queries, whatever the number of alerts: the start times of their series' nights, and their change
-    points."""
+    Two reads, whatever the number of alerts (the start times of their series' nights, and their change points),
+    and the writes."""
     recorded, moved = [], []
     now = timezone.now()
     alerts = [alert for alert in alerts if alert.first_run is not None
