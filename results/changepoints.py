@@ -48,8 +48,8 @@ CHUNK_SIZE = 200
 FLAGGED = (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.SUSPECTED_REGRESSION, Verdict.SUSPECTED_IMPROVEMENT)
 MIN_SEGMENT = 5
 """Fewest runs in a segment: a working week, so one odd night cannot make a segment."""
-ALPHA = 0.01
-"""Level of each split's permutation test: about 1% of shift-free series of 80 to 300 nights get one."""
+ALPHA = decisions.CHANGE_POINT_LEVEL
+"""Level of each split's permutation test, a decision (:data:`results.decisions.CHANGE_POINT_LEVEL`)."""
 MOVE_NIGHTS = MIN_SEGMENT
 """A change point found again within this many runs of a stored one moves it instead of adding one."""
 DRIFT_NIGHTS = 30

@@ -16,6 +16,7 @@ from .stats import Verdict
 
 __all__ = [
     "ALPHA",
+    "CHANGE_POINT_LEVEL",
     "CHANGE_SIDES",
     "DRIFT_KIND",
     "DRIFT_SLOPE_LEVEL",
@@ -105,9 +106,12 @@ def is_false_alert(status: str, state: str) -> bool:
 STEP_KIND, DRIFT_KIND = "step", "drift"
 """What a change point is read as (``results.models.ChangeKind``): a jump of the level at its night, or a stretch of
 a steady drift the scan cut."""
-DRIFT_STEP_LEVEL, DRIFT_SLOPE_LEVEL = 0.01, 0.001
+CHANGE_POINT_LEVEL = 0.01
+"""Level of each split of the change-point scan's permutation test (``results.changepoints``): about 1% of shift-free
+series of 80 to 300 nights get one."""
+DRIFT_STEP_LEVEL, DRIFT_SLOPE_LEVEL = CHANGE_POINT_LEVEL, 0.001
 """A change point is a drift, not a step, where a line with a jump at it (``results.stats.read_drifts``) finds the
-jump not significant (p above 1%, the change-point scan's own level, ``results.changepoints.ALPHA``) and the slope
+jump not significant (p above 1%, the change-point scan's own level, :data:`CHANGE_POINT_LEVEL`) and the slope
 significant (p below 0.1%). Nested models: a line against two means with no test would call most steps in noisy
 nightly histories drifts. Neither level is a calibrated error rate: the jump's test at a point the scan chose leans
 towards a step, the slope's test on correlated nights rejects too often. They were chosen on a printed grid

@@ -272,11 +272,10 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
             change = format_change(row["ratio"], row.get("ci_low"), row.get("ci_high"))
             pvalue = (f"<br>{presentation.said_probability('p', row['pvalue'])}"
                       if row.get("pvalue") is not None else "")
-            title = (f"<b>change point</b> · {escape(row['machine'])}<br>{x} UTC<br>"
-                     f"{presentation.said_drift(row['drift_per_night'])}<br>segments either side differ {change}"
-                     if drift
-                     else f"<b>change point</b> · {escape(row['machine'])}<br>{x} UTC<br>shift {change}{pvalue}")
-            texts.append(f"{title}<br><i>click for the first run after it</i>")
+            said = (f"{presentation.said_drift(row['drift_per_night'])}<br>segments either side differ {change}"
+                    if drift else f"shift {change}{pvalue}")
+            texts.append(f"<b>change point</b> · {escape(row['machine'])}<br>{x} UTC<br>{said}<br>"
+                         "<i>click for the first run after it</i>")
             xs.append(x)
         data.append({"type": "scatter", "mode": "markers", "name": name, "x": xs,
                      "y": [row.get("mean") for row in shown], "customdata": [row["run_id"] for row in shown],
