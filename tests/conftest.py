@@ -12,6 +12,17 @@ import pytest
 from tests.processes import real_redis, worker_process
 
 STATS_TESTS = Path(__file__).resolve().parent / "stats"
+DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback",
+                               "live_server", "admin_user", "admin_client", "django_user_model"})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """A test that touches no database is the same on every one: it is marked ``any_database`` (before ``-m``
+    selects), so the PostgreSQL pass does not run it again."""
+    for item in items:
+        if item.get_closest_marker("django_db") is None and not DATABASE_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.any_database)
 
 
 @pytest.fixture(autouse=True)

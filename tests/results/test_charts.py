@@ -13,7 +13,6 @@ from results.stats import autocorrelation, autocorrelation_by_size, format_chang
 from runner import replay
 from runner import session as session_loop
 
-pytestmark = pytest.mark.any_database  # no database: run once, not again on PostgreSQL
 
 START = datetime(2026, 10, 1, 2, 0, tzinfo=timezone.utc)
 

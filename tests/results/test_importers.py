@@ -24,7 +24,6 @@ from results.ingest.pyperf import parse as parse_pyperf
 from results.ingest.pytest_benchmark import parse as parse_pytest_benchmark
 from results.schemas import RunIn
 
-pytestmark = pytest.mark.any_database  # no database: run once, not again on PostgreSQL
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 REL = 1e-9  # the parsers only rescale the tool's numbers; anything looser would hide a bug

@@ -2,12 +2,10 @@
 
 from pathlib import Path
 
-import pytest
 
 from results.ingest import pyperf
 from results.machine_state import machine_state, state_differences
 
-pytestmark = pytest.mark.any_database  # no database: run once, not again on PostgreSQL
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -15,7 +15,6 @@ import pytest
 from results.outbound import OutboundHTTPError, OutboundRefused, address_refusal, check_webhook_url, post_json
 from tests.processes import ROOT, RecordingServer
 
-pytestmark = pytest.mark.any_database  # no database: run once, not again on PostgreSQL
 
 PUBLIC = "93.184.216.34"  # example.com's address when written; only judged, never connected to
 TIMEOUT = 5.0

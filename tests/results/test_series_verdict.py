@@ -6,7 +6,6 @@ import pytest
 from results.decisions import SERIES_LEVEL, SUSPECTED_IMPROVEMENT, SUSPECTED_REGRESSION, series_verdict
 from results.stats import Verdict
 
-pytestmark = pytest.mark.any_database
 
 
 @pytest.mark.parametrize(("ratio", "pvalue", "direction", "expected"), [

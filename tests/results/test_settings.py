@@ -30,7 +30,6 @@ def test_development_defaults_work_with_nothing_set():
     assert loaded.stdout.split() == ["django.db.backends.sqlite3", "True", "redis://127.0.0.1:6379/0"]
 
 
-@pytest.mark.any_database  # ./pilot up runs on its own SQLite
 def test_pilot_up_runs_without_debug_pages_or_production_secrets(tmp_path):
     loaded = load_settings(PILOTWEB_LOCAL="true", PILOTWEB_VAR_DIR=str(tmp_path))
     again = load_settings(PILOTWEB_LOCAL="true", PILOTWEB_VAR_DIR=str(tmp_path))
@@ -97,7 +96,6 @@ print(address, response.status_code, response.get("Content-Encoding"), response.
 """
 
 
-@pytest.mark.any_database  # ./pilot up runs on its own SQLite
 def test_pilot_up_serves_static_files_compressed_and_cached_as_production_does(tmp_path):
     """Under `./pilot up` the 4.8 MB Plotly bundle was served uncompressed with a 60 s cache (1.4-3.0 s a chart
     page): the same storage as production now, content-hashed, gzipped, cached for a year."""

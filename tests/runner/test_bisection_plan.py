@@ -18,7 +18,6 @@ from runner.bisection.plan import (
     next_step,
 )
 
-pytestmark = pytest.mark.any_database  # no database: run once, not again on PostgreSQL
 
 
 def run(commits, culprit, *, failed=(), verify=MOVED, first=None):

@@ -10,7 +10,6 @@ from runner.session import MetricSpec, RoundOutcome, SessionStatus, SessionTarge
 from runner.session.levels import CANDIDATE, MOVED_END, NOT_REPRODUCED, REFERENCE, LevelCheck, decide_level
 from tests.runner.clock import FakeClock
 
-pytestmark = pytest.mark.any_database  # no database: run once, not again on PostgreSQL
 
 TIME = MetricSpec("time", "s", "lower_is_better")
 

@@ -19,7 +19,6 @@ from runner.monitor import (
 from runner.session import RoundOutcome
 from runner.workloads import builtin_workload
 
-pytestmark = pytest.mark.any_database  # no database: run once, not again on PostgreSQL
 
 QUIET = Sample(
     duration=0.1,

@@ -11,7 +11,7 @@ import pytest
 
 from tests.processes import ROOT, free_port, wait_for, wait_for_port
 
-pytestmark = [pytest.mark.integration, pytest.mark.any_database]  # ./pilot up runs on its own SQLite
+pytestmark = pytest.mark.integration
 
 
 def services_of(script: psutil.Process) -> dict[str, psutil.Process]:

@@ -26,7 +26,6 @@ from runner.session import (
 from runner.session.loop import NO_DIFFERENCE_RESOLVED
 from tests.runner.clock import FakeClock
 
-pytestmark = pytest.mark.any_database  # no database: run once, not again on PostgreSQL
 
 TIME = MetricSpec("time", "s", "lower_is_better")
 THROUGHPUT = MetricSpec("throughput", "MB/s", "higher_is_better")

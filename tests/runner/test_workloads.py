@@ -27,7 +27,6 @@ from runner.workloads import (
     setup_command,
 )
 
-pytestmark = pytest.mark.any_database  # no database: run once, not again on PostgreSQL
 
 FAKE = str(Path(__file__).with_name("fake_benchmark.py"))
 
