@@ -65,6 +65,20 @@ def test_an_environment_the_machine_has_not_left_is_never_divided_out():
     assert not environment_match(moved + 0.001, deviations).matched
 
 
+def test_a_machine_whose_series_drift_together_is_never_divided_out():
+    # Half the series slow by 1% a night from night 25 (a degrading machine). Each night's deviation from the
+    # series' level of its last 20 nights (as results.environment takes it) grows for 10 nights, so a few alike
+    # nights end, as an environment left does, but by drifting further: a change of the machine to report, not an
+    # environment it has left (before the rule, 25 of these 35 nights were matched).
+    rng = np.random.default_rng(8)
+    drift = np.where(np.arange(SERIES) < SERIES // 2, 0.01, 0.0)
+    values = np.exp(np.maximum(np.arange(60) - 24, 0)[:, None] * drift + rng.normal(0.0, 0.01, (60, SERIES)))
+    deviations = np.vstack([level_deviations(values[night], values[max(0, night - 20):night])
+                            for night in range(5, 60)])
+    assert not any(environment_match(deviations[night], deviations[:night]).matched
+                   for night in range(20, len(deviations)))
+
+
 def test_a_short_environment_left_again_is_recognised():
     deviations, _, _ = machine(60, seed=5, share=0.0)
     moved = np.random.default_rng(6).uniform(0.04, 0.12, SERIES)
