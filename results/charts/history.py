@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
@@ -98,8 +98,9 @@ class ChangePointRow(TypedDict):
 
 class AlertMarker(TypedDict, total=False):
     """An alert of the series (``results.selectors.metric_history``), drawn at its first night: ``pk``, ``state``
-    (suspected, confirmed, dismissed), ``status`` (triage), ``verdict`` of the comparison that opened it,
-    ``started_at`` and ``mean`` of its first night, ``machine``, its evidence (``ratio``, ``low``, ``high``,
+    (suspected, confirmed, dismissed), ``status`` (its triage, worded), ``verdict`` of the comparison that opened
+    it, ``started_at``, ``night`` (:func:`results.nights.night_of`) and ``mean`` of its first night, ``machine``,
+    its evidence (``ratio``, ``low``, ``high``,
     ``pvalue``, ``qvalue``, ``nights`` pooled), ``first_run_id``, and the ``culprit`` a bisection named for its
     night (:class:`results.extensions.Culprit`), if any."""
 
@@ -109,6 +110,7 @@ class AlertMarker(TypedDict, total=False):
     state_note: str
     verdict: str
     started_at: datetime
+    night: date
     mean: float | None
     machine: str
     ratio: float | None
@@ -122,19 +124,19 @@ class AlertMarker(TypedDict, total=False):
 
 
 ALERT_MARKERS = (
-    # (side, state) → legend label, Plotly symbol, colour
+    # (side, state) → legend label, Plotly symbol, colour; a dismissed alert's side is not drawn
     (("regression", "confirmed"), "▲ alert (regression)", "triangle-up", REGRESSION),
     (("regression", "suspected"), "△ alert (suspected regression)", "triangle-up-open", REGRESSION),
     (("improvement", "confirmed"), "▼ alert (improvement)", "triangle-down", IMPROVEMENT),
     (("improvement", "suspected"), "▽ alert (suspected improvement)", "triangle-down-open", IMPROVEMENT),
-    (("regression", "dismissed"), "✕ alert dismissed", "x-thin-open", QUIET),
-    (("improvement", "dismissed"), "✕ alert dismissed", "x-thin-open", QUIET),
+    ((None, "dismissed"), "✕ alert dismissed", "x-thin-open", QUIET),  # either side: one legend entry
 )
 
 
 def _alert_hover(alert: Mapping, when: str) -> str:
+    night = f"night of {alert['night']:%Y-%m-%d}, run started {when} UTC" if alert.get("night") else f"{when} UTC"
     lines = [f"<b>alert #{alert['pk']}</b> · {escape(alert['state'])} {escape(_side(alert['verdict']))}",
-             f"first night {when} UTC · {escape(alert['machine'])}"]
+             f"first night: {night} · {escape(alert['machine'])}"]
     if alert.get("ratio") is not None:
         nights = alert.get("nights")
         pooled = f" over {nights} night{'s' if nights != 1 else ''} pooled" if nights else ""
@@ -191,7 +193,7 @@ def _history_hover(point: Mapping, unit: str, when: str) -> str:
             lines.append(f"{presentation.said_probability('p', comparison['pvalue'])}{tail}")
         lines.append(presentation.verdict_label(comparison.get("verdict")))
         if comparison.get("alert_id") is not None:
-            lines.append(f"alert #{comparison['alert_id']} ({escape(comparison.get('alert_status') or 'new')})")
+            lines.append(f"alert #{comparison['alert_id']} ({escape(comparison.get('alert_status') or 'New')})")
     lines.append("<i>click for the run</i>")
     return "<br>".join(lines)
 
@@ -274,8 +276,8 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
                       if row.get("pvalue") is not None else "")
             said = (f"{presentation.said_drift(row['drift_per_night'])}<br>segments either side differ {change}"
                     if drift else f"shift {change}{pvalue}")
-            texts.append(f"<b>change point</b> · {escape(row['machine'])}<br>{x} UTC<br>{said}<br>"
-                         "<i>click for the first run after it</i>")
+            texts.append(f"<b>{'drift' if drift else 'change point'}</b> · {escape(row['machine'])}<br>{x} UTC<br>"
+                         f"{said}<br><i>click for the first run after it</i>")
             xs.append(x)
         data.append({"type": "scatter", "mode": "markers", "name": name, "x": xs,
                      "y": [row.get("mean") for row in shown], "customdata": [row["run_id"] for row in shown],
@@ -283,7 +285,8 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
                      "marker": {"symbol": symbol, "size": 16, "color": "#1d2430",
                                 "line": {"color": "#1d2430", "width": 2}}})
     for key, label, symbol, colour in ALERT_MARKERS:
-        shown = [alert for alert in alerts if (_side(alert["verdict"]), alert["state"]) == key]
+        shown = [alert for alert in alerts if (None if alert["state"] == "dismissed" else _side(alert["verdict"]),
+                                               alert["state"]) == key]
         if shown:
             xs = [_timestamp(alert["started_at"]) for alert in shown]
             data.append({

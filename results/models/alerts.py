@@ -66,7 +66,7 @@ class AlertStatus(models.TextChoices):
     ACKNOWLEDGED = "acknowledged"
     INVALID = "invalid"
     FIXED = "fixed"
-    WONT_FIX = "wont_fix", "won't fix"
+    WONT_FIX = "wont_fix", "Won't fix"
 
 
 class AlertGroup(models.Model):

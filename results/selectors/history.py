@@ -21,6 +21,8 @@ from django.db.models.fields.json import KeyTransform
 
 from ..models import (
     Alert,
+    AlertStatus,
+    ChangeKind,
     ChangePoint,
     Comparison,
     ComparisonMethod,
@@ -30,7 +32,7 @@ from ..models import (
     Run,
     series_nights,
 )
-from .. import access, presentation
+from .. import access, nights, presentation
 from ..decisions import worst_first
 from ..extensions import culprits
 from .compare import nightly_before
@@ -65,6 +67,11 @@ class MetricHistory:
     limit: int
     alerts: list[dict] = field(default_factory=list)
     failures: list[dict] = field(default_factory=list)
+
+    @property
+    def drifts(self) -> int:
+        """How many of the change points shown read as drifts (:mod:`results.changepoints`)."""
+        return sum(row["kind"] == ChangeKind.DRIFT for row in self.change_points)
 
     @property
     def scale(self) -> tuple[float, str]:
@@ -114,6 +121,8 @@ def metric_history(*, metric_id: int, viewer, machines: list[str] | None = None,
             "candidate_id", "method", "ratio", "ci_low", "ci_high", "pvalue", "qvalue", "verdict",
             "confidence_level", band=KeyTransform("band", "inputs"), alert_id=F("alert__id"),
             alert_status=F("alert__status")):
+        if comparison["alert_status"]:
+            comparison["alert_status"] = AlertStatus(comparison["alert_status"]).label
         current = shown.get(comparison["candidate_id"])
         if current is None or preference[comparison["method"]] < preference[current["method"]]:
             shown[comparison["candidate_id"]] = comparison
@@ -153,6 +162,8 @@ def metric_history(*, metric_id: int, viewer, machines: list[str] | None = None,
         named = culprits({row["first_run_id"] for row in series_alerts})
         for row in series_alerts:
             row["culprit"] = named.get(row["first_run_id"])
+            row["status"] = AlertStatus(row["status"]).label
+            row["night"] = nights.night_of(row["started_at"])
     failed = FailedResult.objects.filter(metric=metric, run__machine__name__in=chosen,
                                          run__status=Run.Status.COMPLETED)
     if branch:

@@ -178,10 +178,11 @@ def alerts(*, viewer, status: str | None = None, project: str | None = None,
     ).prefetch_related("events__user", "group__deliveries")
     queryset = _where(queryset, status=status, group__run__project__slug=project, assignee=assignee)
     # Its change point read as a drift (results.changepoints): the line's change per night, else None. Its own, or the
-    # scan's at its first night where the scan's had settled it (a confirmed alert then records none of its own).
+    # scan's at its first night where the scan's had settled it (a confirmed alert then records none of its own); never
+    # another alert's that begins the same night.
     drift = ChangePoint.objects.filter(
         Q(alert=OuterRef("pk")) | Q(run=OuterRef("first_run"), metric=OuterRef("comparison__candidate__metric"),
-                                    machine=OuterRef("first_run__machine")),
+                                    machine=OuterRef("first_run__machine"), alert__isnull=True),
         retracted_at__isnull=True, kind=ChangeKind.DRIFT)
     return queryset.annotate(drift_per_night=Subquery(drift.values("drift_per_night")[:1])).order_by(
         "-group__created_at", "id")

@@ -9,7 +9,7 @@ from django.utils.formats import localize
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from results import machine_state, presentation
+from results import machine_state, nights, presentation
 from results.decisions import INSUFFICIENT_HISTORY, NOT_COMPARED
 
 register = template.Library()
@@ -154,6 +154,13 @@ def interval(low, high, metric) -> str:
 def said_drift(per_night) -> str:
     """A change point read as a drift, in words, as the history chart says it."""
     return presentation.said_drift(per_night)
+
+
+@register.filter
+def night_of(moment) -> str:
+    """The night a run started in, as every page names nights ("night of 2026-11-27": a run started at 02:00
+    belongs to the night before; :mod:`results.nights`)."""
+    return f"night of {nights.night_of(moment):%Y-%m-%d}"
 
 
 @register.filter

@@ -107,7 +107,7 @@ def _alert_row(alert: dict) -> dict:
     """One alert of the series as its list shows it."""
     verdict = alert["verdict"]
     # Named as every page names nights (a run started at 02:00 belongs to the night before), the start in the title.
-    return {**alert, "night_text": f"night of {nights.night_of(alert['started_at']):%Y-%m-%d}",
+    return {**alert, "night_text": f"night of {alert['night']:%Y-%m-%d}",
             "started_text": timezone.localtime(alert["started_at"]).strftime("%Y-%m-%d %H:%M %Z"),
             "verdict_label": presentation.verdict_label(verdict), "verdict_class": presentation.verdict_slug(verdict),
             "change": "" if alert["ratio"] is None else presentation.format_change(alert["ratio"], alert["low"],

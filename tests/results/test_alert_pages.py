@@ -8,11 +8,13 @@ from django.test.utils import CaptureQueriesContext
 
 from django.core.exceptions import ValidationError
 
-from results import comparisons, triage
-from results.models import Alert, AlertEvent, ChangeKind, ChangePoint, Project, Run
+from django.contrib.auth.models import AnonymousUser
+
+from results import comparisons, selectors, triage
+from results.models import Alert, AlertEvent, ChangeKind, ChangePoint, ComparisonMethod, Project, Run
 from runner import services as runner_services
 from runner.models import Session, SessionStatus
-from tests.factories import ProjectFactory, UserFactory
+from tests.factories import ComparisonFactory, ProjectFactory, UserFactory
 from tests.factories import compared_run, posted_run
 
 pytestmark = pytest.mark.django_db
@@ -82,6 +84,23 @@ def test_an_alert_whose_change_point_reads_as_a_drift_says_so():
         assert "its change point reads as a drift: the level moves +0.40% a night, no step at its night" in section(
             alert)
     assert "a drift" not in section(stepped)
+
+
+def test_two_alerts_beginning_on_one_night_each_say_their_own_change_points_reading():
+    """A change point at an alert's first night that another alert holds is that alert's reading, not this one's."""
+    regressed_run(("sort",))
+    first = Alert.objects.select_related("first_run", "comparison__candidate").get()
+    candidate = first.comparison.candidate
+    second = Alert.objects.create(group=first.group, first_run=first.first_run, comparison=ComparisonFactory(
+        candidate=candidate, method=ComparisonMethod.CHANGE_POINT, verdict="regression"))
+    later = posted_run(11, {"sort": 1.3}, sd=0.002)
+    for alert, run, rate in ((first, first.first_run, 0.004), (second, later, 0.009)):
+        ChangePoint.objects.create(metric_id=candidate.metric_id, machine=first.first_run.machine, run=run, ratio=1.2,
+                                   alert=alert, kind=ChangeKind.DRIFT, drift_per_night=rate)
+
+    said = {alert.pk: alert.drift_per_night for alert in selectors.alerts(viewer=AnonymousUser())}
+
+    assert said == {first.pk: 0.004, second.pk: 0.009}
 
 
 def test_filters_are_get_parameters_so_every_view_is_a_permalink(maintainer):
