@@ -92,11 +92,12 @@ def open_alerts(run: Run, *, carried: dict[int, int]) -> None:
                     opened.append(Alert(comparison_id=pk, first_run_id=inputs["first_run"], evidence_id=pk,
                                         state=_state(verdict, inputs)))
         moved = _move_or_split(splits, opened, closed)
-        settled = _carry(evidence) + _settle_closed(closed) + moved
+        carried_ids, refined = _carry(evidence)
+        settled = carried_ids + _settle_closed(closed) + moved
         _record_change_points(Alert.objects.filter(pk__in=settled, state=AlertState.CONFIRMED))
         changepoints.retract_for_alerts(alerts=Alert.objects.filter(pk__in=settled, state=AlertState.DISMISSED))
-        if moved:
-            gather_incidents(run, also=moved)
+        if moved or refined:
+            gather_incidents(run, also=_leave_incidents(moved + refined))
     if not opened:
         return
     group, _ = AlertGroup.objects.get_or_create(run=run)
@@ -234,12 +235,14 @@ def _consistent(inputs: dict) -> bool:
     return welch is not None and welch < ALPHA
 
 
-def _carry(evidence: dict[int, tuple]) -> list[int]:
+def _carry(evidence: dict[int, tuple]) -> tuple[list[int], list[int]]:
     """Add tonight's pooled evidence to each alert (by alert id), in two queries: a significant interval beyond
     the band on its side confirms it, one inside the band (or beyond it on the other side) dismisses it (a
-    confirmed change that the nights since do not bear out was a transient, not a new level)."""
+    confirmed change that the nights since do not bear out was a transient, not a new level). Returns the ids of
+    the alerts, and of those whose first night it moved."""
     alerts = list(Alert.objects.filter(pk__in=list(evidence)).select_related("comparison"))
     now = timezone.now()
+    refined = []
     for alert in alerts:
         pk, verdict, inputs, significant = evidence[alert.pk]
         side = CHANGE_SIDES.get(alert.comparison.verdict)
@@ -248,6 +251,7 @@ def _carry(evidence: dict[int, tuple]) -> list[int]:
         if inputs.get("first_run") and inputs["first_run"] != alert.first_run_id:
             # Re-estimated among the nights around it (results.nightly_rows.REFINE_BEFORE/AFTER).
             alert.first_run_id = inputs["first_run"]
+            refined.append(alert.pk)
         if verdict == side and significant and _consistent(inputs):
             alert.state, alert.state_note = AlertState.CONFIRMED, f"confirmed: {nights} nights pooled, {verdict}"
         elif contradicts(verdict, side):
@@ -260,7 +264,21 @@ def _carry(evidence: dict[int, tuple]) -> list[int]:
                 alert.state, alert.state_note = AlertState.DISMISSED, (
                     f"dismissed: {nights} nights pooled and still undecided ({verdict}): no change to act on")
     Alert.objects.bulk_update(alerts, ["evidence", "state", "state_note", "updated_at", "first_run"])
-    return [alert.pk for alert in alerts]
+    return [alert.pk for alert in alerts], refined
+
+
+def _leave_incidents(alert_ids: list[int]) -> list[int]:
+    """Alerts whose first night moved leave an incident that no longer names it (a commit range its night, a
+    machine-wide shift its night or one either side, as :func:`gather_incidents` admits them): an incident tells
+    one range of commits, to triage and bisect once, and an alert re-estimated nights earlier is another range
+    (seen on real histories: a commit range of five alerts whose first nights had moved to four different nights).
+    Returns `alert_ids`, to be gathered again as if opened."""
+    leaving = [pk for pk, first, night, kind in Alert.objects.filter(
+        pk__in=alert_ids, incident__isnull=False).values_list(
+        "pk", "first_run__started_at", "incident__night", "incident__kind")
+        if abs((nights.night_of(first) - night).days) > (1 if kind == IncidentKind.MACHINE else 0)]
+    Alert.objects.filter(pk__in=leaving).update(incident=None)
+    return alert_ids
 
 
 MAX_PENDING_NIGHTS = 30

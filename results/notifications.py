@@ -138,9 +138,9 @@ def incident_line(incident: Incident, *, url: str = "") -> IncidentLine:
     """An incident told in one line (two queries): "machine-wide shift of bench-1 from the night of 2026-11-20:
     23 series moved -3.0% to +12.0% (first bad commit 3f2a9c1c0e1d after 1b2c3d4e5f60); likely the environment"."""
     # Unordered: Comparison's default order joins five tables (a nested-loop plan on fresh PostgreSQL statistics).
-    ratios = [ratio for ratio in Comparison.objects.filter(alert__incident=incident).order_by().values_list(
-              "ratio", flat=True)
-              if ratio is not None]
+    opened = list(Comparison.objects.filter(alert__incident=incident).order_by().values_list(
+        "ratio", "candidate__metric_id"))
+    ratios = [ratio for ratio, _ in opened if ratio is not None]
     first = incident.first_run
     before = (Run.objects.filter(series_nights(), project_id=incident.project_id, machine_id=incident.machine_id,
                                  started_at__lt=first.started_at, revision__isnull=False)
@@ -151,7 +151,7 @@ def incident_line(incident: Incident, *, url: str = "") -> IncidentLine:
     if first.revision is not None:
         commits = f" (first bad commit {short_commit(first.revision.commit)}" + (
             f" after {short_commit(before)})" if before else ")")
-    count = len(ratios)
+    count = len({metric for _, metric in opened})  # series, not alerts: a series may have two in one incident
     if incident.kind == IncidentKind.RANGE:
         text = (f"commit range of {single_line(incident.machine.name)} on the night of {incident.night:%Y-%m-%d}: "
                 f"{count} series {moved}{commits}; one range of commits, triaged and bisected once")

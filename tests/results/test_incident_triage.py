@@ -106,6 +106,36 @@ def test_a_commit_range_is_worded_as_one_and_its_alerts_are_each_told(incident):
     assert summary.incidents == [] and len(summary.changes) == 3
 
 
+def test_an_incident_counts_series_not_alerts(incident):
+    from results.notifications import incident_line
+
+    alert = incident.alerts.first()
+    comparison = alert.comparison
+    comparison.pk, comparison.ratio = None, 0.9  # a second change of the same series, the other way
+    comparison.save()
+    alert.pk, alert.comparison = None, comparison
+    alert.save()
+
+    line = incident_line(incident).text
+    assert incident.alerts.count() == 4 and "3 series moved -10.0% to +39.9%" in line
+
+
+def test_an_alert_whose_first_night_moves_leaves_the_commit_range_it_no_longer_names(incident):
+    from results.alerts import _leave_incidents, gather_incidents
+    from results.models import Run
+
+    moved, stays, _ = incident.alerts.order_by("pk")
+    earlier = Run.objects.filter(started_at__lt=moved.first_run.started_at).order_by("-started_at").first()
+    Alert.objects.filter(pk=moved.pk).update(first_run=earlier)  # re-estimated a night earlier, as _carry does
+
+    gather_incidents(moved.group.run, also=_leave_incidents([moved.pk, stays.pk]))
+
+    moved.refresh_from_db()
+    stays.refresh_from_db()
+    # Alone on its night now: in no incident (a commit range is two alerts or more); the others keep theirs.
+    assert moved.incident is None and stays.incident == incident and incident.alerts.count() == 2
+
+
 def test_a_commit_range_that_grows_to_many_series_is_a_machine_wide_shift(incident):
     from results.alerts import MACHINE_WIDE_SERIES, gather_incidents
     from results.models import AlertGroup
