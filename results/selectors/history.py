@@ -148,7 +148,8 @@ def metric_history(*, metric_id: int, viewer, machines: list[str] | None = None,
         for row in found.order_by("first_run__started_at", "pk").values(
                 "pk", "state", "status", "state_note", "first_run_id", verdict=F("comparison__verdict"),
                 machine=F("first_run__machine__name"), started_at=F("first_run__started_at"),
-                opened_run=F("comparison__candidate__run_id"), ratio=F("evidence__ratio"), low=F("evidence__ci_low"),
+                opened_run=F("comparison__candidate__run_id"), opened_result=F("comparison__candidate_id"),
+                ratio=F("evidence__ratio"), low=F("evidence__ci_low"),
                 high=F("evidence__ci_high"), pvalue=F("evidence__pvalue"), qvalue=F("evidence__qvalue"),
                 pooled=KeyTransform("pooled_runs", "evidence__inputs"), own_ratio=F("comparison__ratio"),
                 own_low=F("comparison__ci_low"), own_high=F("comparison__ci_high"),
@@ -159,6 +160,13 @@ def metric_history(*, metric_id: int, viewer, machines: list[str] | None = None,
             row["mean"] = means.get((row["first_run_id"], row["machine"]))
             row["nights"] = len(row.pop("pooled") or []) or None
             series_alerts.append(row)
+        # A night that opened an alert says so on its point (its shown comparison is the history one, which
+        # opens none: the shift test of the nights since does).
+        opened = {alert["opened_result"]: alert for alert in series_alerts}
+        for row in rows:
+            alert = opened.get(row["id"])
+            if alert is not None and row["comparison"] is not None and row["comparison"]["alert_id"] is None:
+                row["comparison"].update(alert_id=alert["pk"], alert_status=AlertStatus(alert["status"]).label)
         named = culprits({row["first_run_id"] for row in series_alerts})
         for row in series_alerts:
             row["culprit"] = named.get(row["first_run_id"])

@@ -21,6 +21,8 @@ from django.db.models.functions import RowNumber
 from ..stored_rows import stored_rows
 from ..notifications import incident_line
 from ..models import (
+    Alert,
+    AlertStatus,
     Comparison,
     ComparisonMethod,
     FailedResult,
@@ -244,9 +246,16 @@ def nightly_overview(*, viewer, project: str | None = None, machine: str | None 
                              projects={run.project_id for run in night_runs}, limit=SPARKLINE_POINTS,
                              runs_per_point=runs_per_night,
                              until=None if night is None else nights.night_bounds(night)[1])
+    # The alert each series' night opened (by the shift test of its nights, not this row's history comparison),
+    # flagged on the row: one query for the shown results.
+    opened = {result_id: (pk, AlertStatus(status).label) for result_id, pk, status in Alert.objects.filter(
+        comparison__candidate_id__in=[result.pk for result in results]).order_by("pk").values_list(
+        "comparison__candidate_id", "pk", "status")}
     rows = _with_sparklines(
         stored_rows([(result, _history_comparison(result)) for result in results],
-                    machines={run.pk: run.machine.name for run in night_runs}),
+                    machines={run.pk: run.machine.name for run in night_runs},
+                    alerts_by_comparison={result.history_id: opened[result.pk] for result in results
+                                          if result.history_id is not None and result.pk in opened}),
         sparklines, machine_ids={run.pk: run.machine_id for run in night_runs})
     rows_by_group: dict[tuple[int, int], list[ComparisonRow]] = defaultdict(list)
     for row in rows:

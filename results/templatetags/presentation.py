@@ -32,6 +32,7 @@ def comparison_rows(rows, *, level: str, theta: str, show_bootstrap: bool, show_
     high_p_badge = (f'<span class="badge high-p-badge" title="q ≥ {_number(alpha)} (or p ≥ {_number(alpha)} where '
                     'there is no q): not statistically significant">high p</span>')
     history_path, run_path = _path_of("results:history"), _path_of("results:run")
+    alerts_path = reverse("results:alerts")
     shown = []
     for index, row in enumerate(rows):
         verdict, slug, high_p = row.verdict, row.verdict_slug, row.high_p
@@ -70,6 +71,9 @@ def comparison_rows(rows, *, level: str, theta: str, show_bootstrap: bool, show_
             f'\n      <td class="verdict-cell" data-sort="{index}">'
             f'\n        <span class="verdict verdict-{escape(slug)}">{escape(row.verdict_label)}</span>'
             + (f"\n        {high_p_badge}" if high_p else "")
+            + (f'\n        <a class="flag" href="{alerts_path}#alert-{row.alert_id}" title="Opened by this night: the '
+               f'nights since a shift against those before it">alert #{row.alert_id} · {escape(row.alert_status or "")}'
+               '</a>' if row.alert_id else "")
             + (f'\n        <br><span class="quiet small">{escape(row.note)}</span>' if quiet else "")
             + ("" if verdict == NOT_COMPARED else
                f'\n        <details class="why"><summary>why</summary><dl>{row.evidence_html}</dl></details>')

@@ -103,6 +103,20 @@ def test_two_alerts_beginning_on_one_night_each_say_their_own_change_points_read
     assert said == {first.pk: 0.004, second.pk: 0.009}
 
 
+def test_the_night_that_opened_an_alert_flags_it_on_the_overview_and_in_the_history_table():
+    """The rows show the night against its history; the alert comes from the shift test of the nights since, and
+    each row says that its night opened one."""
+    regressed_run(("sort",))
+    alert = Alert.objects.select_related("comparison__candidate").get()
+    metric = alert.comparison.candidate.metric_id
+
+    overview = Client().get("/").content.decode()
+    table = Client().get(f"/history/{metric}/?table=1").content.decode()
+
+    assert f'href="/alerts/#alert-{alert.pk}"' in overview and f"alert #{alert.pk} · New" in overview
+    assert f'<span class="flag">alert #{alert.pk}</span>' in table
+
+
 def test_filters_are_get_parameters_so_every_view_is_a_permalink(maintainer):
     regressed_run()
     alert = Alert.objects.get()
