@@ -38,7 +38,7 @@ def comparison_rows(rows, *, level: str, theta: str, show_bootstrap: bool, show_
         verdict, slug, high_p = row.verdict, row.verdict_slug, row.high_p
         quiet = verdict in (INSUFFICIENT_HISTORY, NOT_COMPARED)
         history = f"{history_path(row.metric_id)}?machine={urlencode(row.machine)}"
-        name = f'<a href="{escape(history)}">{escape(row.benchmark)}</a>'
+        name = f'<a href="{escape(history)}">{_breakable(row.benchmark)}</a>'
         unit = f" ({escape(row.scale[1])})" if row.unit else ""
         from_run = (f'\n        <a class="quiet small from-run" href="{run_path(row.run_id)}">'
                     f'run #{row.run_id}</a>'
@@ -158,6 +158,16 @@ def interval(low, high, metric) -> str:
 def said_drift(per_night) -> str:
     """A change point read as a drift, in words, as the history chart says it."""
     return presentation.said_drift(per_night)
+
+
+@register.filter
+def breakable(name) -> str:
+    """A benchmark's name, escaped, that may break after each dot (asv's dotted names are one long word)."""
+    return mark_safe(_breakable(str(name)))
+
+
+def _breakable(name: str) -> str:
+    return escape(name).replace(".", ".<wbr>")
 
 
 @register.filter
