@@ -2,7 +2,7 @@
 
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 
 from django.contrib.auth import get_user_model
@@ -87,6 +87,9 @@ class IncidentEntry:
     line: str
     alerts: int
     triageable: bool
+    shown_above: bool = False
+    """Already shown, with its form, in a section above (its alerts were opened on several nights): said here in
+    a line linking to it."""
 
 
 @dataclass(frozen=True)
@@ -206,6 +209,7 @@ def _alert_sections(entries: list[AlertEntry], incidents: dict[int, IncidentEntr
         if entry.alert.incident_id is not None:
             section.setdefault("incidents", {})[entry.alert.incident_id] = incidents[entry.alert.incident_id]
     shown = []
+    told: set[int] = set()
     for key, section in sections.items():
         shifts = []
         for shift, shift_entries in section.pop("shifts").items():
@@ -218,7 +222,9 @@ def _alert_sections(entries: list[AlertEntry], incidents: dict[int, IncidentEntr
                            for member in members[shift] if member["pk"] not in listed]))
         shifts.sort(key=lambda shift: (shift.entries[0].row.benchmark, shift.entries[0].row.metric))
         runs = sorted(section.pop("runs").values(), key=lambda run: (run.machine.name, run.started_at))
-        found = sorted(section.pop("incidents", {}).values(), key=lambda entry: entry.incident.pk)
+        found = [replace(entry, shown_above=entry.incident.pk in told) for entry in sorted(
+            section.pop("incidents", {}).values(), key=lambda entry: entry.incident.pk)]
+        told.update(entry.incident.pk for entry in found)
         shown.append(AlertSection(key=key, runs=runs, shifts=shifts, incidents=found, **section))
     return shown
 

@@ -106,6 +106,19 @@ def test_a_commit_range_is_worded_as_one_and_its_alerts_are_each_told(incident):
     assert summary.incidents == [] and len(summary.changes) == 3
 
 
+def test_an_incident_whose_alerts_were_opened_on_two_nights_is_shown_once_and_named_in_the_other(incident):
+    from results.models import AlertGroup
+    from tests.factories import posted_run
+
+    later = AlertGroup.objects.create(run=posted_run(11, {"sort": 1.2, "hash": 1.3, "scan": 1.4}, sd=0.002))
+    Alert.objects.filter(pk=incident.alerts.order_by("pk").first().pk).update(group=later)
+
+    page = Client().get("/alerts/").content.decode()
+
+    assert page.count(f'id="incident-{incident.pk}"') == 1 and page.count("Update all 3") <= 1
+    assert f'belong to <a href="#incident-{incident.pk}">incident #{incident.pk}</a> (above)' in page
+
+
 def test_an_incident_counts_series_not_alerts(incident):
     from results.notifications import incident_line
 
