@@ -81,6 +81,18 @@ def test_the_overview_shows_tonight_against_history_worst_first():
     assert "Insufficient history (fewer than 3 earlier nights): new (time)." in html
 
 
+def test_a_night_in_a_machine_environment_seen_before_says_so_above_its_rows():
+    """Its series are tested for a shift with the environment divided out, but shown as measured: a table of
+    -25% rows called inconclusive needs the reason beside it, not only on the run page."""
+    tonight = tonight_with_every_verdict()
+    Run.objects.filter(pk=tonight.pk).update(environment_match={"runs": [3, 5], "move": -0.25, "series": 5})
+
+    html = Client().get("/").content.decode()
+
+    assert "This night ran in a machine environment seen before (the nights of runs #3, #5)" in html
+    assert "by a median of -22.1%" in html
+
+
 def test_each_row_says_why_it_has_its_verdict_with_theta_and_the_evidence():
     tonight_with_every_verdict()
     html = Client().get("/").content.decode()
