@@ -124,8 +124,10 @@ class Delivery(models.Model):
 class AlertState(models.TextChoices):
     """What the measurements say of an alert's change, apart from its triage by people."""
 
-    SUSPECTED = "suspected", "suspected: significant, its interval still crosses the band edge"
-    CONFIRMED = "confirmed", "confirmed: its interval lies beyond the band"
+    SUSPECTED = "suspected", ("suspected: significant, not yet a level: its interval still crosses the band edge, or "
+                              "its nights do not yet differ with their own spread (one night never does)")
+    CONFIRMED = "confirmed", ("confirmed: beyond the band (or significant at the series' level with its estimate "
+                              "beyond it), on nights that differ with their own spread")
     DISMISSED = "dismissed", "dismissed: later measurements show no such change"
 
 

@@ -1,4 +1,4 @@
-# "won't fix" reads "Won't fix", as the other triage statuses are capitalised (choices only: no column changes).
+# Labels only (no column changes): "Won't fix" capitalised as the other triage statuses; the alert states say what decides them.
 
 from django.db import migrations, models
 
@@ -10,6 +10,11 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.AlterField(
+            model_name='alert',
+            name='state',
+            field=models.CharField(choices=[('suspected', 'suspected: significant, not yet a level: its interval still crosses the band edge, or its nights do not yet differ with their own spread (one night never does)'), ('confirmed', "confirmed: beyond the band (or significant at the series' level with its estimate beyond it), on nights that differ with their own spread"), ('dismissed', 'dismissed: later measurements show no such change')], default='confirmed', max_length=20),
+        ),
         migrations.AlterField(
             model_name='alert',
             name='status',
