@@ -79,6 +79,17 @@ def test_a_machine_whose_series_drift_together_is_never_divided_out():
                    for night in range(20, len(deviations)))
 
 
+def test_two_runner_types_in_a_row_are_each_recognised():
+    # A night of one type, then one of another (each moving every series by its own amount), then ordinary ones:
+    # the first is left for the second, not drifted out of.
+    rng = np.random.default_rng(3)
+    first, second = rng.uniform(0.05, 0.15, SERIES), rng.uniform(-0.25, 0.25, SERIES)
+    kinds = [0, 0, 0, 1, 2] * 12
+    nights = np.array([(0 * first, first, second)[kind] + rng.normal(0.0, 0.01, SERIES) for kind in kinds])
+    typed = [night for night in range(10, len(kinds)) if kinds[night]]
+    assert all(environment_match(nights[night], nights[:night]).matched for night in typed)
+
+
 def test_a_short_environment_left_again_is_recognised():
     deviations, _, _ = machine(60, seed=5, share=0.0)
     moved = np.random.default_rng(6).uniform(0.04, 0.12, SERIES)
