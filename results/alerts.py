@@ -97,7 +97,8 @@ def open_alerts(run: Run, *, carried: dict[int, int]) -> None:
         _record_change_points(Alert.objects.filter(pk__in=settled, state=AlertState.CONFIRMED))
         changepoints.retract_for_alerts(alerts=Alert.objects.filter(pk__in=settled, state=AlertState.DISMISSED))
         if moved or refined:
-            gather_incidents(run, also=_leave_incidents(moved + refined))
+            _leave_incidents(moved + refined)
+            gather_incidents(run, also=moved + refined)
     if not opened:
         return
     group, _ = AlertGroup.objects.get_or_create(run=run)
@@ -207,7 +208,7 @@ def gather_incidents(run: Run, *, also: list[int] = ()) -> list[Incident]:
             start, end = nights.night_bounds(night)
         members = same_machine.filter(first_run__started_at__gte=start, first_run__started_at__lt=end)
         if incident is None:
-            count = members.count()
+            count = _series_count(members)
             if count < 2:
                 continue
             first = members.order_by("first_run__started_at", "first_run_id").values_list("first_run_id",
@@ -216,7 +217,7 @@ def gather_incidents(run: Run, *, also: list[int] = ()) -> list[Incident]:
                 kind=IncidentKind.MACHINE if count >= machine_wide else IncidentKind.RANGE, project_id=run.project_id,
                 machine_id=run.machine_id, night=night, first_run_id=first)
         members.update(incident=incident)
-        if incident.kind == IncidentKind.RANGE and incident.alerts.count() >= machine_wide:
+        if incident.kind == IncidentKind.RANGE and _series_count(incident.alerts.all()) >= machine_wide:
             Incident.objects.filter(pk=incident.pk).update(kind=IncidentKind.MACHINE)
             incident.kind = IncidentKind.MACHINE
         changed.append(incident)
@@ -267,18 +268,35 @@ def _carry(evidence: dict[int, tuple]) -> tuple[list[int], list[int]]:
     return [alert.pk for alert in alerts], refined
 
 
-def _leave_incidents(alert_ids: list[int]) -> list[int]:
+def _leave_incidents(alert_ids: list[int]) -> None:
     """Alerts whose first night moved leave an incident that no longer names it (a commit range its night, a
-    machine-wide shift its night or one either side, as :func:`gather_incidents` admits them): an incident tells
-    one range of commits, to triage and bisect once, and an alert re-estimated nights earlier is another range
-    (seen on real histories: a commit range of five alerts whose first nights had moved to four different nights).
-    Returns `alert_ids`, to be gathered again as if opened."""
-    leaving = [pk for pk, first, night, kind in Alert.objects.filter(
-        pk__in=alert_ids, incident__isnull=False).values_list(
-        "pk", "first_run__started_at", "incident__night", "incident__kind")
-        if abs((nights.night_of(first) - night).days) > (1 if kind == IncidentKind.MACHINE else 0)]
-    Alert.objects.filter(pk__in=leaving).update(incident=None)
-    return alert_ids
+    machine-wide shift its night or one either side, as :func:`gather_incidents` admits them), to be gathered
+    again as if opened: an incident tells one range of commits, to triage and bisect once, and an alert
+    re-estimated nights earlier is another range (seen on real histories: a commit range of five alerts whose
+    first nights had moved to four different nights). An incident left with fewer than two series and not yet
+    triaged is no incident any more; the others begin at their earliest alert's first night."""
+    left = {}
+    for pk, first, incident, night, kind in Alert.objects.filter(pk__in=alert_ids, incident__isnull=False).values_list(
+            "pk", "first_run__started_at", "incident_id", "incident__night", "incident__kind"):
+        if abs((nights.night_of(first) - night).days) > (1 if kind == IncidentKind.MACHINE else 0):
+            left[pk] = incident
+    if not left:
+        return
+    Alert.objects.filter(pk__in=list(left)).update(incident=None)
+    for incident in Incident.objects.filter(pk__in=set(left.values())):
+        alerts = incident.alerts.all()
+        if (_series_count(alerts) < 2 and incident.status == AlertStatus.NEW and not incident.bug_url
+                and incident.assignee_id is None):
+            incident.delete()  # its last alert, if any, is set free (SET_NULL)
+        else:
+            incident.first_run_id = alerts.order_by("first_run__started_at", "first_run_id").values_list(
+                "first_run_id", flat=True).first() or incident.first_run_id
+            incident.save(update_fields=["first_run"])
+
+
+def _series_count(alerts) -> int:
+    """How many series a queryset of alerts is of (a series may have two alerts in one incident)."""
+    return alerts.order_by().values("comparison__candidate__metric_id").distinct().count()
 
 
 MAX_PENDING_NIGHTS = 30

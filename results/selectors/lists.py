@@ -10,6 +10,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 
 from django.core.paginator import Page, Paginator
 from django.db.models import (
+    Case,
     Count,
     Exists,
     F,
@@ -18,12 +19,12 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
+    When,
 )
 
 from ..models import (
     Alert,
     Benchmark,
-    ChangeKind,
     ChangePoint,
     Comparison,
     ComparisonMethod,
@@ -177,14 +178,16 @@ def alerts(*, viewer, status: str | None = None, project: str | None = None,
         "comparison__candidate__metric__benchmark", "first_run__revision", "evidence__candidate__metric__benchmark",
     ).prefetch_related("events__user", "group__deliveries")
     queryset = _where(queryset, status=status, group__run__project__slug=project, assignee=assignee)
-    # Its change point read as a drift (results.changepoints): the line's change per night, else None. Its own, or the
-    # scan's at its first night where the scan's had settled it (a confirmed alert then records none of its own); never
-    # another alert's that begins the same night.
-    drift = ChangePoint.objects.filter(
-        Q(alert=OuterRef("pk")) | Q(run=OuterRef("first_run"), metric=OuterRef("comparison__candidate__metric"),
-                                    machine=OuterRef("first_run__machine"), alert__isnull=True),
-        retracted_at__isnull=True, kind=ChangeKind.DRIFT)
-    return queryset.annotate(drift_per_night=Subquery(drift.values("drift_per_night")[:1])).order_by(
+    # Its change point read as a drift (results.changepoints): the line's change per night, else None. Its own where
+    # it has one (a step: None), else the scan's at its first night (a confirmed alert records none of its own where
+    # the scan's had settled it); never another alert's that begins the same night.
+    own = ChangePoint.objects.filter(alert=OuterRef("pk"), retracted_at__isnull=True).order_by("pk")
+    scans = ChangePoint.objects.filter(
+        run=OuterRef("first_run"), metric=OuterRef("comparison__candidate__metric"),
+        machine=OuterRef("first_run__machine"), alert__isnull=True, retracted_at__isnull=True).order_by("pk")
+    drift = Case(When(Exists(own), then=Subquery(own.values("drift_per_night")[:1])),
+                 default=Subquery(scans.values("drift_per_night")[:1]))
+    return queryset.annotate(drift_per_night=drift).order_by(
         "-group__created_at", "id")
 
 
