@@ -108,6 +108,16 @@ def said_probability(name: str, value: float | None) -> str:
     return f"{name} < {shown[1:]}" if shown.startswith("<") else f"{name} = {shown}"
 
 
+def said_night(day) -> str:
+    """A night as every page names it: by the date it starts on (:func:`results.nights.night_of` gives it)."""
+    return f"night of {day:%Y-%m-%d}"
+
+
+def said_alert(alert_id: int, status: str | None) -> str:
+    """An alert as a row or a point that opened it names it, with its triage status (worded)."""
+    return f"alert #{alert_id} · {status or 'New'}"
+
+
 def said_drift(per_night: float) -> str:
     """A change point read as a drift, in words, everywhere: ``a drift: the level moves +0.50% a night, no step at
     its night`` (``results.models.ChangePoint.drift_per_night``)."""

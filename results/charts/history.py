@@ -134,7 +134,7 @@ ALERT_MARKERS = (
 
 
 def _alert_hover(alert: Mapping, when: str) -> str:
-    night = f"night of {alert['night']:%Y-%m-%d}, run started {when} UTC" if alert.get("night") else f"{when} UTC"
+    night = f"{presentation.said_night(alert['night'])}, run started {when} UTC"
     lines = [f"<b>alert #{alert['pk']}</b> · {escape(alert['state'])} {escape(_side(alert['verdict']))}",
              f"first night: {night} · {escape(alert['machine'])}"]
     if alert.get("ratio") is not None:
@@ -156,7 +156,7 @@ def _culprit_hover(alert: Mapping, when: str) -> str:
     change = presentation.format_relative_change(culprit.change, culprit.low, culprit.high)
     change = f" · {change} over its parent" if change else ""
     return (f"<b>culprit {escape(presentation.short_commit(culprit.commit))}</b>{change}<br>found by bisection of "
-            f"the night of {when} UTC · {escape(alert['machine'])}")
+            f"the {presentation.said_night(alert['night'])} (run started {when} UTC) · {escape(alert['machine'])}")
 
 
 def _side(verdict: str) -> str:
@@ -193,7 +193,7 @@ def _history_hover(point: Mapping, unit: str, when: str) -> str:
             lines.append(f"{presentation.said_probability('p', comparison['pvalue'])}{tail}")
         lines.append(presentation.verdict_label(comparison.get("verdict")))
         if comparison.get("alert_id") is not None:
-            lines.append(f"alert #{comparison['alert_id']} ({escape(comparison.get('alert_status') or 'New')})")
+            lines.append(escape(presentation.said_alert(comparison["alert_id"], comparison.get("alert_status"))))
     lines.append("<i>click for the run</i>")
     return "<br>".join(lines)
 
@@ -230,6 +230,9 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
         by_machine.setdefault(point["machine"], []).append(point)
     data: list[dict] = []
     improvements: list[Mapping] = []
+    # Nights where an improvement's alert (▼ ▽) is drawn: the night's own ▼ would repeat it.
+    alert_nights = {alert["first_run_id"] for alert in alerts
+                    if alert["state"] != "dismissed" and _side(alert["verdict"]) == "improvement"}
     for position, (machine, rows) in enumerate(by_machine.items()):
         if not rows:
             continue
@@ -258,7 +261,7 @@ def history_figure(points: Sequence[HistoryPoint], change_points: Sequence[Chang
             "line": {"color": colour, "width": 1.5}, "marker": {"color": colour, "size": 6},
         })
         improvements += [row for row, comparison in zip(rows, comparisons)
-                         if comparison and comparison.get("alert_id") is None
+                         if comparison and row["run_id"] not in alert_nights
                          and comparison.get("verdict") == "improvement"]
     shapes = []
     for drift, name, dash, symbol in ((False, "┆ change point (shift, CI)", "dash", "diamond-open"),

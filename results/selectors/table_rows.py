@@ -22,7 +22,7 @@ from ..models import (
     Result,
     Run,
 )
-from .. import nights
+from .. import nights, presentation
 from ..decisions import NOT_COMPARED, VERDICT_ORDER
 from ..rows import ComparisonRow, Sparkline
 
@@ -64,7 +64,7 @@ def _sparklines(series: set[tuple[int, int]], *, projects: set[int], limit: int 
     # The runs are read first (with what the points need of them): as a subquery, PostgreSQL's planner could not
     # tell how few they are and read every result of the series instead (100,000 rows at 1M results: 100-260 ms
     # of the overview's 330-600). Their results are then read without a join, put in time order here.
-    runs = {pk: (position, machine, f"night of {nights.night_of(started).isoformat()}")
+    runs = {pk: (position, machine, presentation.said_night(nights.night_of(started)))
             for position, (pk, machine, started) in enumerate(
                 nightly.annotate(recency=recency).filter(recency__lte=limit * runs_per_point)
                 .order_by("started_at", "id").values_list("pk", "machine_id", "started_at"))}

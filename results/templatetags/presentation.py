@@ -72,8 +72,8 @@ def comparison_rows(rows, *, level: str, theta: str, show_bootstrap: bool, show_
             f'\n        <span class="verdict verdict-{escape(slug)}">{escape(row.verdict_label)}</span>'
             + (f"\n        {high_p_badge}" if high_p else "")
             + (f'\n        <a class="flag" href="{alerts_path}#alert-{row.alert_id}" title="Opened by this night: the '
-               f'nights since a shift against those before it">alert #{row.alert_id} · {escape(row.alert_status or "")}'
-               '</a>' if row.alert_id else "")
+               'nights since a shift against those before it">'
+               f'{escape(presentation.said_alert(row.alert_id, row.alert_status))}</a>' if row.alert_id else "")
             + (f'\n        <br><span class="quiet small">{escape(row.note)}</span>' if quiet else "")
             + ("" if verdict == NOT_COMPARED else
                f'\n        <details class="why"><summary>why</summary><dl>{row.evidence_html}</dl></details>')
@@ -171,10 +171,16 @@ def _breakable(name: str) -> str:
 
 
 @register.filter
+def said_alert(alert_id, status) -> str:
+    """An alert as the row that opened it names it (:func:`results.presentation.said_alert`)."""
+    return presentation.said_alert(alert_id, status)
+
+
+@register.filter
 def night_of(moment) -> str:
     """The night a run started in, as every page names nights ("night of 2026-11-27": a run started at 02:00
     belongs to the night before; :mod:`results.nights`)."""
-    return f"night of {nights.night_of(moment):%Y-%m-%d}"
+    return presentation.said_night(nights.night_of(moment))
 
 
 @register.filter

@@ -100,6 +100,8 @@ def _history_row(point: dict, run_url: str, scale: tuple[float, str]) -> dict:
         "q_text": presentation.format_probability(comparison.get("qvalue")),
         "high_p": decisions.is_high_p(comparison.get("pvalue"), comparison.get("qvalue")),
         "alert_id": comparison.get("alert_id"),
+        "alert_text": presentation.said_alert(comparison["alert_id"], comparison.get("alert_status"))
+        if comparison.get("alert_id") else "",
     }
 
 
@@ -107,7 +109,7 @@ def _alert_row(alert: dict) -> dict:
     """One alert of the series as its list shows it."""
     verdict = alert["verdict"]
     # Named as every page names nights (a run started at 02:00 belongs to the night before), the start in the title.
-    return {**alert, "night_text": f"night of {alert['night']:%Y-%m-%d}",
+    return {**alert, "night_text": presentation.said_night(alert["night"]),
             "started_text": timezone.localtime(alert["started_at"]).strftime("%Y-%m-%d %H:%M %Z"),
             "verdict_label": presentation.verdict_label(verdict), "verdict_class": presentation.verdict_slug(verdict),
             "change": "" if alert["ratio"] is None else presentation.format_change(alert["ratio"], alert["low"],

@@ -114,7 +114,7 @@ def test_the_night_that_opened_an_alert_flags_it_on_the_overview_and_in_the_hist
     table = Client().get(f"/history/{metric}/?table=1").content.decode()
 
     assert f'href="/alerts/#alert-{alert.pk}"' in overview and f"alert #{alert.pk} · New" in overview
-    assert f'<span class="flag">alert #{alert.pk}</span>' in table
+    assert f'#alert-{alert.pk}">alert #{alert.pk} · New</a>' in table
 
 
 def test_filters_are_get_parameters_so_every_view_is_a_permalink(maintainer):

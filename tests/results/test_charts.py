@@ -74,16 +74,20 @@ def test_alerts_improvements_and_change_points_are_marked():
     change = [{"run_id": 102, "started_at": START + timedelta(days=2), "machine": "bench-1", "ratio": 1.2,
                "ci_low": 1.15, "ci_high": 1.25, "pvalue": 0.0004, "mean": 1.2}]
     alerts = [{"pk": 7, "state": "confirmed", "status": "new", "verdict": "regression", "machine": "bench-1",
-               "started_at": START + timedelta(days=2), "mean": 1.2, "first_run_id": 102, "ratio": 1.2, "low": 1.15,
+               "started_at": START + timedelta(days=2), "night": (START + timedelta(days=1)).date(), "mean": 1.2,
+               "first_run_id": 102, "ratio": 1.2, "low": 1.15,
                "high": 1.25, "pvalue": 0.0004, "qvalue": 0.001, "nights": 1},
               {"pk": 8, "state": "suspected", "status": "new", "verdict": "suspected regression", "machine": "bench-1",
-               "started_at": START + timedelta(days=1), "mean": 1.0, "first_run_id": 101, "ratio": 1.03, "low": 0.99,
+               "started_at": START + timedelta(days=1), "night": START.date(), "mean": 1.0, "first_run_id": 101,
+               "ratio": 1.03, "low": 0.99,
                "high": 1.07, "pvalue": 0.004, "qvalue": 0.02, "nights": 3, "state_note": ""}]
 
     figure = charts.history_figure(points, change, alerts, metric="time", scale=(1.0, "s"))
 
     alert = trace(figure, "▲ alert (regression)")
     assert alert["customdata"] == [102] and alert["marker"]["symbol"] == "triangle-up"
+    assert "first night: night of 2026-10-01, run started 2026-10-02 02:00:00 UTC" in trace(
+        figure, "△ alert (suspected regression)")["text"][0]
     suspected = trace(figure, "△ alert (suspected regression)")
     assert suspected["customdata"] == [101] and suspected["marker"]["symbol"] == "triangle-up-open"
     assert "+3.0% [-1.0%, +7.0%] over 3 nights pooled" in suspected["text"][0]
@@ -94,7 +98,7 @@ def test_alerts_improvements_and_change_points_are_marked():
     assert "p < 0.001" in marker["text"][0]  # said in words, never "p = <0.001"
     assert figure["layout"]["shapes"][0]["x0"] == "2026-10-03 02:00:00"
     hover = trace(figure, "bench-1")["text"][2]
-    assert "▲ regression" in hover and "+20.0% [+15.0%, +25.0%]" in hover and "alert #7 (new)" in hover
+    assert "▲ regression" in hover and "+20.0% [+15.0%, +25.0%]" in hover and "alert #7 · new" in hover
     assert "p = 0.500, q = 0.600" in hover
 
 
