@@ -85,11 +85,12 @@ def environment_match(deviations, past, *, ratio=0.6, neighbours=5, min_neighbou
     sd falls from 13% to 5% of the level while the step seen in the adjusted values over its first 7 nights keeps
     its size (median 9.9%, 10–90% 6.9–11.9%); a persistent 5% shift stays in the values: 4.1–4.3% of it seen over
     its first 7 nights when every series moves, 4.7–4.9% when a third do (at nights 70, 100 and 130). The leaving
-    (2026-11-28): 20 of 40 simulated series slowed by 1% a night had 120 of their 300 nights divided out without it,
-    none with it (benchmarks/nightly_detection.py --scenario machine-drift --drift 0.01); on django's 200 asv nights
-    the same 96 of 185 nights are matched with and without it. What it costs: a runner type followed at once by
-    one that moves every series further the same way (+10%, then +20%) is not left by the first (in 12 such
-    cycles, 10 of the 20 nights matched, against all 20 without it), as series drifting together are not.
+    (2026-11-28): 20 of 40 simulated series slowed by 1% a night had 120 and 40 of their 300 nights divided out
+    without it at 0.5% and 1.5% run-to-run noise, 0 and 20 with it (benchmarks/nightly_detection.py --scenario
+    machine-drift --drift 0.01, seed 14); on django's 200 asv nights the same 96 of 185 nights are matched with
+    and without it. What it costs: a runner type followed at once by one that moves every series further the
+    same way (+10%, then +20%) is not left by the first (in 12 such cycles, 10 of the 20 nights matched, against
+    all 20 without it), as series drifting together are not.
 
     Parameters
     ----------
