@@ -171,7 +171,8 @@ def machines(*, viewer, search: str = "") -> QuerySet[Machine]:
 
 def alerts(*, viewer, status: str | None = None, project: str | None = None,
            assignee: AbstractBaseUser | None = None) -> QuerySet[Alert]:
-    """The alerts `viewer` may read, newest group first, filtered by status, project slug and the user they are
+    """The alerts `viewer` may read, the newest night's first (the night their run measured, not when they were
+    opened: nights imported late sort where they belong), filtered by status, project slug and the user they are
     assigned to."""
     queryset = access.visible(Alert.objects, viewer, "group__run__project").select_related(
         "group__run__project", "group__run__machine", "group__run__revision", "updated_by", "assignee",
@@ -188,7 +189,7 @@ def alerts(*, viewer, status: str | None = None, project: str | None = None,
     drift = Case(When(Exists(own), then=Subquery(own.values("drift_per_night")[:1])),
                  default=Subquery(scans.values("drift_per_night")[:1]))
     return queryset.annotate(drift_per_night=drift).order_by(
-        "-group__created_at", "id")
+        "-group__run__started_at", "-group__created_at", "id")
 
 
 def incidents(*, viewer, project: str | None = None) -> QuerySet[Incident]:

@@ -117,6 +117,15 @@ def test_the_night_that_opened_an_alert_flags_it_on_the_overview_and_in_the_hist
     assert f'#alert-{alert.pk}">alert #{alert.pk} · New</a>' in table
 
 
+def test_alerts_are_listed_newest_night_first_whenever_their_nights_were_posted():
+    regressed_run(("sort",), machine="bench-1", night=14)
+    regressed_run(("sort",), machine="bench-2", night=10)  # an older night, imported after the newer one
+
+    listed = [alert.group.run.machine.name for alert in selectors.alerts(viewer=AnonymousUser())]
+
+    assert listed == ["bench-1", "bench-2"]
+
+
 def test_filters_are_get_parameters_so_every_view_is_a_permalink(maintainer):
     regressed_run()
     alert = Alert.objects.get()
