@@ -72,7 +72,7 @@ def sheriff_numbers(*, viewer, project: str, weeks: int = SHERIFF_WEEKS, now: da
               .exclude(group__run__kind=RunKind.PR)
               .annotate(triaged_at=Min("events__created_at", filter=Q(events__old_status=AlertStatus.NEW)))
               .values_list("created_at", "first_run__started_at", "status", "state", "comparison__verdict",
-                           "triaged_at"))
+                           "triaged_at", "first_run__created_at"))
     opened_incidents = Incident.objects.filter(project=found, created_at__gte=since).values_list("created_at",
                                                                                                flat=True)
     by_week: dict[date, list[tuple]] = defaultdict(list)
@@ -102,18 +102,20 @@ def _week(moment: datetime) -> date:
 
 
 def _numbers(start: date, alerts: list[tuple], incidents: int, bisections: list[BisectionEnd]) -> SheriffWeek:
-    # An alert re-placed on a later first night (its shift began after the nights that opened it) took no time.
-    to_alert = [max((opened - first).total_seconds() / 3600, 0.0) for opened, first, *_ in alerts
-                if first is not None]
-    to_triage = [(triaged - opened).total_seconds() / 3600 for opened, _, _, _, _, triaged in alerts
+    # From the first bad night, or from when its run was stored if that was later (a history imported today is
+    # alerted on today, not years after its nights); an alert re-placed on a later first night (its shift began
+    # after the nights that opened it) took no time.
+    to_alert = [max((opened - max(first, stored)).total_seconds() / 3600, 0.0)
+                for opened, first, *_, stored in alerts if first is not None]
+    to_triage = [(triaged - opened).total_seconds() / 3600 for opened, _, _, _, _, triaged, _ in alerts
                  if triaged is not None]
     return SheriffWeek(
         start=start,
         alerts=len(alerts),
         incidents=incidents,
-        false_alerts=sum(is_false_alert(status, state) for _, _, status, state, _, _ in alerts),
+        false_alerts=sum(is_false_alert(status, state) for _, _, status, state, *_ in alerts),
         regressions_confirmed=sum(state == AlertState.CONFIRMED and CHANGE_SIDES.get(verdict) == "regression"
-                                  and status != AlertStatus.INVALID for _, _, status, state, verdict, _ in alerts),
+                                  and status != AlertStatus.INVALID for _, _, status, state, verdict, *_ in alerts),
         hours_to_alert=statistics.median(to_alert) if to_alert else None,
         hours_to_triage=statistics.median(to_triage) if to_triage else None,
         bisections=len(bisections), culprits=sum(ended.found for ended in bisections),

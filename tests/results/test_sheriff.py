@@ -4,11 +4,12 @@ hours to the alert and to triage, on the page, in its downloads and from the API
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from django.db.models import F
 from django.test import Client
 
 from results import comparisons, selectors
 from results.triage import set_alert_status
-from results.models import Alert, AlertEvent, AlertState, AlertStatus, Incident, IncidentKind, Project
+from results.models import Alert, AlertEvent, AlertState, AlertStatus, Incident, IncidentKind, Project, Run
 from tests.factories import NIGHT_ZERO, UserFactory, posted_run
 
 pytestmark = pytest.mark.django_db
@@ -33,6 +34,7 @@ def week_of_alerts():
     All three opened in the week of Monday 2026-10-05, which ends on Sunday 2026-10-11, as their incident."""
     hash_alert, scan, sort = opened_alerts()
     first_bad = NIGHT_ZERO + timedelta(days=10)
+    Run.objects.update(created_at=F("started_at"))  # each night stored as it ran
     staff = UserFactory(is_staff=True)
     for alert, hours in ((hash_alert, 6), (scan, 18), (sort, 12)):
         Alert.objects.filter(pk=alert.pk).update(created_at=first_bad + timedelta(hours=hours))
@@ -45,6 +47,18 @@ def week_of_alerts():
     # The three moved on one night of one machine: one incident (a commit range), opened with them.
     Incident.objects.update(created_at=first_bad + timedelta(hours=6))
     return Project.objects.get()
+
+
+def test_a_night_imported_long_after_it_ran_counts_from_when_it_was_stored(week_of_alerts):
+    # The same first bad night, posted 40 days late: its alert, opened 2 h after it was stored, took 2 h.
+    stored = NIGHT_ZERO + timedelta(days=50)
+    Run.objects.update(created_at=stored)
+    Alert.objects.update(created_at=stored + timedelta(hours=2))
+
+    numbers = selectors.sheriff_numbers(viewer=None, project=week_of_alerts.slug, weeks=4,
+                                        now=stored + timedelta(days=1))
+
+    assert numbers.total.alerts == 3 and numbers.total.hours_to_alert == pytest.approx(2.0)
 
 
 def test_the_numbers_of_a_week_counted_by_hand(week_of_alerts):
