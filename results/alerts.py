@@ -97,7 +97,6 @@ def open_alerts(run: Run, *, carried: dict[int, int]) -> None:
         _record_change_points(Alert.objects.filter(pk__in=settled, state=AlertState.CONFIRMED))
         changepoints.retract_for_alerts(alerts=Alert.objects.filter(pk__in=settled, state=AlertState.DISMISSED))
         if moved or refined:
-            _leave_incidents(moved + refined)
             gather_incidents(run, also=moved + refined)
     if not opened:
         return
@@ -187,7 +186,10 @@ def gather_incidents(run: Run, *, also: list[int] = ()) -> list[Incident]:
     :data:`MACHINE_WIDE_SHARE`; a range incident that grows to that many becomes one). Alerts opened since join
     the incident of their night, and a machine-wide shift's also those of the night before or after it (a series
     may place a shift a night off); returns the incidents made or added to. Dismissed alerts and alerts marked
-    invalid join none. ``also``: alerts of earlier groups whose first night moved tonight, gathered as if opened."""
+    invalid join none. ``also``: alerts of earlier groups whose first night moved tonight: they first leave an
+    incident that no longer names their night (:func:`_leave_incidents`), then are gathered as if opened."""
+    if also:
+        _leave_incidents(list(also))
     opened = Alert.objects.filter(Q(group__run=run) | Q(pk__in=list(also)), incident__isnull=True).values_list(
         "first_run__started_at", flat=True)
     machine_wide = max(MACHINE_WIDE_SERIES, math.ceil(MACHINE_WIDE_SHARE * run.results.count()))
@@ -201,11 +203,8 @@ def gather_incidents(run: Run, *, also: list[int] = ()) -> list[Incident]:
         incident = min((found for found in nearby if found.kind == IncidentKind.MACHINE or found.night == night),
                        key=lambda found: (found.kind != IncidentKind.MACHINE, abs((found.night - night).days)),
                        default=None)
-        if incident is not None and incident.kind == IncidentKind.MACHINE:
-            start = nights.night_bounds(incident.night - timedelta(days=1))[0]
-            end = nights.night_bounds(incident.night + timedelta(days=1))[1]
-        else:
-            start, end = nights.night_bounds(night)
+        start, end = _incident_bounds(night if incident is None else incident.night,
+                                      IncidentKind.RANGE if incident is None else incident.kind)
         members = same_machine.filter(first_run__started_at__gte=start, first_run__started_at__lt=end)
         if incident is None:
             count = _series_count(members)
@@ -268,17 +267,24 @@ def _carry(evidence: dict[int, tuple]) -> tuple[list[int], list[int]]:
     return [alert.pk for alert in alerts], refined
 
 
+def _incident_bounds(night, kind: str) -> tuple:
+    """The first nights an incident of `kind` on `night` admits, as moments (start, end): a commit range its
+    night, a machine-wide shift also the night before and after it (a series may place a shift a night off)."""
+    reach = timedelta(days=1 if kind == IncidentKind.MACHINE else 0)
+    return nights.night_bounds(night - reach)[0], nights.night_bounds(night + reach)[1]
+
+
 def _leave_incidents(alert_ids: list[int]) -> None:
-    """Alerts whose first night moved leave an incident that no longer names it (a commit range its night, a
-    machine-wide shift its night or one either side, as :func:`gather_incidents` admits them), to be gathered
-    again as if opened: an incident tells one range of commits, to triage and bisect once, and an alert
-    re-estimated nights earlier is another range (seen on real histories: a commit range of five alerts whose
-    first nights had moved to four different nights). An incident left with fewer than two series and not yet
-    triaged is no incident any more; the others begin at their earliest alert's first night."""
+    """Alerts whose first night moved leave an incident that no longer admits it (:func:`_incident_bounds`): an
+    incident tells one range of commits, to triage and bisect once, and an alert re-estimated nights earlier is
+    another range (seen on real histories: a commit range of five alerts whose first nights had moved to four
+    different nights). An incident left with fewer than two series and not yet triaged is no incident any more;
+    the others begin at their earliest alert's first night."""
     left = {}
     for pk, first, incident, night, kind in Alert.objects.filter(pk__in=alert_ids, incident__isnull=False).values_list(
             "pk", "first_run__started_at", "incident_id", "incident__night", "incident__kind"):
-        if abs((nights.night_of(first) - night).days) > (1 if kind == IncidentKind.MACHINE else 0):
+        start, end = _incident_bounds(night, kind)
+        if not start <= first < end:
             left[pk] = incident
     if not left:
         return
