@@ -113,9 +113,9 @@ def said_night(day) -> str:
     return f"night of {day:%Y-%m-%d}"
 
 
-def said_alert(alert_id: int, status: str | None) -> str:
+def said_alert(alert_id: int, status: str) -> str:
     """An alert as a row or a point that opened it names it, with its triage status (worded)."""
-    return f"alert #{alert_id} · {status or 'New'}"
+    return f"alert #{alert_id} · {status}"
 
 
 def said_drift(per_night: float) -> str:

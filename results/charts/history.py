@@ -193,7 +193,7 @@ def _history_hover(point: Mapping, unit: str, when: str) -> str:
             lines.append(f"{presentation.said_probability('p', comparison['pvalue'])}{tail}")
         lines.append(presentation.verdict_label(comparison.get("verdict")))
         if comparison.get("alert_id") is not None:
-            lines.append(escape(presentation.said_alert(comparison["alert_id"], comparison.get("alert_status"))))
+            lines.append(escape(presentation.said_alert(comparison["alert_id"], comparison["alert_status"])))
     lines.append("<i>click for the run</i>")
     return "<br>".join(lines)
 

@@ -37,7 +37,7 @@ from ..decisions import worst_first
 from ..extensions import culprits
 from .compare import nightly_before
 from .lists import RESULT_FIELDS_FOR_TABLES
-from .table_rows import worst_first_keys
+from .table_rows import opened_alert, said_opened_alert, worst_first_keys
 
 
 # Charts pages: a metric's history, one run in detail, the machines (results/views/history.py).
@@ -111,7 +111,7 @@ def metric_history(*, metric_id: int, viewer, machines: list[str] | None = None,
     rows = list(points.order_by("-run__started_at", "-run_id").values(
         "id", "run_id", "mean", "ci_low", "ci_high", "n", started_at=F("run__started_at"),
         machine=F("run__machine__name"), commit=F("run__revision__commit"), branch=F("run__revision__branch"),
-        kind=F("run__kind"))[:limit + 1])
+        kind=F("run__kind"), **opened_alert())[:limit + 1])
     truncated = len(rows) > limit
     rows = rows[:limit][::-1]
     shown: dict[int, dict] = {}
@@ -119,16 +119,18 @@ def metric_history(*, metric_id: int, viewer, machines: list[str] | None = None,
     for comparison in Comparison.objects.filter(
             candidate_id__in=[row["id"] for row in rows], method__in=list(preference)).values(
             "candidate_id", "method", "ratio", "ci_low", "ci_high", "pvalue", "qvalue", "verdict",
-            "confidence_level", band=KeyTransform("band", "inputs"), alert_id=F("alert__id"),
-            alert_status=F("alert__status")):
-        if comparison["alert_status"]:
-            comparison["alert_status"] = AlertStatus(comparison["alert_status"]).label
+            "confidence_level", band=KeyTransform("band", "inputs")):
         current = shown.get(comparison["candidate_id"])
         if current is None or preference[comparison["method"]] < preference[current["method"]]:
             shown[comparison["candidate_id"]] = comparison
     means = {(row["run_id"], row["machine"]): row["mean"] for row in rows}
+    # The alert a night opened is named on its point, by whichever comparison opened it (a nightly's shift test,
+    # not the history comparison shown).
     for row in rows:
         row["comparison"] = shown.get(row["id"])
+        opened = said_opened_alert(row.pop("opened_alert_id"), row.pop("opened_alert_status"))
+        if row["comparison"] is not None and opened is not None:
+            row["comparison"]["alert_id"], row["comparison"]["alert_status"] = opened
     change_points = []
     if rows:
         found = ChangePoint.objects.filter(metric=metric, machine__name__in=chosen, retracted_at__isnull=True,
@@ -148,8 +150,7 @@ def metric_history(*, metric_id: int, viewer, machines: list[str] | None = None,
         for row in found.order_by("first_run__started_at", "pk").values(
                 "pk", "state", "status", "state_note", "first_run_id", verdict=F("comparison__verdict"),
                 machine=F("first_run__machine__name"), started_at=F("first_run__started_at"),
-                opened_run=F("comparison__candidate__run_id"), opened_result=F("comparison__candidate_id"),
-                ratio=F("evidence__ratio"), low=F("evidence__ci_low"),
+                opened_run=F("comparison__candidate__run_id"), ratio=F("evidence__ratio"), low=F("evidence__ci_low"),
                 high=F("evidence__ci_high"), pvalue=F("evidence__pvalue"), qvalue=F("evidence__qvalue"),
                 pooled=KeyTransform("pooled_runs", "evidence__inputs"), own_ratio=F("comparison__ratio"),
                 own_low=F("comparison__ci_low"), own_high=F("comparison__ci_high"),
@@ -160,13 +161,6 @@ def metric_history(*, metric_id: int, viewer, machines: list[str] | None = None,
             row["mean"] = means.get((row["first_run_id"], row["machine"]))
             row["nights"] = len(row.pop("pooled") or []) or None
             series_alerts.append(row)
-        # A night that opened an alert says so on its point (its shown comparison is the history one, which
-        # opens none: the shift test of the nights since does).
-        opened = {alert["opened_result"]: alert for alert in series_alerts}
-        for row in rows:
-            alert = opened.get(row["id"])
-            if alert is not None and row["comparison"] is not None and row["comparison"]["alert_id"] is None:
-                row["comparison"].update(alert_id=alert["pk"], alert_status=AlertStatus(alert["status"]).label)
         named = culprits({row["first_run_id"] for row in series_alerts})
         for row in series_alerts:
             row["culprit"] = named.get(row["first_run_id"])

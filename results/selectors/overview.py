@@ -21,8 +21,6 @@ from django.db.models.functions import RowNumber
 from ..stored_rows import stored_rows
 from ..notifications import incident_line
 from ..models import (
-    Alert,
-    AlertStatus,
     Comparison,
     ComparisonMethod,
     FailedResult,
@@ -43,6 +41,8 @@ from .table_rows import (
     _history_comparison,
     _sparklines,
     _with_sparklines,
+    opened_alert,
+    said_opened_alert,
     worst_first_keys,
 )
 
@@ -230,7 +230,7 @@ def nightly_overview(*, viewer, project: str | None = None, machine: str | None 
     # The history comparison's fields come with the result (no second query, no prefetch). Unordered: the rows are
     # put worst first below (Result's default order joined the run, metric, benchmark and project to sort them).
     results = list(results.annotate(**{f"history_{name}": F(f"history_comparison__{name}")
-                                       for name in _HISTORY_FIELDS}).order_by())
+                                       for name in _HISTORY_FIELDS}, **opened_alert()).order_by())
     counts: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
     for row in (Comparison.objects.filter(candidate__run_id__in=run_ids, method=ComparisonMethod.HISTORY)
                 .exclude(candidate_id__in=replaced)
@@ -246,16 +246,13 @@ def nightly_overview(*, viewer, project: str | None = None, machine: str | None 
                              projects={run.project_id for run in night_runs}, limit=SPARKLINE_POINTS,
                              runs_per_point=runs_per_night,
                              until=None if night is None else nights.night_bounds(night)[1])
-    # The alert each series' night opened (by the shift test of its nights, not this row's history comparison),
-    # flagged on the row: one query for the shown results.
-    opened = {result_id: (pk, AlertStatus(status).label) for result_id, pk, status in Alert.objects.filter(
-        comparison__candidate_id__in=[result.pk for result in results]).order_by("pk").values_list(
-        "comparison__candidate_id", "pk", "status")}
     rows = _with_sparklines(
         stored_rows([(result, _history_comparison(result)) for result in results],
                     machines={run.pk: run.machine.name for run in night_runs},
-                    alerts_by_comparison={result.history_id: opened[result.pk] for result in results
-                                          if result.history_id is not None and result.pk in opened}),
+                    alerts_by_comparison={result.history_id: said_opened_alert(result.opened_alert_id,
+                                                                               result.opened_alert_status)
+                                          for result in results
+                                          if result.history_id is not None and result.opened_alert_id is not None}),
         sparklines, machine_ids={run.pk: run.machine_id for run in night_runs})
     rows_by_group: dict[tuple[int, int], list[ComparisonRow]] = defaultdict(list)
     for row in rows:

@@ -10,6 +10,8 @@ from datetime import datetime
 from django.db.models import (
     Case,
     F,
+    OuterRef,
+    Subquery,
     Value,
     When,
     Window,
@@ -17,6 +19,8 @@ from django.db.models import (
 from django.db.models.functions import Abs, Coalesce, RowNumber
 
 from ..models import (
+    Alert,
+    AlertStatus,
     Comparison,
     ComparisonMethod,
     Result,
@@ -78,6 +82,21 @@ def _sparklines(series: set[tuple[int, int]], *, projects: set[int], limit: int 
             means[metric, machine].append(mean)
             dates[metric, machine].append(day)
     return {key: Sparkline.of(values[-limit:], dates[key][-limit:]) for key, values in means.items()}
+
+
+def opened_alert(result: str = "pk") -> dict[str, Subquery]:
+    """Annotations of a result (at the path `result`) naming the alert one of its comparisons opened, the newest
+    where it opened two: ``opened_alert_id`` and ``opened_alert_status``, read with the result (no query of their
+    own). A night's rows show its comparison against its history; its nightly alert comes from the shift test of
+    the nights since, so each row names it from here."""
+    alert = Alert.objects.filter(comparison__candidate=OuterRef(result)).order_by("-pk")
+    return {"opened_alert_id": Subquery(alert.values("pk")[:1]),
+            "opened_alert_status": Subquery(alert.values("status")[:1])}
+
+
+def said_opened_alert(alert_id: int | None, status: str | None) -> tuple[int, str] | None:
+    """:func:`opened_alert`'s annotations as a row takes them: the alert's id and its status worded, or None."""
+    return None if alert_id is None else (alert_id, AlertStatus(status).label)
 
 
 ROW_LIMIT = 200

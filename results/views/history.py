@@ -100,7 +100,7 @@ def _history_row(point: dict, run_url: str, scale: tuple[float, str]) -> dict:
         "q_text": presentation.format_probability(comparison.get("qvalue")),
         "high_p": decisions.is_high_p(comparison.get("pvalue"), comparison.get("qvalue")),
         "alert_id": comparison.get("alert_id"),
-        "alert_text": presentation.said_alert(comparison["alert_id"], comparison.get("alert_status"))
+        "alert_text": presentation.said_alert(comparison["alert_id"], comparison["alert_status"])
         if comparison.get("alert_id") else "",
     }
 
