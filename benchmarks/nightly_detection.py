@@ -233,6 +233,10 @@ def _unchanged_series_nights(stepped, nights: int) -> int:
 NIGHTS = {"step": 40, "two-steps": 70, "machine-wide": 40, "machine-drift": 40}
 
 
+def _judged(by_95: int | None, target: int | None) -> str:
+    return "met" if by_95 is not None and target and by_95 <= target else "not met"
+
+
 def common_horizon(steps: list[int], nights: int) -> int:
     """The most nights after its step in which every step's alert is looked for: each step's own window ends at the
     next step (or the last night), and a step with a longer window than another would have more nights to be found
@@ -270,7 +274,10 @@ def main() -> None:
                                               "--seed", str(arguments.seed), "--drift", str(arguments.drift)],
                                              database="sqlite")
         bound = summarize(known_start_delays(level, variance_known=False), steps=100_000)
+        # The delay target is issue 29's for 5% steps; the machine scenarios' moves are not 5% steps, and their
+        # targets are the incident and alert counts printed below them.
         target = None if bound["by_95"] is None else bound["by_95"] + 1
+        judged = arguments.scenario in ("step", "two-steps")
         horizon = common_horizon([int(step) for step in figures["delays"]], nights)
         for step, delays in figures["delays"].items():
             shares = summarize([None if delay is None or delay > horizon else delay for delay in delays],
@@ -280,7 +287,7 @@ def main() -> None:
                   + " ".join(f"{shares['within'][m]:>6.0%}" for m in WITHIN)
                   + f" {shares['never']:>6.0%} {figures['first_night_within_1'][step]:>7.0%} "
                   + f"{'never' if shares['by_95'] is None else shares['by_95']:>7} "
-                  + f"{'met' if shares['by_95'] is not None and target and shares['by_95'] <= target else 'not met':>7}"
+                  + f"{_judged(shares['by_95'], target) if judged else '—':>7}"
                   + f" {figures['change_points_aa']:>7} {figures['change_points_step']:>8} {figures['seconds']:>8.1f}")
         oracle = summarize(oracle_delays(level), steps=100_000)
         print(f"{'':>10} {'oracle':>9} {ONE_SIDED_LEVEL:>17.2%}* "
