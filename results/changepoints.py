@@ -48,8 +48,6 @@ CHUNK_SIZE = 200
 FLAGGED = (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.SUSPECTED_REGRESSION, Verdict.SUSPECTED_IMPROVEMENT)
 MIN_SEGMENT = 5
 """Fewest runs in a segment: a working week, so one odd night cannot make a segment."""
-ALPHA = decisions.CHANGE_POINT_LEVEL
-"""Level of each split's permutation test, a decision (:data:`results.decisions.CHANGE_POINT_LEVEL`)."""
 MOVE_NIGHTS = MIN_SEGMENT
 """A change point found again within this many runs of a stored one moves it instead of adding one."""
 DRIFT_NIGHTS = 30
@@ -105,7 +103,8 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
         # nights alternating between two far-apart modes compared within their mode (results.stats.align_modes).
         means = read[metric_id] = stats.align_modes(np.array(
             [row["mean"] * stats.without_environment(row["environment_offset"]) for row in history])).values
-        shifts = stats.rank_shifts(means, min_segment=MIN_SEGMENT, alpha=ALPHA, seed=metric_id)
+        shifts = stats.rank_shifts(means, min_segment=MIN_SEGMENT, alpha=decisions.CHANGE_POINT_LEVEL,
+                                     seed=metric_id)
         bounds = (0, *shifts.indices, means.size)
         for start, split, stop, pvalue in zip(bounds, bounds[1:-1], bounds[2:], shifts.pvalues):
             found.append((metric_id, history[split]["run_id"], history[split]["metric__confidence_level"], pvalue))

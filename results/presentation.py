@@ -12,6 +12,7 @@ import html
 import math
 import re
 from collections import Counter
+from datetime import date
 from urllib.parse import quote, urlsplit
 
 from .decisions import INSUFFICIENT_HISTORY, NOT_COMPARED, SUSPECTED_IMPROVEMENT, SUSPECTED_REGRESSION, VERDICT_ORDER
@@ -108,7 +109,7 @@ def said_probability(name: str, value: float | None) -> str:
     return f"{name} < {shown[1:]}" if shown.startswith("<") else f"{name} = {shown}"
 
 
-def said_night(day) -> str:
+def said_night(day: date) -> str:
     """A night as every page names it: by the date it starts on (:func:`results.nights.night_of` gives it)."""
     return f"night of {day:%Y-%m-%d}"
 
