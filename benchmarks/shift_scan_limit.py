@@ -5,13 +5,13 @@
 
 Simulated night means as benchmarks/nightly_detection.py makes them (a 5% step after 25 nights, run-to-run sd
 `level` plus a within-run sd of 3% over 30 readings), scanned each night by ``recent_shift`` with the nightly
-detection's parameters (history 30, at least 10 nights before a start, winsorized at 3.5, tonight's own test at
-half the level: ``results.nightly_rows``), for several numbers of starts and series levels α (two-sided; the
-product uses 10 starts and 1%). Printed per setting: the nights by which 50 / 90 / 95% of steps are found, the
-share found within the target night (the bound t + 1), and the rejections per night of A/A series, the false
-alarm pressure the level puts on the product (whose false alerts per series-night are lower: an alert stays open
-across the nights that keep rejecting). Beside them, bound t (benchmarks/nightly_detection.py): a detector that
-knows the step's first night, one-sided 0.5%. No database: the product's own end-to-end figures are
+detection's parameters (history 30, at least 10 nights before a start, winsorized at 3.5, tonight's own test at half
+the level, the scan of the older starts adjusted for them: ``results.nightly_rows``), for several numbers of starts
+and series levels α (two-sided; the product's are printed last). Printed per setting: the nights by which 50 / 90 /
+95% of steps are found, the share found within the target night (the bound t + 1), and the rejections per night of
+A/A series, the false alarm pressure the level puts on the product (whose false alerts per series-night are lower:
+an alert stays open across the nights that keep rejecting). Beside them, bound t (benchmarks/nightly_detection.py):
+a detector that knows the step's first night, one-sided 0.5%. No database: the product's own end-to-end figures are
 nightly_detection's.
 """
 
@@ -33,7 +33,14 @@ from benchmarks.nightly_detection import (  # noqa: E402
     summarize,
 )
 from results import stats  # noqa: E402
-from results.nightly_rows import NEWEST_NIGHT_WEIGHT, SHIFT_CLIP, SHIFT_HISTORY, SHIFT_MIN_HISTORY  # noqa: E402
+from results.decisions import SERIES_LEVEL  # noqa: E402
+from results.nightly_rows import (  # noqa: E402
+    NEWEST_NIGHT_WEIGHT,
+    SHIFT_CLIP,
+    SHIFT_HISTORY,
+    SHIFT_MIN_HISTORY,
+    SHIFT_RECENT,
+)
 
 AFTER = 20
 """Nights scanned after the step."""
@@ -62,7 +69,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--level", type=float, default=0.03, help="run-to-run sd, relative (default 3%%)")
     parser.add_argument("--series", type=int, default=4_000)
-    parser.add_argument("--starts", type=int, nargs="+", default=[10, 15, 20])
+    parser.add_argument("--starts", type=int, nargs="+", default=[10, 14, 20])
     parser.add_argument("--alphas", type=float, nargs="+", default=[0.01, 0.02])
     parser.add_argument("--seed", type=int, default=1)
     arguments = parser.parse_args()
@@ -87,7 +94,8 @@ def main() -> None:
             shown = {share: (night if night <= AFTER else "never") for share, night in by.items()}
             print(f"{starts:>7} {alpha:>6.3f} {shown[50]:>7} {shown[90]:>7} {shown[95]:>7} "
                   f"{np.mean(first <= target):>14.1%} {rejections_per_night(flat, starts=starts, alpha=alpha):>21.2%}")
-    print("the product: 10 starts at 1% (results.nightly_rows.SHIFT_RECENT, results.decisions.SERIES_LEVEL)")
+    print(f"the product: {SHIFT_RECENT} starts at {SERIES_LEVEL:.0%} (results.nightly_rows.SHIFT_RECENT, "
+          "results.decisions.SERIES_LEVEL)")
 
 
 if __name__ == "__main__":

@@ -27,22 +27,33 @@ MIN_HISTORY = 3
 
 SHIFT_HISTORY = 30
 """K of the detection: nights before a start it is compared with (see results.stats.recent_shift)."""
-SHIFT_RECENT = 10
-"""The most recent nights tried as the first night of a shift. More starts find old shifts, fewer find new ones
-sooner (the adjustment for the starts tried is smaller): at a run-to-run sd of 3%, 8 left 8% of 5% steps never
-alerted, 10 leave 5%, 12 3% (benchmarks/nightly_detection.py); at 1.5%, 10 alert 95% by the third night, 12 a
-night later."""
+SHIFT_RECENT = 14
+"""The most recent nights tried as the first night of a shift: tonight alone (``NEWEST_NIGHT_WEIGHT``) and the 13
+before it, scanned. More starts find older shifts, fewer find new ones sooner (the scan's adjustment grows with its
+starts). At a run-to-run sd of 3% a 5% step needs about 10 nights of evidence, so with 10 starts the nights after
+the tenth only slid the starts tried past it: measured (benchmarks/nightly_detection.py, seed 14), 14 starts with
+tonight apart from the scan alert 95% of 5% steps by night 13 at 3% (10 starts, tonight among them: 14), by the
+fourth night at 1.5% and the first at 0.5% as before, at 0.44% false alerts per A/A series-night at 3% (0.41%)."""
 NEWEST_NIGHT_WEIGHT = 0.5
-"""Tonight alone is also judged against the segment's history, beside the scan of every start, with this share of
-the series' level (results.stats.recent_shift's ``newest_weight``; a Shewhart limit beside a CUSUM-type scan, Lucas
-1982): the scan's adjustment for ten starts costs a first night's shift about five times its own p-value, and the
+"""Tonight alone is also judged against the segment's history, apart from the scan of the older starts, with this share
+of the series' level (results.stats.recent_shift's ``newest_weight``; a Shewhart limit beside a CUSUM-type scan, Lucas
+1982): the scan's adjustment for its starts costs a first night's shift several times its own p-value, and the
 morning after a change is when an alert is worth most. It spends the false-alarm budget the scan leaves (spec §8:
 0.5% per series-night). Measured (benchmarks/nightly_detection.py, seed 14; without → with): 5% steps alerted on
 their first night at 1.5% run-to-run noise 27% → 47%, at 3% 2% → 5%; false alerts per A/A series-night 0.01% →
 0.10%, 0.21% → 0.27%, 0.33% → 0.41% at 0.5%, 1.5%, 3%. On the Firefox Talos histories (benchmarks/injected_steps.py,
 one value a push) +3% steps alerted on their first push 25% → 50% (Otava 50%; median pushes to the alert 2 → 1.5,
 Otava 1.5), at 1.31% → 1.58% alerts per untouched series-night (the peers' change points 1.88% and 1.92%). A weight
-of 0.3 bought less (41% at 1.5% noise) for little less (0.36% false at 3%)."""
+of 0.3 bought less (41% at 1.5% noise) for little less (0.36% false at 3%). The scan of the older starts no longer
+includes tonight (two families of starts that do not overlap): it paid for a start only tonight's own test finds."""
+
+MODES_UNREAD = 10
+"""The newest nights a scan never reads a series' two modes from (results.stats.align_modes' ``tested``), fewer than
+the first nights it tries: modes need nights, and a slow run reaching tonight is compared with the slow runs before
+these. With all 14 first nights unread, a two-mode series whose slow nights came in runs of 3 then 4 (the 3 among
+the unread) had its 4 judged the fast path's end and alerted (tests/results/test_segments.py, seed 2); a shift old
+enough to sit among the 4 nights read is one its own first nights alerted, and a shift moves a level by percents,
+not by the factor that makes two modes."""
 
 SHIFT_MIN_HISTORY = 10
 """The fewest nights of a segment a shift is tested against. The test takes night means as normal; with 3 to 9
@@ -254,7 +265,8 @@ def _scan_rows(candidates: Sequence[Series], segments: Sequence[Sequence[StoredN
         else:
             rows[i] = _untested_shift(series, len(earlier), recent[i])
     for (count, least), members in groups.items():
-        means, before, factors = _night_means(candidates, segments, members, tested=count, previous=previous)
+        means, before, factors = _night_means(candidates, segments, members, tested=min(count, MODES_UNREAD),
+                                              previous=previous)
         prior = stats.prior_spread(before, clip=SHIFT_CLIP) if least < SHIFT_MIN_HISTORY else None
         found = _shift_test(candidates, members, means, factors, lambda means, levels: stats.recent_shift(
             means, history=SHIFT_HISTORY, recent=count, min_history=least, confidence=levels,

@@ -386,7 +386,8 @@ def evidence(row) -> list[tuple[str, str]]:
                     "and is not" if row.method == "shift" and starts > 1 else "")
         if row.method == "shift" and inputs.get("newest_weight"):
             weight = inputs["newest_weight"]
-            adjusted = (f"; tonight alone against the nights before it, beside the scan of {starts} first nights: "
+            older = f"the {starts - 1} first nights" if starts > 2 else "the first night"
+            adjusted = (f"; tonight alone against the nights before it, beside the scan of {older} before tonight: "
                         f"its own p ×{1 / weight:g} (it is tested at {weight:g} of the series' level)")
         lines.append(("Test", f"{said_probability('p', row.pvalue)}{q}{adjusted}"))
     if row.note and row.method != "shift" and not row.note.startswith("mean of"):

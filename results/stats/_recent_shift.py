@@ -36,7 +36,8 @@ class RecentShift(RatioTest):
     The ratio is the mean of the m nights since the start over the mean of the history before them, its limits
     Fieller's (:class:`RatioTest`; NaN where nothing was tried); the statistic is the pooled two-sample t at the
     chosen start (df ``history_size + nights - 2``), its p-value two-sided and adjusted for every start tried: the
-    probability, with no shift, that any of them gives a statistic at least this large in magnitude.
+    probability, with no shift, that any of them gives a statistic at least this large in magnitude (with
+    ``newest_weight``, that of its family of starts, weighted: :func:`recent_shift`).
 
     Attributes
     ----------
@@ -53,7 +54,8 @@ class RecentShift(RatioTest):
         The mean of the m nights, of the K nights before them, and the pooled variance of a night mean
         (``K + m − 2`` degrees of freedom) behind the statistic; NaN where nothing was tried.
     starts_tried : int or ndarray
-        How many first nights were tried (the p-value is adjusted for them); 0 where nothing was tried.
+        How many first nights were tried (the p-value is adjusted for them: with ``newest_weight``, the scan's for the
+        older ones, the newest night's by its weight); 0 where nothing was tried.
     newest_alone : bool or ndarray of bool
         Whether the newest night's own test is reported (``newest_weight``): its p-value is then that night's own
         t p-value divided by the weight, not the scan's.
@@ -78,9 +80,9 @@ def recent_shift(means, *, history=30, recent=8, min_history=3, confidence=0.95,
     precede it), the nights ``s … T`` (m of them) are compared with the `history` nights before s
     (K of them, fewer where the series is shorter) by the pooled two-sample t statistic on night means,
     ``t_s = (ȳ_after − ȳ_before) / (S_p · sqrt(1/m + 1/K))`` with ``K + m − 2`` degrees of freedom. The
-    start with the largest ``|t_s|`` is reported; its p-value is adjusted for the starts tried by the
-    null distribution of ``max_s |t_s|``, simulated once per history shape from independent normal
-    nights (the statistic is scale-free), and never above the Bonferroni bound.
+    start with the largest ``|t_s|`` is reported (with `newest_weight`, see there); its p-value is adjusted for
+    the starts tried by the null distribution of ``max_s |t_s|``, simulated once per history shape from
+    independent normal nights (the statistic is scale-free), and never above the Bonferroni bound.
 
     Parameters
     ----------
@@ -120,12 +122,15 @@ def recent_shift(means, *, history=30, recent=8, min_history=3, confidence=0.95,
         is the one with the largest signed statistic. Its p-value stays the two-sided one adjusted for every
         start (conservative). None: either direction.
     newest_weight : float, optional
-        w >= 0: the newest night alone is also judged on its own, beside the scan (a Shewhart limit beside a
-        CUSUM-type scheme: Lucas 1982). Where the newest night is the start chosen (its statistic the largest)
-        and its own two-sided t p-value divided by w is below the scan's adjusted p-value, that is the p-value
-        reported (a weighted Bonferroni of the two tests): a decision at level α then alerts when the scan's
-        p-value is below α or the newest night, chosen, has its own below w·α, so its false-alarm rate per night
-        is at most (1 + w)·α. 0: the scan alone. Only where `skip` is 0 and no `sign` is given.
+        w >= 0: the newest night alone is judged on its own, apart from the scan (a Shewhart limit beside a
+        CUSUM-type scheme: Lucas 1982), and the scan is of the older starts, its p-value adjusted for them only.
+        Where the newest night is the likeliest start of all (its statistic the largest) and its own two-sided t
+        p-value divided by w is below the scan's adjusted p-value, that is the p-value reported (a weighted
+        Bonferroni of two families of starts that do not overlap): a decision at level α then alerts when the
+        scan's p-value is below α or the newest night, chosen, has its own below w·α, so its false-alarm rate
+        per night is at most (1 + w)·α. The scan no longer pays for the newest night, which it could only find
+        where the newest night's own test does. 0: the scan of every start alone. Only where `skip` is 0 and no
+        `sign` is given.
 
     Returns
     -------
@@ -188,26 +193,34 @@ def recent_shift(means, *, history=30, recent=8, min_history=3, confidence=0.95,
         score = np.abs(t) if sign is None else t * signs[rows, None]
         # The newest nights are not starts: never chosen, even where every start tried moved the other way.
         score[:, :skip] = -np.inf
-        best = np.nanargmax(score, axis=1)
+        # With tonight judged alone, the scan is of the older starts, adjusted for them only (a weighted Bonferroni
+        # of two families of starts that do not overlap).
+        scanned_from = skip + 1 if newest_weight and starts - skip > 1 else skip
+        scanned = score.copy()
+        scanned[:, :scanned_from] = -np.inf
+        best = np.nanargmax(scanned, axis=1)
         pick = np.arange(rows.size)
-        chosen_t, m, k = t[pick, best], counts[best], bases[best]
-        df = k + m - 2 + steps
-        single = 2.0 * t_survival(np.abs(chosen_t), df)
-        null = _null_maxima(window, history, starts, clip, skip, steps)
-        exceed = np.searchsorted(null, np.abs(chosen_t), side="left")
+        single = 2.0 * t_survival(np.abs(t[pick, best]), bases[best] + counts[best] - 2 + steps)
+        null = _null_maxima(window, history, starts, clip, scanned_from, steps)
+        exceed = np.searchsorted(null, np.abs(t[pick, best]), side="left")
         simulated = (null.size - exceed + 1) / (null.size + 1)
-        start[rows] = flat.shape[1] - m
-        nights[rows], sizes[rows], statistic[rows], unadjusted[rows] = m, k, chosen_t, single
         # One start needs no adjustment: its t p-value is exact.
-        count = starts - skip
-        tried_starts[rows] = count
-        pvalue[rows] = single if count == 1 else np.minimum(np.minimum(simulated, single * count), 1.0)
-        if newest_weight and count > 1:
-            # Only where tonight is the likeliest first night (column 0: one night): a high night after a shift
-            # the scan has not yet proved is that shift's, and must not name itself as its first night.
-            newest = (best == 0) & (single / newest_weight < pvalue[rows])
-            pvalue[rows] = np.where(newest, single / newest_weight, pvalue[rows])
+        count = starts - scanned_from
+        adjusted = single if count == 1 else np.minimum(np.minimum(simulated, single * count), 1.0)
+        if scanned_from > skip:
+            # Tonight alone, only where it is the likeliest first night of all (column 0): a high night
+            # after a shift the scan has not yet proved is that shift's, and must not name itself as its first.
+            own = 2.0 * t_survival(np.abs(t[:, 0]), bases[0] + counts[0] - 2 + steps)
+            newest = (np.nanargmax(score, axis=1) == 0) & (own / newest_weight < adjusted)
+            best = np.where(newest, 0, best)
+            single = np.where(newest, own, single)
+            adjusted = np.where(newest, own / newest_weight, adjusted)
             alone[rows] = newest
+        m, k = counts[best], bases[best]
+        start[rows] = flat.shape[1] - m
+        nights[rows], sizes[rows], statistic[rows], unadjusted[rows] = m, k, t[pick, best], single
+        tried_starts[rows] = starts - skip
+        pvalue[rows] = adjusted
         summaries[rows] = np.column_stack([after[pick, best], before[pick, best], pooled[pick, best]])
 
     return _result(start, nights, sizes, statistic, pvalue, unadjusted, summaries, shape=shape,

@@ -150,8 +150,8 @@ def test_one_value_per_night_is_compared_on_the_run_to_run_spread_alone():
 
 
 def test_a_large_step_is_alerted_on_its_first_night_by_tonights_own_test():
-    """A 3% step at a night-to-night sd of about 0.8% (a browser's CI series): the scan of ten first nights
-    adjusts tonight's p-value out of reach (0.017), tonight alone at half the series' level (scipy's t test of it
+    """A 3% step at a night-to-night sd of about 0.8% (a browser's CI series): the scan of fourteen first nights
+    adjusts tonight's p-value out of reach, tonight alone at half the series' level (scipy's t test of it
     against the 30 nights before, p × 2 = 0.0047) finds it: alerted the morning after."""
     series = {"step": levels(40, sd=0.006, seed=4, shift=step(40, 30, 0.03))}
     nightly(series, seed=104, last=31)
@@ -163,11 +163,12 @@ def test_a_large_step_is_alerted_on_its_first_night_by_tonights_own_test():
     means = [run.results.get().mean for run in Run.objects.order_by("started_at")]
     own = stats.ttest_ind(means[30:], means[:30]).pvalue
     assert alert.comparison.pvalue == pytest.approx(own / 0.5, rel=1e-9) and alert.comparison.pvalue < 0.01
-    assert recent_shift(means, history=30, recent=10, min_history=10, clip=3.5).pvalue > 0.01  # the scan alone
+    assert recent_shift(means, history=30, recent=14, min_history=10, clip=3.5).pvalue > 0.01  # the scan alone
     row = stored_rows([(alert.comparison.candidate, alert.comparison)])[0]
     assert "tonight alone, tested at 0.5 of the series' level: p ×2" in row.note
     (test,) = [text for label, text in evidence(row) if label == "Test"]
-    assert "tonight alone against the nights before it, beside the scan of 10 first nights: its own p ×2" in test
+    assert ("tonight alone against the nights before it, beside the scan of the 13 first nights before tonight: "
+            "its own p ×2") in test
     nightly(series, seed=104, first=31)
     assert alerts_of("step")[0].state == AlertState.CONFIRMED
 

@@ -317,7 +317,9 @@ def test_the_benchmarks_machine_wide_shift_raises_one_incident_and_one_alert_a_m
     # 4% to 12% at night 25). Seed 29 drew both ways a moved series got a second alert: at 1.5% three nights high by
     # chance before the move, first named as its start, then split from it; at 3% the daily scan placing the move
     # 6 nights early, sized by it. Now: the alert re-placed at the move's night, the change point tested up to
-    # the alerted move. Every moved series alerted, once.
+    # the alerted move. Every moved series alerted, once; a later alert of a moved series is the false-alarm
+    # rate's, as on the series that did not move in the same nights (with 14 first nights tried, at 1.5% one
+    # moved series drew a -2.3% alert 13 nights after its +12% move, beside 3 alerts of the unmoved series).
     statistics_run_on_sqlite_only("PostgreSQL runs the machine-wide tests above (2 min each here)")
     from benchmarks.nightly_detection import measure
 
@@ -325,7 +327,7 @@ def test_the_benchmarks_machine_wide_shift_raises_one_incident_and_one_alert_a_m
 
     assert len(figures["incidents"]) == 1 and figures["incidents"][0] >= 15, figures["incidents"]
     moves, more = figures["stepped_alerts"]
-    assert moves + more <= 20 and moves == 20, figures
+    assert moves == 20 and more <= max(1, figures["unmoved_alerts"]), figures
 
 
 def test_a_second_step_long_after_a_stray_alert_gets_an_alert_of_its_own():
