@@ -369,7 +369,8 @@ to alert, and the scan's nightly second look at a young change is not new eviden
 1% on one look, and a flat series scanned every night from night 10 to 40 had a change point in 17 of 200 series,
 against 3 of 200 scanned once. Measured (benchmarks/nightly_detection.py, 3% run-to-run noise, seed 14; alerted
 from the first night on → from the 14th): confirmed false alerts of change points 9 → 2, false alerts per
-series-night 0.44% → 0.27%, change points standing on A/A series 9 → 3, 5% steps never alerted 7 → 6 of 150. A
+series-night 0.44% → 0.27%, change points standing on A/A series 9 → 3, 5% steps never alerted 7 → 6 of 150; on
+TCPD's annotated series (benchmarks/real_histories.py) precision 0.538 → 0.561, recall 0.885 → 0.881. A
 step the nightly test has not found by then sinks into the history it is compared with, and only the scan of the
 whole series still sees it. Only the series' newest change is alerted as suspected: before an alerted one, the
 nightly test already watches the newest segment, and the scan's placement of an earlier change is not news
