@@ -478,8 +478,8 @@ def alert_change_points(points: list[ChangePoint]) -> list[Alert]:
         changes[point.metric_id, point.machine_id].append((point.run_id, False))
         superseded |= Q(comparison__candidate__metric_id=point.metric_id, first_run__machine_id=point.machine_id,
                         first_run__started_at__lt=point.run.started_at)
-    # Only a series' newest change is alerted as suspected (CHANGE_POINT_MIN_NIGHTS), among those opened here
-    # too: a later one settles it, as it settles one stored before.
+    # Only a series' newest change is alerted as suspected, among those opened here too: a later one settles it,
+    # as it settles one stored before.
     newest = {}
     for point, _, _, _ in opened:
         key = (point.metric_id, point.machine_id)

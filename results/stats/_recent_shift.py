@@ -201,12 +201,13 @@ def recent_shift(means, *, history=30, recent=8, min_history=3, confidence=0.95,
         best = np.nanargmax(scanned, axis=1)
         pick = np.arange(rows.size)
         single = 2.0 * t_survival(np.abs(t[pick, best]), bases[best] + counts[best] - 2 + steps)
-        null = _null_maxima(window, history, starts, clip, scanned_from, steps)
-        exceed = np.searchsorted(null, np.abs(t[pick, best]), side="left")
-        simulated = (null.size - exceed + 1) / (null.size + 1)
-        # One start needs no adjustment: its t p-value is exact.
         count = starts - scanned_from
-        adjusted = single if count == 1 else np.minimum(np.minimum(simulated, single * count), 1.0)
+        adjusted = single  # one start needs no adjustment: its t p-value is exact
+        if count > 1:
+            null = _null_maxima(window, history, starts, clip, scanned_from, steps)
+            exceed = np.searchsorted(null, np.abs(t[pick, best]), side="left")
+            simulated = (null.size - exceed + 1) / (null.size + 1)
+            adjusted = np.minimum(np.minimum(simulated, single * count), 1.0)
         if scanned_from > skip:
             # Tonight alone, only where it is the likeliest first night of all (column 0): a high night
             # after a shift the scan has not yet proved is that shift's, and must not name itself as its first.
