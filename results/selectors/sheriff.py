@@ -8,6 +8,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import NamedTuple
 
 from django.db.models import Min, Q
 from django.utils import timezone
@@ -21,6 +22,19 @@ SHERIFF_WEEKS = 26
 """Weeks shown by default: half a year."""
 SHERIFF_MAX_WEEKS = 260
 """The most weeks one request may ask for: five years."""
+
+
+class _AlertTimes(NamedTuple):
+    """What the numbers read of one alert: when it was opened, its first bad night, its status, state and
+    verdict, its first triage (None where none was) and when its first night's run was stored."""
+
+    opened: datetime
+    first: datetime | None
+    status: str
+    state: str
+    verdict: str
+    triaged: datetime | None
+    stored: datetime | None
 
 
 @dataclass(frozen=True)
@@ -75,9 +89,9 @@ def sheriff_numbers(*, viewer, project: str, weeks: int = SHERIFF_WEEKS, now: da
                            "triaged_at", "first_run__created_at"))
     opened_incidents = Incident.objects.filter(project=found, created_at__gte=since).values_list("created_at",
                                                                                                flat=True)
-    by_week: dict[date, list[tuple]] = defaultdict(list)
-    for entry in alerts:
-        by_week[_week(entry[0])].append(entry)
+    by_week: dict[date, list[_AlertTimes]] = defaultdict(list)
+    for entry in map(_AlertTimes._make, alerts):
+        by_week[_week(entry.opened)].append(entry)
     incidents_by_week: dict[date, int] = defaultdict(int)
     for created in opened_incidents:
         incidents_by_week[_week(created)] += 1
@@ -92,7 +106,7 @@ def sheriff_numbers(*, viewer, project: str, weeks: int = SHERIFF_WEEKS, now: da
                         bisections_by_week.get(start, [])) for start in starts],
         total=_numbers(first, every, sum(incidents_by_week.get(start, 0) for start in starts),
                        [ended for start in starts for ended in bisections_by_week.get(start, [])]),
-        untriaged=sum(entry[2] == AlertStatus.NEW for entry in every),
+        untriaged=sum(entry.status == AlertStatus.NEW for entry in every),
     )
 
 
@@ -101,21 +115,22 @@ def _week(moment: datetime) -> date:
     return day - timedelta(days=day.weekday())
 
 
-def _numbers(start: date, alerts: list[tuple], incidents: int, bisections: list[BisectionEnd]) -> SheriffWeek:
+def _numbers(start: date, alerts: list[_AlertTimes], incidents: int, bisections: list[BisectionEnd]
+             ) -> SheriffWeek:
     # From the first bad night, or from when its run was stored if that was later (a history imported today is
     # alerted on today, not years after its nights); an alert re-placed on a later first night (its shift began
     # after the nights that opened it) took no time.
-    to_alert = [max((opened - max(first, stored)).total_seconds() / 3600, 0.0)
-                for opened, first, *_, stored in alerts if first is not None]
-    to_triage = [(triaged - opened).total_seconds() / 3600 for opened, _, _, _, _, triaged, _ in alerts
-                 if triaged is not None]
+    to_alert = [max((alert.opened - max(alert.first, alert.stored)).total_seconds() / 3600, 0.0)
+                for alert in alerts if alert.first is not None]
+    to_triage = [(alert.triaged - alert.opened).total_seconds() / 3600 for alert in alerts
+                 if alert.triaged is not None]
     return SheriffWeek(
         start=start,
         alerts=len(alerts),
         incidents=incidents,
-        false_alerts=sum(is_false_alert(status, state) for _, _, status, state, *_ in alerts),
-        regressions_confirmed=sum(state == AlertState.CONFIRMED and CHANGE_SIDES.get(verdict) == "regression"
-                                  and status != AlertStatus.INVALID for _, _, status, state, verdict, *_ in alerts),
+        false_alerts=sum(is_false_alert(alert.status, alert.state) for alert in alerts),
+        regressions_confirmed=sum(alert.state == AlertState.CONFIRMED and CHANGE_SIDES.get(alert.verdict) ==
+                                  "regression" and alert.status != AlertStatus.INVALID for alert in alerts),
         hours_to_alert=statistics.median(to_alert) if to_alert else None,
         hours_to_triage=statistics.median(to_triage) if to_triage else None,
         bisections=len(bisections), culprits=sum(ended.found for ended in bisections),
