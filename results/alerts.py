@@ -42,7 +42,7 @@ from .decisions import (
     series_verdict,
 )
 from .bulk import bulk_insert
-from .nightly_rows import REFINE_AFTER, SHIFT_HISTORY, SHIFT_RECENT
+from .nightly_rows import REFINE_AFTER, SHIFT_HISTORY
 from .signals import alerts_opened
 
 def open_alerts(run: Run, *, carried: dict[int, int]) -> None:
@@ -364,22 +364,6 @@ CHANGE_POINT_NIGHTS = 30
 many nights: older ones are history to read, not news to act on (the first scan of an imported history would
 otherwise raise every change it ever had)."""
 
-CHANGE_POINT_MIN_NIGHTS = SHIFT_RECENT
-"""A change point of the daily scan opens an alert, confirmed or suspected, only once this many nights are pooled
-since its first night, that night included: the nightly shift test's reach (it tries the newest ``SHIFT_RECENT``
-nights as first nights). Within that reach the nightly test, whose false alerts are counted per night, is the one
-to alert, and the scan's nightly second look at a young change is not new evidence: its permutation test holds its
-1% on one look, and a flat series scanned every night from night 10 to 40 had a change point in 17 of 200 series,
-against 3 of 200 scanned once. Measured (benchmarks/nightly_detection.py, 3% run-to-run noise, seed 14; alerted
-from the first night on → from the 14th): confirmed false alerts of change points 9 → 2, false alerts per
-series-night 0.44% → 0.27%, change points standing on A/A series 9 → 3, 5% steps never alerted 7 → 6 of 150; on
-TCPD's annotated series (benchmarks/real_histories.py) precision 0.538 → 0.561, recall 0.885 → 0.881. A
-step the nightly test has not found by then sinks into the history it is compared with, and only the scan of the
-whole series still sees it. Only the series' newest change is alerted as suspected: before an alerted one, the
-nightly test already watches the newest segment, and the scan's placement of an earlier change is not news
-(measured: a machine-wide move at 3% placed 6 nights early by the scan, a second alert of the series)."""
-
-
 def scan_change_points(*, chunk_size: int = changepoints.CHUNK_SIZE) -> int:
     """The daily scan: every default-branch series' change points found, sized and stored
     (:func:`results.changepoints.detect_change_points`), `chunk_size` metrics of one machine at a time, each chunk
@@ -402,14 +386,15 @@ def scan_run_series(*, run_id: int) -> list[Alert]:
 
 def alert_change_points(points: list[ChangePoint]) -> list[Alert]:
     """Open an alert for each change point the user should act on (spec §8: stored change points and alerts
-    agree): one not yet an alert's, among its series' newest :data:`CHANGE_POINT_NIGHTS` nights and with at least
-    :data:`CHANGE_POINT_MIN_NIGHTS` since it, significant at the series' level, whose interval lies beyond the band (a
-    regression or an improvement, spec §7: a confirmed alert) or reaches into it (a suspected one), with
-    no alert of its series within ``MATCH_NIGHTS`` nights of it (that alert is the same change), and a change of
-    its own between the series' changes (:func:`_between_changes`). The alert names the change point's run as its
-    first night, belongs to the alert group of its series' newest run, and is the change point's alert. A
-    suspected, untriaged alert of the series before it is dismissed: the scan of the whole history places the change
-    elsewhere. Returns the alerts opened. A fixed number of queries, whatever the number of change points."""
+    agree): one not yet an alert's, among its series' newest :data:`CHANGE_POINT_NIGHTS` nights (and, as the scan
+    stores them, with at least :data:`results.changepoints.SETTLED_NIGHTS` since it), significant at the series'
+    level, whose interval lies beyond the band (a regression or an improvement, spec §7: a confirmed alert) or
+    reaches into it (a suspected one), with no alert of its series within ``MATCH_NIGHTS`` nights of it (that alert
+    is the same change), and a change of its own between the series' changes (:func:`_between_changes`). The alert
+    names the change point's run as its first night, belongs to the alert group of its series' newest run, and is
+    the change point's alert. A suspected, untriaged alert of the series before it is dismissed: the scan of the
+    whole history places the change elsewhere. Returns the alerts opened. A fixed number of queries, whatever the
+    number of change points."""
     points = [point for point in points if point.alert_id is None and point.retracted_at is None
               and point.ci_low is not None and point.ci_high is not None and point.pvalue is not None
               and point.pvalue < SERIES_LEVEL]
@@ -452,8 +437,10 @@ def alert_change_points(points: list[ChangePoint]) -> list[Alert]:
             continue
         at = position[point.run_id]
         known = [position[first] for first in alerted[point.metric_id, point.machine_id] if first in position]
-        if len(series) - at < CHANGE_POINT_MIN_NIGHTS or (
-                verdict in (SUSPECTED_REGRESSION, SUSPECTED_IMPROVEMENT) and any(index > at for index in known)):
+        # Only the series' newest change is alerted as suspected: before an alerted one, the nightly test already
+        # watches the newest segment, and the scan's placement of an earlier change is not news (measured: a
+        # machine-wide move at 3% placed 6 nights early by the scan, a second alert of the series).
+        if verdict in (SUSPECTED_REGRESSION, SUSPECTED_IMPROVEMENT) and any(index > at for index in known):
             continue
         # The segments either side: up to the next change, from the one before that this change point does not
         # settle. Measured: bounded at a false suspected alert 6 nights before a real step, the step's interval
