@@ -45,6 +45,7 @@ from .bulk import bulk_insert
 from .nightly_rows import REFINE_AFTER, SHIFT_HISTORY
 from .signals import alerts_opened
 
+
 def open_alerts(run: Run, *, carried: dict[int, int]) -> None:
     """Open the run's alerts, one group per run, notified once after commit; carry and settle the open ones.
 
@@ -298,8 +299,8 @@ def _leave_incidents(alert_ids: list[int]) -> None:
         series=Count("alerts__comparison__candidate__metric_id", distinct=True),
         earliest=Subquery(Alert.objects.filter(incident=OuterRef("pk")).order_by(
             "first_run__started_at", "first_run_id").values("first_run_id")[:1])))
-    gone = [incident.pk for incident in incidents if incident.series < 2 and incident.status == AlertStatus.NEW
-            and not incident.bug_url and incident.assignee_id is None]
+    gone = {incident.pk for incident in incidents if incident.series < 2 and incident.status == AlertStatus.NEW
+            and not incident.bug_url and incident.assignee_id is None}
     Incident.objects.filter(pk__in=gone).delete()  # their last alerts, if any, are set free (SET_NULL)
     kept = [incident for incident in incidents if incident.pk not in gone]
     for incident in kept:
@@ -319,7 +320,8 @@ meanwhile (a new shift is looked for inside its nights), but an alert nobody can
 
 
 def _record_change_points(alerts) -> None:
-    """A confirmed alert is a change point (spec §8): recorded where a scan has not found one already."""
+    """A confirmed alert is a change point (spec §8): recorded, or the scan's taken as its own where the scan
+    found it first (:func:`results.changepoints.record_confirmed`)."""
     changepoints.record_confirmed(list(alerts.select_related("first_run", "evidence", "comparison__candidate")))
 
 
@@ -363,6 +365,7 @@ CHANGE_POINT_NIGHTS = 30
 """A change point of the daily scan opens an alert only while its first night is among its series' newest this
 many nights: older ones are history to read, not news to act on (the first scan of an imported history would
 otherwise raise every change it ever had)."""
+
 
 def scan_change_points(*, chunk_size: int = changepoints.CHUNK_SIZE) -> int:
     """The daily scan: every default-branch series' change points found, sized and stored

@@ -6,7 +6,8 @@ units are the runs: each run contributes its mean, and run-to-run variation is t
 stand out from (spec §8; Kalibera & Jones §8.4.2). A split is found and kept by a permutation-tested rank
 scan (:func:`results.stats.rank_shifts`: robust to heavy tails and two-mode noise), sized by comparing the
 segment after it with the segment before it (Welch's test and Fieller's ratio, spec §5–§6, the runs of a
-segment as its units), and stored only when its size is at least the metric's threshold θ.
+segment as its units), and stored only when its size is at least the metric's threshold θ and, on the default
+branch, once ``SETTLED_NIGHTS`` nights are since it (younger, it is the nightly shift test's to decide).
 
 A stored change point is never deleted: a later scan that finds it again within ``MOVE_NIGHTS`` nights
 moves it (and records the move); one that a scan with enough nights after it no longer finds is retracted
@@ -86,7 +87,8 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
     :func:`results.stats.rank_shifts` keeps (seeded by the metric, so a scan is reproducible) is sized by
     :func:`results.stats.compare_summaries` on the run means of the segments either side of it (up to the
     neighbouring splits) at the metric's confidence level, and stored at the first run of its new segment
-    when the ratio is at least θ away from 1. A shift away from a zero mean has no ratio and is not stored.
+    when the ratio is at least θ away from 1 and, without `branch`, at least ``SETTLED_NIGHTS`` nights are since
+    it. A shift away from a zero mean has no ratio and is not stored.
     """
     if limit < 2 * MIN_SEGMENT:
         raise ValueError(LIMIT_TOO_SMALL.format(minimum=2 * MIN_SEGMENT, limit=limit))
@@ -112,6 +114,7 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
     after: list[np.ndarray] = []
     thresholds: list[float] = []
     read: dict[int, np.ndarray] = {}
+    young: dict[int, list[int]] = defaultdict(list)  # by metric, the positions of splits not yet SETTLED_NIGHTS old
     for metric_id, history in series.items():
         history.sort(key=lambda row: (row["run__started_at"], row["run_id"]))
         # Each night's machine environment divided out (results.environment), as the shift detection reads it;
@@ -123,7 +126,8 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
         bounds = (0, *shifts.indices, means.size)
         for start, split, stop, pvalue in zip(bounds, bounds[1:-1], bounds[2:], shifts.pvalues):
             if branch is None and means.size - split < SETTLED_NIGHTS:
-                continue  # still the nightly test's; it bounds the segment before it all the same
+                young[metric_id].append(split)  # the nightly test's; it bounds the segment before it all the same
+                continue
             found.append((metric_id, history[split]["run_id"], history[split]["metric__confidence_level"], pvalue))
             before.append(means[start:split])
             after.append(means[split:stop])
@@ -132,17 +136,19 @@ def detect_change_points(*, metric_ids: list[int], machine_id: int, branch: str 
              if point is not None and abs(point.ratio - 1.0) >= threshold]
     position = {(metric_id, row["run_id"]): i for metric_id, history in series.items()
                 for i, row in enumerate(history)}
-    stored, shown = _store(sized, series, position, machine_id=machine_id)
+    stored, shown = _store(sized, series, position, machine_id=machine_id, young=young)
     _read_kinds(shown, position, read)
     return stored
 
 
 def _store(points: list[ChangePoint], series: dict[int, list[dict]], position: dict[tuple[int, int], int], *,
-           machine_id: int) -> tuple[list[ChangePoint], list[ChangePoint]]:
+           machine_id: int, young: dict[int, list[int]]) -> tuple[list[ChangePoint], list[ChangePoint]]:
     """Insert the new change points; one found within MOVE_NIGHTS runs of a stored one updates it instead,
-    recording the move (and taking back a retraction). A stored one not found again is retracted when the
-    scan had at least ``2 · MIN_SEGMENT`` runs after it (enough to know) and ``MIN_SEGMENT`` before it (where a
-    split can be); one outside the scanned runs, or too close to either end of them, is left as it is.
+    recording the move (and taking back a retraction, unless it was retracted with its alert: that alert's decision
+    stands). A stored one not found again is retracted when the scan had at least ``2 · MIN_SEGMENT`` runs after it
+    (enough to know) and ``MIN_SEGMENT`` before it (where a split can be), and no split too young to store
+    (`young`, by metric, positions) lies within MOVE_NIGHTS of it (the same change, placed later: it moves there
+    once settled); one outside the scanned runs, or too close to either end of them, is left as it is.
     `position` is each scanned ``(metric, run)``'s index in its series. Returns those stored or moved, and every
     change point now shown within the scanned runs."""
     at_run: dict[tuple[int, int], ChangePoint] = {}
@@ -156,8 +162,10 @@ def _store(points: list[ChangePoint], series: dict[int, list[dict]], position: d
 
     def update(old: ChangePoint, point: ChangePoint) -> None:
         stored[point.metric_id].remove(old)
-        old.run_id, old.ratio, old.ci_low, old.ci_high, old.pvalue, old.retracted_at = (
-            point.run_id, point.ratio, point.ci_low, point.ci_high, point.pvalue, None)
+        old.run_id, old.ratio, old.ci_low, old.ci_high, old.pvalue = (
+            point.run_id, point.ratio, point.ci_low, point.ci_high, point.pvalue)
+        if old.alert_id is None:
+            old.retracted_at = None
         changed.append(old)
 
     # Found again at the same run first; then moves, only ever to runs no change point was at (so no two
@@ -183,7 +191,8 @@ def _store(points: list[ChangePoint], series: dict[int, list[dict]], position: d
     # Only where the scan could have found it again: a segment's length from the window's start, and enough after.
     retracted = [old for metric_id, left in stored.items() for old in left
                  if old.retracted_at is None and old.alert_id is None
-                 and MIN_SEGMENT <= position[metric_id, old.run_id] <= len(series[metric_id]) - 2 * MIN_SEGMENT]
+                 and MIN_SEGMENT <= position[metric_id, old.run_id] <= len(series[metric_id]) - 2 * MIN_SEGMENT
+                 and all(abs(position[metric_id, old.run_id] - at) > MOVE_NIGHTS for at in young[metric_id])]
     for old in retracted:
         old.retracted_at = now
     if changed or retracted:
@@ -234,7 +243,7 @@ def record_confirmed(alerts: list[Alert]) -> list[ChangePoint]:
     moves that change point along, the move recorded, rather than leave it behind and store a second (measured: 2
     of 4 annotated real series, `benchmarks/real_histories.py`, had an alert with two). Two reads, whatever the
     number of alerts (the start times of their series' nights, and their change points), and the writes."""
-    recorded, moved, adopted = [], [], []
+    recorded, moved, adopted, released = [], [], [], []
     now = timezone.now()
     alerts = [alert for alert in alerts if alert.first_run is not None
               and (alert.evidence or alert.comparison).ratio is not None]
@@ -273,22 +282,29 @@ def record_confirmed(alerts: list[Alert]) -> list[ChangePoint]:
                       key=lambda point: (apart[point.pk], point.pk))
         if near:
             free = [point for point in near if point.alert_id is None]
-            if own is None and free:
+            if free and own not in near:
                 # The scan found this change first: the alert takes that change point as its own, so that a later
                 # scan no longer finding it cannot retract a confirmed alert's change (measured on TCPD's annotated
                 # series, benchmarks/real_histories.py: unemployment_nl's confirmed alerts at 55 and 172 were left
                 # without one, recall 0.92 -> 0.66, once the scan's young change points were no longer alerted).
+                # A change point of its own left far from the night it names now is retracted: one each.
+                if own is not None:
+                    own.retracted_at = now
+                    released.append(own)
                 free[0].alert = alert
                 adopted.append(free[0])
             continue
         if own is not None:
             moved += _moved_to(own, first, evidence, now, occupied=occupied)
             continue
-        recorded.append(ChangePoint(metric_id=metric_id, machine_id=machine_id, run_id=first.pk, ratio=evidence.ratio,
-                                    ci_low=evidence.ci_low, ci_high=evidence.ci_high, pvalue=evidence.pvalue,
-                                    alert=alert))
+        point = ChangePoint(metric_id=metric_id, machine_id=machine_id, run=first, ratio=evidence.ratio,
+                            ci_low=evidence.ci_low, ci_high=evidence.ci_high, pvalue=evidence.pvalue, alert=alert)
+        recorded.append(point)
+        points[metric_id, machine_id].append(point)  # another alert of the series in this call finds it near
+        occupied.add((metric_id, machine_id, first.pk))
     ChangePoint.objects.bulk_update(moved, ["run", "ratio", "ci_low", "ci_high", "pvalue", "moves"])
     ChangePoint.objects.bulk_update(adopted, ["alert"])
+    ChangePoint.objects.bulk_update(released, ["retracted_at"])
     return [*moved, *adopted, *ChangePoint.objects.bulk_create(recorded, ignore_conflicts=True)]
 
 
@@ -350,7 +366,8 @@ def series_to_check(*, run_id: int) -> list[int]:
 
 def detect_change_points_for_run(*, run_id: int) -> list[ChangePoint]:
     """Re-examine, after a run was compared, the default-branch histories on its machine of the metrics it
-    flagged (:func:`series_to_check`)."""
+    flagged (:func:`series_to_check`): their settled change points found again, moved, sized and read anew (the
+    young change the run flagged is its alert's, :data:`SETTLED_NIGHTS`)."""
     metric_ids = series_to_check(run_id=run_id)
     if not metric_ids:
         return []

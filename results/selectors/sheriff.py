@@ -24,7 +24,7 @@ SHERIFF_MAX_WEEKS = 260
 """The most weeks one request may ask for: five years."""
 
 
-class _AlertTimes(NamedTuple):
+class _SheriffAlert(NamedTuple):
     """What the numbers read of one alert: when it was opened, its first bad night, its status, state and
     verdict, its first triage (None where none was) and when its first night's run was stored."""
 
@@ -89,8 +89,8 @@ def sheriff_numbers(*, viewer, project: str, weeks: int = SHERIFF_WEEKS, now: da
                            "triaged_at", "first_run__created_at"))
     opened_incidents = Incident.objects.filter(project=found, created_at__gte=since).values_list("created_at",
                                                                                                flat=True)
-    by_week: dict[date, list[_AlertTimes]] = defaultdict(list)
-    for entry in map(_AlertTimes._make, alerts):
+    by_week: dict[date, list[_SheriffAlert]] = defaultdict(list)
+    for entry in map(_SheriffAlert._make, alerts):
         by_week[_week(entry.opened)].append(entry)
     incidents_by_week: dict[date, int] = defaultdict(int)
     for created in opened_incidents:
@@ -115,7 +115,7 @@ def _week(moment: datetime) -> date:
     return day - timedelta(days=day.weekday())
 
 
-def _numbers(start: date, alerts: list[_AlertTimes], incidents: int, bisections: list[BisectionEnd]
+def _numbers(start: date, alerts: list[_SheriffAlert], incidents: int, bisections: list[BisectionEnd]
              ) -> SheriffWeek:
     # From the first bad night, or from when its run was stored if that was later (a history imported today is
     # alerted on today, not years after its nights); an alert re-placed on a later first night (its shift began

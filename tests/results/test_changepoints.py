@@ -275,7 +275,7 @@ def test_only_the_given_machine_and_branch_are_examined():
     assert ChangePoint.objects.filter(machine__name="bench-b").get().run.revision.branch == "release"
 
 
-def test_a_compared_run_reexamines_only_the_series_its_history_comparison_flagged():
+def test_a_compared_run_reexamines_only_the_series_its_history_comparison_flagged(monkeypatch):
     # Tonight (night 24) is compared with nights 14–23, four of them after the step: "sort" is flagged,
     # "hash" (0.2% noise) is no change.
     rng = np.random.default_rng(8)
@@ -283,8 +283,12 @@ def test_a_compared_run_reexamines_only_the_series_its_history_comparison_flagge
                          "hash": 1.0 + 0.002 * rng.standard_normal(25)}, seed=8, noise=0.0)
     tonight = runs[-1]
     comparisons.compare_run(run_id=tonight.pk)
+    ChangePoint.objects.all().delete()  # the one tonight's confirmed alert recorded: the re-scan is examined here
 
     assert changepoints.series_to_check(run_id=tonight.pk) == [metric("sort")]
+    tasks.detect_change_points_for_run(tonight.pk)
+    assert not ChangePoint.objects.exists()  # 5 nights old: the nightly test's (SETTLED_NIGHTS)
+    monkeypatch.setattr(changepoints, "SETTLED_NIGHTS", 1)
     tasks.detect_change_points_for_run(tonight.pk)
 
     change = ChangePoint.objects.get()
@@ -538,3 +542,45 @@ def test_a_confirmed_alert_takes_the_scans_change_point_near_it_as_its_own_and_a
                         lambda means, **options: scan(np.ones_like(means), **options))
     alerts.scan_change_points()
     assert ChangePoint.objects.get(pk=point.pk).retracted_at is None
+
+
+def test_an_alert_whose_change_point_lies_far_takes_the_scans_near_its_night_and_the_far_one_stays_retracted():
+    # An alert's first night re-estimated far from its change point, where the scan has one of no alert's: the
+    # alert takes that one and its own is retracted (one change point an alert), and a scan finding the old change
+    # again does not take it back (retracted with its alert's decision, it stays so).
+    runs = post_history({"sort": step(60, 45, 1.08)}, seed=21)
+    alerts.scan_change_points()
+    alert = Alert.objects.select_related("first_run", "evidence", "comparison__candidate").get()
+    (own,) = ChangePoint.objects.filter(alert=alert)
+    away = runs[runs.index(own.run) + changepoints.MOVE_NIGHTS + 2]
+    near = ChangePoint.objects.create(metric_id=metric("sort"), machine_id=machine(), run=away, ratio=1.08,
+                                      ci_low=1.07, ci_high=1.09, pvalue=0.001)
+    alert.first_run = away
+    alert.save(update_fields=["first_run"])
+
+    changepoints.record_confirmed([alert])
+
+    own.refresh_from_db()
+    assert ChangePoint.objects.get(alert=alert, retracted_at__isnull=True).pk == near.pk
+    assert own.retracted_at is not None
+    alerts.scan_change_points()  # finds the step at the old change point's night again
+    assert ChangePoint.objects.get(pk=own.pk).retracted_at is not None
+
+
+def test_a_change_point_a_young_split_places_a_few_nights_later_is_not_retracted(monkeypatch):
+    # A stored change point that tonight's scan places 3 nights later, where it is too young to store: the same
+    # change, not one found no more (it would be retracted tonight and taken back once settled).
+    runs = post_history({"sort": np.ones(40)}, seed=5)
+    point = ChangePoint.objects.create(metric_id=metric("sort"), machine_id=machine(), run=runs[25], ratio=1.05,
+                                       ci_low=1.03, ci_high=1.07, pvalue=0.001)
+    assert 40 - 28 < changepoints.SETTLED_NIGHTS and 25 <= 40 - 2 * changepoints.MIN_SEGMENT
+    monkeypatch.setattr(changepoints.stats, "rank_shifts",
+                        lambda means, **options: changepoints.stats.RankShifts((28,), (0.001,), (4.0,)))
+
+    changepoints.detect_change_points(metric_ids=[metric("sort")], machine_id=machine())
+    assert ChangePoint.objects.get(pk=point.pk).retracted_at is None
+
+    monkeypatch.setattr(changepoints.stats, "rank_shifts",
+                        lambda means, **options: changepoints.stats.RankShifts((), (), ()))
+    changepoints.detect_change_points(metric_ids=[metric("sort")], machine_id=machine())
+    assert ChangePoint.objects.get(pk=point.pk).retracted_at is not None  # found nowhere near: retracted
