@@ -6,7 +6,8 @@ A series is one metric on one machine over its nights (:func:`results.models.ser
 completed runs of the project's default branch or of no revision; pull requests and A/B confirmations are never
 nights). It is a sequence of segments: every change it is known or
 suspected to have made starts one, at the change's first night. The changes are its alerts that no
-measurement or person dismissed, and its change points (:mod:`results.changepoints`), which settle the alert
+measurement or person dismissed, and its change points (:mod:`results.changepoints`, stored once
+:data:`results.changepoints.SETTLED_NIGHTS` nights are since them), which settle the alert
 they fall near or are a change of their own:
 
 * a new shift is looked for among the nights of the newest segment only, against the nights of that segment
