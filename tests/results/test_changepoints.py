@@ -408,10 +408,9 @@ def test_of_two_change_points_of_a_series_alerted_at_once_a_suspected_earlier_on
     assert alerts.alert_change_points([earlier, later]) == []
 
 
-def test_a_confirmed_alert_whose_first_night_moves_far_takes_its_change_point_along():
-    # A confirmed alert is one change point. Its first night is re-estimated nightly; where it moved farther than a
-    # re-scan would follow (MOVE_NIGHTS), a second change point was stored and the first left behind, both naming
-    # the alert (seen on annotated real series, benchmarks/real_histories.py: co2_canada, unemployment_nl).
+def scan_alert_moved_far() -> tuple[Alert, ChangePoint, Run]:
+    """A step found and alerted by the scan, its alert's first night then re-estimated farther from its change
+    point than a re-scan follows (MOVE_NIGHTS): the alert, its change point and its new first night."""
     runs = post_history({"sort": step(60, 45, 1.08)}, seed=21)
     alerts.scan_change_points()
     alert = Alert.objects.select_related("first_run", "evidence", "comparison__candidate").get()
@@ -419,6 +418,14 @@ def test_a_confirmed_alert_whose_first_night_moves_far_takes_its_change_point_al
     away = runs[runs.index(point.run) + changepoints.MOVE_NIGHTS + 2]
     alert.first_run = away
     alert.save(update_fields=["first_run"])
+    return alert, point, away
+
+
+def test_a_confirmed_alert_whose_first_night_moves_far_takes_its_change_point_along():
+    # A confirmed alert is one change point. Its first night is re-estimated nightly; where it moved farther than a
+    # re-scan would follow (MOVE_NIGHTS), a second change point was stored and the first left behind, both naming
+    # the alert (seen on annotated real series, benchmarks/real_histories.py: co2_canada, unemployment_nl).
+    alert, point, away = scan_alert_moved_far()
 
     changepoints.record_confirmed([alert])
     changepoints.record_confirmed([alert])  # once there, nothing more moves
@@ -548,15 +555,9 @@ def test_an_alert_whose_change_point_lies_far_takes_the_scans_near_its_night_and
     # An alert's first night re-estimated far from its change point, where the scan has one of no alert's: the
     # alert takes that one and its own is retracted (one change point an alert), and a scan finding the old change
     # again does not take it back (retracted with its alert's decision, it stays so).
-    runs = post_history({"sort": step(60, 45, 1.08)}, seed=21)
-    alerts.scan_change_points()
-    alert = Alert.objects.select_related("first_run", "evidence", "comparison__candidate").get()
-    (own,) = ChangePoint.objects.filter(alert=alert)
-    away = runs[runs.index(own.run) + changepoints.MOVE_NIGHTS + 2]
+    alert, own, away = scan_alert_moved_far()
     near = ChangePoint.objects.create(metric_id=metric("sort"), machine_id=machine(), run=away, ratio=1.08,
                                       ci_low=1.07, ci_high=1.09, pvalue=0.001)
-    alert.first_run = away
-    alert.save(update_fields=["first_run"])
 
     changepoints.record_confirmed([alert])
 
