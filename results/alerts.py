@@ -296,7 +296,7 @@ def _leave_incidents(alert_ids: list[int]) -> None:
         return
     Alert.objects.filter(pk__in=list(left)).update(incident=None)
     incidents = list(Incident.objects.filter(pk__in=set(left.values())).annotate(
-        series=Count("alerts__comparison__candidate__metric_id", distinct=True),
+        series=_series_of("alerts__"),
         earliest=Subquery(Alert.objects.filter(incident=OuterRef("pk")).order_by(
             "first_run__started_at", "first_run_id").values("first_run_id")[:1])))
     gone = {incident.pk for incident in incidents if incident.series < 2 and incident.status == AlertStatus.NEW
@@ -308,9 +308,15 @@ def _leave_incidents(alert_ids: list[int]) -> None:
     Incident.objects.bulk_update(kept, ["first_run"])
 
 
+def _series_of(alerts: str = "") -> Count:
+    """How many series alerts are of (a series may have two alerts in one incident), as an aggregate over the
+    alerts reached by the lookup `alerts` (empty: a queryset of alerts itself)."""
+    return Count(f"{alerts}comparison__candidate__metric_id", distinct=True)
+
+
 def _series_count(alerts) -> int:
-    """How many series a queryset of alerts is of (a series may have two alerts in one incident)."""
-    return alerts.order_by().values("comparison__candidate__metric_id").distinct().count()
+    """How many series a queryset of alerts is of (:func:`_series_of`)."""
+    return alerts.aggregate(series=_series_of())["series"]
 
 
 MAX_PENDING_NIGHTS = 30
@@ -471,8 +477,8 @@ def alert_change_points(points: list[ChangePoint]) -> list[Alert]:
         changes[point.metric_id, point.machine_id].append((point.run_id, False))
         superseded |= Q(comparison__candidate__metric_id=point.metric_id, first_run__machine_id=point.machine_id,
                         first_run__started_at__lt=point.run.started_at)
-    # Only a series' newest change is alerted as suspected, among those opened here too: a later one settles it,
-    # as it settles one stored before.
+    # Likewise among those opened here: a later one settles an earlier suspected one, as it settles one stored
+    # before.
     newest = {}
     for point, _, _, _ in opened:
         key = (point.metric_id, point.machine_id)
