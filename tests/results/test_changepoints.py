@@ -514,7 +514,8 @@ def test_a_young_split_of_a_flat_series_is_no_change_point_the_nightly_test_is_t
     # A flat series at a night-to-night noise of 3% whose 24 nights the rank scan splits at night 15 (-4.8%, its
     # interval beyond the band): a false change point, 9 nights old, that used to be stored and to open a confirmed
     # alert. The scan runs every night over the same nights, and its 1% holds for one look: scanned every night from
-    # night 10 to 40, 17 of 200 flat series had a change point, against 3 of 200 scanned once. Within the nightly
+    # night 10 to 40, 7.0% of flat series got a split, against 0.9% scanned once (benchmarks/repeated_scans.py,
+    # seed 14). Within the nightly
     # shift test's reach (its first nights tried) the scan stores nothing; the nightly test decides there.
     post_history({"flat": np.ones(24)}, seed=376, noise=0.03)
 
