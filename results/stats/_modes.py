@@ -21,8 +21,8 @@ An alignment must never hide a regression, so it is narrow:
   between the centres at least ``MODE_RATIO`` and ``SEPARATION`` times the wider mode's spread.
 - A run of slow nights that reaches the newest night and is longer than ``RUN_MULTIPLE`` times the longest slow
   run before it (where a whole history is scanned at once, a run of either mode against its mode's longest other
-  run) is no alternation: the nights tested are compared as measured against the history on the fast mode's
-  scale, so every night slow from some night on (the fast path gone) is a regression of its full size. (The slow
+  run) is no alternation: the run's nights are compared as measured against the history before it on the fast
+  mode's scale, so every night slow from some night on (the fast path gone) is a regression of its full size. (The slow
   path gone is no alert: an improvement this cannot report.) Before the run is that long, a fast mode slowed to
   within a quarter of the gap of the slow one reads as slow nights, faster than it is: up to ``RUN_MULTIPLE`` times
   the longest slow run, an alert of the wrong sign.
@@ -94,7 +94,7 @@ def align_modes(means, *, tested=0, modes_from=0, earlier_from=None):
     spread 1.4826 × their median absolute deviation. Where they qualify, every night within a quarter of the gap
     from the upper centre is multiplied by the lower mode's level over the upper's (the exponential of the
     centres' difference). A run of slow nights reaching the newest that outlasts ``RUN_MULTIPLE`` times the longest
-    slow run before the tested nights leaves the tested nights as measured (the fast path gone); a scanned whole
+    slow run before the tested nights leaves its nights as measured (the fast path gone); a scanned whole
     history with a run of either mode outlasting twice its mode's longest other run is left as measured.
 
     Parameters
@@ -173,9 +173,12 @@ def align_modes(means, *, tested=0, modes_from=0, earlier_from=None):
         factor[index], aligned[index] = np.exp(modes[0] - modes[1]), True
         upper = classes == 1
         if gone:
-            # Every night slow for longer than ever before: the tested nights as measured against the history on
-            # the fast mode's scale, so that the fast path gone is a regression of its full size.
-            upper[split:] = False
+            # Every night slow for longer than ever before: the run's nights as measured (tested or not) against the
+            # history on the fast mode's scale, so that the fast path gone is a regression of its full size. Once a
+            # change point splits the run off (the segment since it read with the earlier segment's modes), its
+            # older nights are as measured as the newest: put on the fast scale, they read as a step of every
+            # slow night tested against them, and an alert was opened and dismissed every other night.
+            upper[_last_run_start(classes):] = False
         values[index] = np.where(upper, row * factor[index], row)
     return AlignedModes(values=values.reshape(shape), factor=factor.reshape(shape[:-1]),
                         aligned=aligned.reshape(shape[:-1]), found=found.reshape(shape[:-1]))
@@ -233,6 +236,19 @@ def _runs(classes):
                 runs.append((int(present[start]), start, position - start))
             start = position
     return runs
+
+
+def _last_run_start(classes):
+    """The column of the first night of the run of one mode that reaches the newest present night (absent nights
+    inside it skipped)."""
+    start = classes.size
+    for column in range(classes.size - 1, -1, -1):
+        if classes[column] == -2:
+            continue
+        if start < classes.size and classes[column] != classes[start]:
+            break
+        start = column
+    return start
 
 
 def _run_too_long(earlier, tested, *, own):

@@ -227,6 +227,13 @@ def test_a_regression_of_a_series_alternating_between_two_far_apart_modes_is_ale
         comparison__candidate__metric__benchmark__name="modes", comparison__candidate__run__started_at__gte=(
             NIGHT_ZERO + timedelta(days=50))).values_list("first_run__started_at", "comparison__verdict")]
     assert later and all(verdict.endswith("regression") for _, verdict in later), (change, later)
+    if moved == 3.0:
+        # One alert of it: every night slow from night 50 is one change (7 alerts, opened and dismissed every other
+        # night once its change point split the slow run, before the run's older nights were left as measured
+        # too). Not yet where the fast mode moved to 2x: the slow mode's next night, in neither of the new segment's
+        # few nights' modes, opens a second alert (5 of 20 seeded series).
+        assert len(later) == 1, (change, later)
+        assert ChangePoint.objects.filter(retracted_at__isnull=True).count() == 1
 
 
 @pytest.mark.parametrize("modes", [2, 4])
