@@ -21,8 +21,9 @@ An alignment must never hide a regression, so it is narrow:
   between the centres at least ``MODE_RATIO`` and ``SEPARATION`` times the wider mode's spread.
 - A run of slow nights that reaches the newest night and is longer than ``RUN_MULTIPLE`` times the longest slow
   run before it (where a whole history is scanned at once, a run of either mode against its mode's longest other
-  run) is no alternation: the run's nights are compared as measured against the history before it on the fast
-  mode's scale, so every night slow from some night on (the fast path gone) is a regression of its full size. (The slow
+  run) is no alternation: the nights tested (where the modes are the segment before's, the segment's nights of the
+  run too) are compared as measured against the history on the fast mode's scale, so every night slow from some night
+  on (the fast path gone) is a regression of its full size. (The slow
   path gone is no alert: an improvement this cannot report.) Before the run is that long, a fast mode slowed to
   within a quarter of the gap of the slow one reads as slow nights, faster than it is: up to ``RUN_MULTIPLE`` times
   the longest slow run, an alert of the wrong sign.
@@ -94,7 +95,8 @@ def align_modes(means, *, tested=0, modes_from=0, earlier_from=None):
     spread 1.4826 × their median absolute deviation. Where they qualify, every night within a quarter of the gap
     from the upper centre is multiplied by the lower mode's level over the upper's (the exponential of the
     centres' difference). A run of slow nights reaching the newest that outlasts ``RUN_MULTIPLE`` times the longest
-    slow run before the tested nights leaves its nights as measured (the fast path gone); a scanned whole
+    slow run before the tested nights leaves the tested nights as measured (the fast path gone; with the modes of
+    the segment before, the run's nights since `modes_from` too); a scanned whole
     history with a run of either mode outlasting twice its mode's longest other run is left as measured.
 
     Parameters
@@ -173,12 +175,14 @@ def align_modes(means, *, tested=0, modes_from=0, earlier_from=None):
         factor[index], aligned[index] = np.exp(modes[0] - modes[1]), True
         upper = classes == 1
         if gone:
-            # Every night slow for longer than ever before: the run's nights as measured (tested or not) against the
-            # history on the fast mode's scale, so that the fast path gone is a regression of its full size. Once a
-            # change point splits the run off (the segment since it read with the earlier segment's modes), its
-            # older nights are as measured as the newest: put on the fast scale, they read as a step of every
-            # slow night tested against them, and an alert was opened and dismissed every other night.
-            upper[_last_run_start(classes):] = False
+            # Every night slow for longer than ever before: the tested nights as measured against the history on
+            # the fast mode's scale, so that the fast path gone is a regression of its full size. Where a change
+            # point split the run off (the segment since it read with the earlier segment's modes), the run's older
+            # nights are as measured too: put on the fast scale, they read as a step of every slow night tested
+            # against them, and an alert was opened and dismissed every other night. (Within a segment's own modes
+            # they stay aligned, and the tested nights before the run stay as measured: either way otherwise, a
+            # flat two-mode history, Perfherder's runs5, had a change point of ×38.)
+            upper[split if start == modes_from else max(modes_from, _last_run_start(classes)):] = False
         values[index] = np.where(upper, row * factor[index], row)
     return AlignedModes(values=values.reshape(shape), factor=factor.reshape(shape[:-1]),
                         aligned=aligned.reshape(shape[:-1]), found=found.reshape(shape[:-1]))
