@@ -31,6 +31,10 @@ point within ±TOLERANCE of it.
 Where a file holds several annotators' change points (``annotations``: TCPD), the mean per-series precision,
 recall and F1 of van den Burg & Williams (2020) are printed too, with their margin of 5 points.
 
+Where a source publishes labels, the recall of those whose level moves by at least θ is printed too: the
+labels a practical-significance threshold lets through (Perfherder's own alerts need a move of at least 2%; its
+tests' labels come from its t-test alone, and the peers have no threshold).
+
 Target (issues 14, 29): recall ≥ the better peer, precision ≥ the better peer, no change point on a flat or
 two-mode series.
 """
@@ -64,6 +68,8 @@ PEERS = ("signal-processing-algorithms==2.1.6", "apache-otava==0.8.0")
 PEERS_VENV = ROOT / ".venv-peers"
 START = datetime(2020, 1, 1, 2, tzinfo=timezone.utc)
 WITHIN = (1, 3, 8)
+MOVE_WINDOW = 12
+"""Points either side of a label its move is measured on: Perfherder's windows (fore 12, back 12 to 24)."""
 
 
 def peers_python(given: str | None) -> str:
@@ -165,6 +171,14 @@ def annotated_scores(found: list[int], annotators: dict[str, list[int]]) -> tupl
     recall = float(np.mean([matched(predicted, sorted({0, *points})) / len({0, *points})
                             for points in annotators.values()]))
     return precision, recall, (2 * precision * recall / (precision + recall) if precision + recall else 0.0)
+
+
+def level_move(values: np.ndarray, at: int) -> float:
+    """How far a series' level moves at point `at`: the median of the MOVE_WINDOW points from it over that of the
+    MOVE_WINDOW before it, minus 1 (NaN at the first point)."""
+    if at <= 0:
+        return float("nan")
+    return float(np.median(values[at:at + MOVE_WINDOW]) / np.median(values[max(0, at - MOVE_WINDOW):at]) - 1.0)
 
 
 def agreement(first: list[int], second: list[int]) -> list[int]:
@@ -272,6 +286,18 @@ def main() -> None:
             print(f"{Path(file).stem[:28]:<28} {len(entries):>6} {f'{labelled} lab.':>9} "
                   f"{method:>9} {found:>6} {_share(correct, found):>10} {_share(correct, total):>7} "
                   f"{f'{on_flat} on {len(flat)}':>17} {f'{on_bimodal} on {len(bimodal)}':>14}")
+        if labelled:
+            # The labels a practical threshold lets through: Perfherder alerts only on moves of at least its
+            # signature's threshold (PERFHERDER_REGRESSION_THRESHOLD = 2%, treeherder/config/settings.py at the
+            # commit above), where its tests' labels are its t-test's alone; the peers have no threshold.
+            theta = (arguments.threshold if arguments.threshold is not None else 2.0) / 100
+            sized = {h.name: [c for c in reference[h.name] if abs(level_move(h.values, c)) >= theta]
+                     for h in entries if h.labels is not None}
+            within = sum(map(len, sized.values()))
+            print(f"{'':<28} labels moving ≥ θ ({MOVE_WINDOW} points either side, medians): {within} of "
+                  f"{sum(len(reference[name]) for name in sized)}; recall of those: " + ", ".join(
+                      f"{method} {_share(sum(matched(points_of(method, file, n), sized[n]) for n in sized), within)}"
+                      for method in methods))
         for h in entries:
             alerts = ours.get(f"{file}\t{h.name}", {}).get("alerts", [])
             for change in reference[h.name]:
