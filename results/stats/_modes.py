@@ -159,8 +159,13 @@ def align_modes(means, *, tested=0, modes_from=0, earlier_from=None):
             wider = row[earlier_from:split][~np.isnan(row[earlier_from:split])]
             candidate = _modes(wider)
             since = row[modes_from:]
-            if candidate is not None and (_classes(since[~np.isnan(since)], candidate) >= 0).all():
+            since = since[~np.isnan(since)]
+            if candidate is not None and (_classes(since, candidate) >= 0).all():
                 modes, start, earlier = candidate, earlier_from, wider
+            else:
+                previous = row[earlier_from:modes_from]
+                modes = _moved_modes(_modes(previous[~np.isnan(previous)]), since)
+                start, earlier = (earlier_from, wider) if modes is not None else (start, earlier)
         if modes is None:
             continue
         found[index] = True
@@ -216,6 +221,31 @@ def _modes(nights):
     if np.count_nonzero(np.diff(upper.astype(int))) < MIN_SWITCHES:
         return None
     return low, high
+
+
+def _moved_modes(modes, since):
+    """Where the change that began a segment moved one of the segment before's two `modes` (logarithms) and left the
+    other: the segment's nights (`since`, present, in time order) begin with nights in neither mode, all at one level,
+    and its other nights all lie in one of the two modes. Returns that mode's centre and the moved level's, as
+    ``(lower, upper)``; None otherwise.
+
+    A 1x/3x series whose fast path takes 2x from some night on is one change: alerted there, the segment since it
+    holds 2x nights, and the slow mode's next night (unchanged, but in neither of the few nights' modes) would
+    otherwise be compared as measured and alerted as a second change. A segment that begins in one of the modes is
+    never read this way: its later nights at a new level may be a regression of that mode."""
+    if modes is None or since.size == 0 or (since <= 0).any():
+        return None
+    classes = _classes(since, modes)
+    kept = classes[classes >= 0]
+    if classes[0] != -1 or kept.size == 0 or (kept != kept[0]).any():
+        return None
+    logs = np.log(since)
+    level = float(np.median(logs[classes == -1]))
+    unchanged = modes[int(kept[0])]
+    reach = abs(level - unchanged) / 4.0
+    if (np.abs(logs[classes == -1] - level) > reach).any() or (np.abs(logs[classes >= 0] - unchanged) > reach).any():
+        return None
+    return min(level, unchanged), max(level, unchanged)
 
 
 def _classes(nights, modes):

@@ -202,6 +202,27 @@ def test_a_short_segment_reads_the_modes_of_the_one_before_only_where_its_nights
         np.testing.assert_array_equal(found.values, means)
 
 
+@pytest.mark.parametrize("segment", ["2x then slow", "fast then 2x"])
+def test_a_segment_begun_by_one_mode_moving_reads_the_unchanged_mode_beside_the_moved_one(segment):
+    # 40 nights alternating 1x/3x, then a segment of 10 nights (too few to show modes of their own). Begun by the
+    # fast nights at 2x (the change that began it), its slow nights at 3x are the slow mode unchanged: put on the
+    # 2x scale, not read as a +50% change of their own. Begun by fast nights as they were, its 2x nights may be
+    # their regression: as measured.
+    means, _ = drifting_modes(40, seed=11, slow=3.0)
+    nights = {"2x then slow": [2, 2, 2, 2, 3, 2, 2, 3, 2, 3], "fast then 2x": [1, 1, 1, 2, 2, 2, 2, 2, 2, 1]}[segment]
+    noise = 1.0 + np.random.default_rng(3).normal(0.0, 0.003, 10)
+    means = np.r_[means, np.array(nights, dtype=float) * noise]
+
+    found = align_modes(means, tested=3, modes_from=40, earlier_from=0)
+
+    if segment == "2x then slow":
+        assert found.aligned and float(found.factor) == pytest.approx(2 / 3, rel=0.01)
+        np.testing.assert_allclose(found.values[40:], 2.0, rtol=0.02)
+    else:
+        assert not found.aligned
+        np.testing.assert_array_equal(found.values, means)
+
+
 def test_earlier_from_must_come_before_modes_from():
     with pytest.raises(ValueError, match="`earlier_from`"):
         align_modes(np.ones(20), tested=5, modes_from=3, earlier_from=4)
