@@ -349,7 +349,7 @@ def _moved_to(point: ChangePoint, run: Run, evidence, now, *, occupied: set[tupl
         return []
     occupied.add((point.metric_id, point.machine_id, run.pk))
     point.moves = [*point.moves, {"from_run": point.run_id, "to_run": run.pk, "at": now.isoformat()}]
-    point.run_id = run.pk
+    point.run = run  # the instance, not its id: a later alert of the series in the same call reads its start time
     if evidence.ratio is not None:
         point.ratio, point.ci_low, point.ci_high, point.pvalue = (
             evidence.ratio, evidence.ci_low, evidence.ci_high, evidence.pvalue)
