@@ -96,7 +96,7 @@ def align_modes(means, *, tested=0, modes_from=0, earlier_from=None):
     from the upper centre is multiplied by the lower mode's level over the upper's (the exponential of the
     centres' difference). A run of slow nights reaching the newest that outlasts ``RUN_MULTIPLE`` times the longest
     slow run before the tested nights leaves the tested nights as measured (the fast path gone; with the modes of
-    the segment before, the run's nights since `modes_from` too); a scanned whole
+    the segment before, the run's nights since `modes_from` instead, tested or not); a scanned whole
     history with a run of either mode outlasting twice its mode's longest other run is left as measured.
 
     Parameters
@@ -113,7 +113,8 @@ def align_modes(means, *, tested=0, modes_from=0, earlier_from=None):
         A column before `modes_from` (the nights of the segment before): where the nights from `modes_from` show no
         two modes (a segment begun a few nights ago), the modes are read from this column on instead, provided every
         night from `modes_from` on lies within one of them (a change that moved the modes moves the segment's
-        nights out of their reach). None: never.
+        nights out of their reach); or, where the segment begins with the lower mode moved and its other nights
+        lie in the upper mode, the moved level and the upper mode (``_moved_modes``). None: never.
 
     Returns
     -------
@@ -182,11 +183,12 @@ def align_modes(means, *, tested=0, modes_from=0, earlier_from=None):
         if gone:
             # Every night slow for longer than ever before: the tested nights as measured against the history on
             # the fast mode's scale, so that the fast path gone is a regression of its full size. Where a change
-            # point split the run off (the segment since it read with the earlier segment's modes), the run's older
-            # nights are as measured too: put on the fast scale, they read as a step of every slow night tested
-            # against them, and an alert was opened and dismissed every other night. (Within a segment's own modes
-            # they stay aligned, and the tested nights before the run stay as measured: either way otherwise, a
-            # flat two-mode history, Perfherder's runs5, had a change point of ×38.)
+            # point split the run off (the segment since it read with the earlier segment's modes), the run's nights
+            # in the segment are as measured, tested or not, and the segment's nights before the run stay in their
+            # modes: put on the fast scale, the run's older nights read as a step of every slow night tested against
+            # them, and an alert was opened and dismissed every other night. (Within a segment's own modes, the
+            # run's older nights stay aligned and every tested night is as measured: either way otherwise, a flat
+            # two-mode history, Perfherder's runs5, had a change point of ×38.)
             upper[split if start == modes_from else max(modes_from, _last_run_start(classes)):] = False
         values[index] = np.where(upper, row * factor[index], row)
     return AlignedModes(values=values.reshape(shape), factor=factor.reshape(shape[:-1]),
@@ -224,28 +226,31 @@ def _modes(nights):
 
 
 def _moved_modes(modes, since):
-    """Where the change that began a segment moved one of the segment before's two `modes` (logarithms) and left the
-    other: the segment's nights (`since`, present, in time order) begin with nights in neither mode, all at one level,
-    and its other nights all lie in one of the two modes. Returns that mode's centre and the moved level's, as
-    ``(lower, upper)``; None otherwise.
+    """Where the change that began a segment moved the lower of the segment before's two `modes` (logarithms) and
+    left the upper: the segment's nights (`since`, present, in time order) begin with nights in neither mode, all at
+    one level below the upper mode, and its other nights all lie in the upper mode. Returns the moved level and the
+    upper mode's centre, as ``(lower, upper)``; None otherwise.
 
     A 1x/3x series whose fast path takes 2x from some night on is one change: alerted there, the segment since it
     holds 2x nights, and the slow mode's next night (unchanged, but in neither of the few nights' modes) would
-    otherwise be compared as measured and alerted as a second change. A segment that begins in one of the modes is
-    never read this way: its later nights at a new level may be a regression of that mode."""
+    otherwise be compared as measured and alerted as a second change. Only the upper mode's nights are ever put on
+    the moved level's scale, so no night at the moved level or beyond it is scaled: a segment begun by a night or two
+    above the lower mode and then back in it (the lower mode regressing now and then), or by the upper mode moved
+    (its later nights at that level a regression of it), is never read so. As with any two modes, a moved level that
+    slows to within a quarter of the new gap of the upper mode reads as upper-mode nights (faster than it is) until
+    its run outlasts the upper mode's."""
     if modes is None or since.size == 0 or (since <= 0).any():
         return None
     classes = _classes(since, modes)
-    kept = classes[classes >= 0]
-    if classes[0] != -1 or kept.size == 0 or (kept != kept[0]).any():
-        return None
     logs = np.log(since)
-    level = float(np.median(logs[classes == -1]))
-    unchanged = modes[int(kept[0])]
-    reach = abs(level - unchanged) / 4.0
-    if (np.abs(logs[classes == -1] - level) > reach).any() or (np.abs(logs[classes >= 0] - unchanged) > reach).any():
+    if classes[0] != -1 or not (classes == 1).any() or (classes == 0).any():
         return None
-    return min(level, unchanged), max(level, unchanged)
+    level = float(np.median(logs[classes == -1]))
+    reach = (modes[1] - level) / 4.0
+    if reach <= 0 or (np.abs(logs[classes == -1] - level) > reach).any() or (
+            np.abs(logs[classes == 1] - modes[1]) > reach).any():
+        return None
+    return level, modes[1]
 
 
 def _classes(nights, modes):

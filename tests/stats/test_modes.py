@@ -223,6 +223,23 @@ def test_a_segment_begun_by_one_mode_moving_reads_the_unchanged_mode_beside_the_
         np.testing.assert_array_equal(found.values, means)
 
 
+@pytest.mark.parametrize(("segment", "tested"), [
+    ([2, 1, 1, 1, 1, 1, 1, 2, 2], 2),  # an odd first night, then the fast mode regressing to 2x
+    ([2, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2], 5),  # an odd first night, then a new 2x path now and then
+    ([4.5, 3, 3, 3, 3, 3, 4.5, 4.5], 2),  # the slow mode moved (every night slow), then regressing to 4.5x
+])
+def test_a_segment_read_with_a_moved_mode_never_scales_nights_at_the_moved_level(segment, tested):
+    # A review's cases: read as "one mode moved" from the segment's first night, each of these scaled its tested
+    # nights at the new level onto a mode's and hid their regression. Only the upper mode's nights are ever put on
+    # a moved lower level's scale.
+    means, _ = drifting_modes(40, seed=11, slow=3.0)
+    means = np.r_[means, np.array(segment, dtype=float)]
+
+    found = align_modes(means, tested=tested, modes_from=40, earlier_from=0)
+
+    np.testing.assert_array_equal(found.values[-tested:], means[-tested:])
+
+
 def test_earlier_from_must_come_before_modes_from():
     with pytest.raises(ValueError, match="`earlier_from`"):
         align_modes(np.ones(20), tested=5, modes_from=3, earlier_from=4)
