@@ -278,16 +278,10 @@ def _runs(classes):
 
 
 def _last_run_start(classes):
-    """The column of the first night of the run of one mode that reaches the newest present night (absent nights
-    inside it skipped)."""
-    start = classes.size
-    for column in range(classes.size - 1, -1, -1):
-        if classes[column] == -2:
-            continue
-        if start < classes.size and classes[column] != classes[start]:
-            break
-        start = column
-    return start
+    """The column of the first night of the run of one mode that reaches the newest present night (:func:`_runs`,
+    its start counted among present nights, mapped back to its column)."""
+    _, start, _ = _runs(classes)[-1]
+    return int(np.flatnonzero(classes >= -1)[start])
 
 
 def _run_too_long(earlier, tested, *, own):
