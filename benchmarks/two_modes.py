@@ -4,8 +4,9 @@ night, beside E-Divisive means and Apache Otava on the same series.
     .venv/bin/python benchmarks/two_modes.py                      # 20 seeds, every case
     .venv/bin/python benchmarks/two_modes.py --seeds 40 --peers-python /path/to/python
 
-Each seed draws the nights of a 1x / 3x series as tests/results/test_segments.py does (``slow_nights``: 40% of the
-first 30 nights slow at random, then each ten nights a share between 15% and 60%, as on Perfherder's ``runs5``), with
+Each seed draws the nights of a 1x / 3x series (``slow_nights``, which tests/results/test_segments.py draws its
+seeded series with: 40% of the first 30 nights slow at random, then each ten nights a share between 15% and 60%, as
+on Perfherder's ``runs5``), with
 0.3% noise, and runs three cases of it, each series its own machine (one value and a 0.5% within-run spread a night,
 posted through ingestion with the analysis tasks run as the analysis worker runs them, and the daily scan):
 
@@ -41,7 +42,9 @@ START = datetime(2026, 1, 1, 2, tzinfo=timezone.utc)
 
 
 def slow_nights(nights: int, *, seed: int) -> np.ndarray:
-    """The nights in the slow mode: tests/results/test_segments.py's draw (the same seeds give the same nights)."""
+    """The nights in the slow mode: 40% of the first 30 nights at random, then each ten nights take a share between
+    15% and 60%, so that the share drifts from week to week, as on Perfherder's runs5 history (20% to 60% of a
+    month's nights)."""
     rng = np.random.default_rng(seed)
     share = np.concatenate([np.full(30, 0.4), np.repeat(rng.uniform(0.15, 0.6, (nights + 9) // 10), 10)])[:nights]
     return rng.random(nights) < share

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from django.db import connection
 
+from benchmarks.two_modes import slow_nights
 from results import alerts, comparisons, nights, notifications
 from results.models import Alert, AlertGroup, AlertState, ChangePoint, Incident, Run
 from results.stored_rows import stored_rows
@@ -148,15 +149,6 @@ def statistics_run_on_sqlite_only(why: str = "") -> None:
     """Skip a test of the detection's statistics alone (the queries are the same as the other tests') on PostgreSQL."""
     if connection.vendor != "sqlite":
         pytest.skip("; ".join(filter(None, ("the same statistics as on SQLite", why))))
-
-
-def slow_nights(nights: int, *, seed: int) -> np.ndarray:
-    """Nights in the slow mode of a two-mode benchmark: 40% of the first 30 nights at random, then each ten nights
-    take a share between 15% and 60%, so that the share drifts from week to week, as on Perfherder's runs5 history
-    (20% to 60% of a month's nights)."""
-    rng = np.random.default_rng(seed)
-    share = np.concatenate([np.full(30, 0.4), np.repeat(rng.uniform(0.15, 0.6, (nights + 9) // 10), 10)])[:nights]
-    return rng.random(nights) < share
 
 
 @pytest.mark.parametrize("seed", [
