@@ -134,7 +134,8 @@ def main() -> None:
               f"{sum(len(peers[name]['otava']) for name in names):>10}")
     print("alerted / not dismissed / >1 alert: series (the changed cases: alerts from night 50 on); CPs: change points "
           "shown at the end; median nights: from night 50 to the first alert (night 50 itself is 1)")
-    print("targets (issue 29): flat: no alert, no change point; changed: one alert a series")
+    print("target (issue 29): no change point and no alert on a flat two-mode series; aim (the issue's 'every shift "
+          "its own alert', read as one alert a shift): one alert a changed series")
 
 
 if __name__ == "__main__":
